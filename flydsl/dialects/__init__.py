@@ -1,0 +1,8 @@
+"""flydsl.dialects: every op of the IR, declared as data (one module per dialect).
+
+Importing this package registers all ops, which the printer/parser/verifier look up by name.
+"""
+
+from . import arith, func, gpu, math, ptr, scf, vector
+
+__all__ = ["arith", "func", "gpu", "math", "ptr", "scf", "vector"]

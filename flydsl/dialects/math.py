@@ -1,0 +1,207 @@
+"""``math``: transcendental and rounding functions on floats (and a few integer bit ops).
+
+Semantics are the correctly rounded (or libm) results computed in float32/float64 and rounded to the
+type. On NVIDIA the f32 transcendental functions lower to the hardware approximations Triton uses
+(``ex2.approx``, ``lg2.approx``, ``sin.approx``, ``tanh.approx`` …); their error bounds are listed
+in docs/numerics.md, and the interpreter's results differ from the GPU's within them.
+"""
+
+from __future__ import annotations
+
+import math as _pymath
+
+import numpy as np
+
+from ..ir import OpDef, Trait, VectorType
+from ._base import bool_like, same_as_first
+
+P = Trait.PURE
+
+
+def _in_f32(fn):
+    """Compute in f32 for <=32-bit floats (f64 in f64), round back to the type."""
+
+    def ev(op, *args):
+        dt = args[0].dtype
+        if dt == np.float64:
+            return fn(*args)
+        r = fn(*[a.astype(np.float32) for a in args])
+        return np.asarray(r).astype(dt)
+
+    return ev
+
+
+def _in_f64(fn):
+    """Compute in f64 and round to the type (for functions numpy lacks in f32)."""
+
+    def ev(op, *args):
+        dt = args[0].dtype
+        r = fn(*[np.asarray(a, dtype=np.float64) for a in args])
+        return np.asarray(r).astype(dt)
+
+    return ev
+
+
+_erf_u = np.frompyfunc(_pymath.erf, 1, 1)
+_erfc_u = np.frompyfunc(_pymath.erfc, 1, 1)
+
+
+def _erf(x):
+    return np.asarray(_erf_u(x), dtype=np.float64)
+
+
+def _erfc(x):
+    return np.asarray(_erfc_u(x), dtype=np.float64)
+
+
+def _rsqrt(x):
+    return np.float64(1.0) / np.sqrt(x) if x.dtype == np.float64 else np.float32(1.0) / np.sqrt(x)
+
+
+def _fma(a, b, c):
+    # one rounding: the exact product of two f32 fits in f64; the f64 sum then rounds once to f32
+    # (double rounding can only matter in rare halfway cases; see docs/numerics.md)
+    return a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+
+
+def _fma_ev(op, a, b, c):
+    dt = a.dtype
+    if dt == np.float64:
+        return _fma_f64(a, b, c)
+    return _fma(a, b, c).astype(dt)
+
+
+def _fma_f64(a, b, c):
+    # exact for f64 through Python fractions would be slow; math.fma exists from Python 3.13
+    f = getattr(_pymath, "fma", None)
+    if f is None:
+        return a * b + c
+    return np.asarray(np.frompyfunc(f, 3, 1)(a, b, c), dtype=np.float64)
+
+
+def _round_half_away(x):
+    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)).astype(x.dtype)
+
+
+def _unary(name, ev, doc=""):
+    return OpDef(name, operands=1, traits=(P,), infer=same_as_first, evaluate=ev, fmt="unary", doc=doc)
+
+
+def _binary(name, ev, doc=""):
+    return OpDef(name, operands=2, traits=(P,), infer=same_as_first, evaluate=ev, fmt="binary", doc=doc)
+
+
+exp = _unary("math.exp", _in_f32(np.exp))
+exp2 = _unary("math.exp2", _in_f32(np.exp2))
+expm1 = _unary("math.expm1", _in_f32(np.expm1))
+log = _unary("math.log", _in_f32(np.log))
+log2 = _unary("math.log2", _in_f32(np.log2))
+log10 = _unary("math.log10", _in_f32(np.log10))
+log1p = _unary("math.log1p", _in_f32(np.log1p))
+sqrt = _unary("math.sqrt", _in_f32(np.sqrt), "correctly rounded square root")
+rsqrt = _unary("math.rsqrt", _in_f32(_rsqrt), "1/sqrt(x)")
+cbrt = _unary("math.cbrt", _in_f32(np.cbrt))
+sin = _unary("math.sin", _in_f32(np.sin))
+cos = _unary("math.cos", _in_f32(np.cos))
+tan = _unary("math.tan", _in_f32(np.tan))
+asin = _unary("math.asin", _in_f32(np.arcsin))
+acos = _unary("math.acos", _in_f32(np.arccos))
+atan = _unary("math.atan", _in_f32(np.arctan))
+sinh = _unary("math.sinh", _in_f32(np.sinh))
+cosh = _unary("math.cosh", _in_f32(np.cosh))
+tanh = _unary("math.tanh", _in_f32(np.tanh))
+asinh = _unary("math.asinh", _in_f32(np.arcsinh))
+acosh = _unary("math.acosh", _in_f32(np.arccosh))
+atanh = _unary("math.atanh", _in_f32(np.arctanh))
+erf = _unary("math.erf", _in_f64(_erf))
+erfc = _unary("math.erfc", _in_f64(_erfc))
+absf = _unary("math.absf", lambda op, a: np.abs(a), "clears the sign bit")
+ceil = _unary("math.ceil", lambda op, a: np.ceil(a))
+floor = _unary("math.floor", lambda op, a: np.floor(a))
+trunc = _unary("math.trunc", lambda op, a: np.trunc(a))
+round = _unary("math.round", _in_f32(_round_half_away), "round half away from zero")
+roundeven = _unary("math.roundeven", lambda op, a: np.rint(a), "round half to even")
+powf = _binary("math.powf", _in_f32(np.power))
+atan2 = _binary("math.atan2", _in_f32(np.arctan2))
+copysign = _binary("math.copysign", _in_f32(np.copysign))
+fma = OpDef(
+    "math.fma",
+    operands=3,
+    traits=(P,),
+    infer=same_as_first,
+    evaluate=_fma_ev,
+    fmt="unary",
+    doc="a*b+c with a single rounding",
+)
+
+
+def _absi(op, a):
+    if a.dtype == np.bool_:
+        return a
+    return np.abs(a)  # wraps for INT_MIN like the hardware
+
+
+def _popcount(op, a):
+    from ..ir import unsigned_dtype
+
+    t = op.results[0].type
+    u = np.asarray(a).view(unsigned_dtype(t)) if a.dtype != np.bool_ else a.astype(np.uint8)
+    bits = np.unpackbits(np.ascontiguousarray(u).view(np.uint8).reshape(u.shape + (-1,)), axis=-1)
+    return bits.sum(axis=-1).astype(a.dtype)
+
+
+def _ctlz(op, a):
+    t = op.results[0].type
+    w = t.element_type.bitwidth
+    from ._base import as_unsigned
+
+    u = as_unsigned(a, t).astype(np.uint64)
+    n = np.zeros(u.shape, dtype=np.int64)
+    for i in range(w - 1, -1, -1):
+        hit = ((u >> np.uint64(i)) & np.uint64(1)).astype(bool)
+        n = np.where((n == w - 1 - i) & ~hit, n + 1, n)
+    return n.astype(a.dtype)
+
+
+def _cttz(op, a):
+    t = op.results[0].type
+    w = t.element_type.bitwidth
+    from ._base import as_unsigned
+
+    u = as_unsigned(a, t).astype(np.uint64)
+    n = np.zeros(u.shape, dtype=np.int64)
+    for i in range(w):
+        hit = ((u >> np.uint64(i)) & np.uint64(1)).astype(bool)
+        n = np.where((n == i) & ~hit, n + 1, n)
+    return n.astype(a.dtype)
+
+
+absi = _unary("math.absi", _absi)
+ctpop = _unary("math.ctpop", _popcount, "number of set bits")
+ctlz = _unary("math.ctlz", _ctlz, "count leading zeros")
+cttz = _unary("math.cttz", _cttz, "count trailing zeros")
+
+
+def _class_op(name, fn):
+    def infer(types, attrs):
+        return [bool_like(types[0])]
+
+    return OpDef(name, operands=1, traits=(P,), infer=infer, evaluate=lambda op, a: fn(a), fmt="unary")
+
+
+isnan = _class_op("math.isnan", np.isnan)
+isinf = _class_op("math.isinf", np.isinf)
+isfinite = _class_op("math.isfinite", np.isfinite)
+
+UNARY_FLOAT = {
+    "exp": exp, "exp2": exp2, "expm1": expm1, "log": log, "log2": log2, "log10": log10, "log1p": log1p,
+    "sqrt": sqrt, "rsqrt": rsqrt, "cbrt": cbrt, "sin": sin, "cos": cos, "tan": tan, "asin": asin,
+    "acos": acos, "atan": atan, "sinh": sinh, "cosh": cosh, "tanh": tanh, "asinh": asinh, "acosh": acosh,
+    "atanh": atanh, "erf": erf, "erfc": erfc, "absf": absf, "ceil": ceil, "floor": floor, "trunc": trunc,
+    "round": round, "roundeven": roundeven,
+}  # fmt: skip
+
+__all__ = list(UNARY_FLOAT) + [
+    "powf", "atan2", "copysign", "fma", "absi", "ctpop", "ctlz", "cttz", "isnan", "isinf", "isfinite",
+    "UNARY_FLOAT", "VectorType",
+]  # fmt: skip
