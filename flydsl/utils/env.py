@@ -1,0 +1,111 @@
+"""The one registry of environment variables. Nothing else in flydsl reads ``os.environ``.
+
+Each variable is a typed entry with a default and a docstring; ``env.<attr>`` reads the current value
+(variables are read at access time, so tests can monkeypatch the environment). ``describe()`` lists
+them all (the README's table is generated from it).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["env", "EnvVar", "describe", "CODEGEN_AFFECTING"]
+
+_TRUE = frozenset(("1", "true", "yes", "on"))
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    kind: str  # "bool" | "int" | "str" | "path"
+    default: Any
+    doc: str
+
+    def read(self) -> Any:
+        raw = os.environ.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        if self.kind == "bool":
+            return raw.strip().lower() in _TRUE
+        if self.kind == "int":
+            try:
+                return int(raw)
+            except ValueError:
+                raise ValueError(f"environment variable {self.name}={raw!r} must be an integer") from None
+        if self.kind == "path":
+            return os.path.expanduser(raw)
+        return raw
+
+
+_VARS = [
+    EnvVar("FLYDSL_DUMP_IR", "bool", False, "write every compile stage to FLYDSL_DUMP_DIR/<kernel>/"),
+    EnvVar("FLYDSL_DUMP_DIR", "path", os.path.expanduser("~/.flydsl/debug"), "root folder of IR dumps"),
+    EnvVar("COMPILE_ONLY", "bool", False, "compile (and cache) without running; the jit call returns None"),
+    EnvVar("ARCH", "str", "", "target architecture override (e.g. sm_90a, sm_80, gfx942)"),
+    EnvVar("FLYDSL_GPU_ARCH", "str", "", "target architecture (ARCH takes precedence)"),
+    EnvVar("FLYDSL_RUNTIME_KIND", "str", "", "force the device: 'cuda' or 'cpu' (default: cuda if present)"),
+    EnvVar("FLYDSL_RUNTIME_CACHE_DIR", "path", os.path.expanduser("~/.flydsl/cache"), "disk cache folder"),
+    EnvVar("FLYDSL_RUNTIME_ENABLE_CACHE", "bool", True, "use the disk cache (the in-memory cache is always on)"),
+    EnvVar("FLYDSL_COMPILE_OPT_LEVEL", "int", 2, "LLVM middle-end optimization level (0-3; large kernels cap it)"),
+    EnvVar("FLYDSL_DEBUG_ENABLE_DEBUG_INFO", "bool", False, "emit line tables in the generated code"),
+    EnvVar("FLYDSL_DEBUG_ENABLE_VERIFIER", "bool", True, "verify the IR after tracing and after each pass"),
+    EnvVar("FLYDSL_DEBUG_SHOW_STACKTRACE", "bool", False, "show the full Python traceback of DSL errors"),
+    EnvVar("FLYDSL_DEBUG_PRINT_ORIGIN_IR", "bool", False, "print the traced IR before the passes"),
+    EnvVar("FLYDSL_DEBUG_PRINT_AFTER_ALL", "bool", False, "print the IR after every pass"),
+    EnvVar("FLYDSL_DEBUG_LOG_LEVEL", "str", "WARNING", "logger level (DEBUG, INFO, WARNING, ERROR)"),
+    EnvVar("FLYDSL_TRACE_MAX_OPS", "int", 4_000_000, "stop tracing with an error after this many ops"),
+    EnvVar("FLYDSL_TRACE_MAX_DEPTH", "int", 0, "Python recursion limit while tracing (0: the interpreter's)"),
+    EnvVar("FLYDSL_EXTRA_SOURCE_DIRS", "str", "", "':'-separated folders whose .py files enter the cache key"),
+    EnvVar("FLYDSL_INTERP_MAX_LANES", "int", 1 << 20, "CPU interpreter: threads executed together per batch"),
+    EnvVar("FLYDSL_LIBDEVICE", "path", "", "path to libdevice.10.bc (NVIDIA math library), if not found"),
+]
+
+# variables whose value changes generated code: part of every cache key
+CODEGEN_AFFECTING = (
+    "FLYDSL_COMPILE_OPT_LEVEL",
+    "FLYDSL_DEBUG_ENABLE_DEBUG_INFO",
+    "FLYDSL_EXTRA_SOURCE_DIRS",
+    "FLYDSL_LIBDEVICE",
+)
+
+_BY_ATTR = {v.name.lower().removeprefix("flydsl_"): v for v in _VARS}
+
+
+class _Env:
+    """Attribute access: ``env.dump_ir`` reads FLYDSL_DUMP_IR, ``env.compile_only`` reads COMPILE_ONLY."""
+
+    def __getattr__(self, attr: str) -> Any:
+        v = _BY_ATTR.get(attr)
+        if v is None:
+            raise AttributeError(f"no environment variable registered for '{attr}'")
+        return v.read()
+
+    def var(self, name: str) -> EnvVar:
+        for v in _VARS:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+    def get(self, name: str) -> Any:
+        return self.var(name).read()
+
+    def raw(self, name: str) -> str | None:
+        """The raw text of a registered variable (for cache keys)."""
+        self.var(name)
+        return os.environ.get(name)
+
+
+env = _Env()
+
+
+def describe() -> str:
+    """A markdown table of every variable."""
+    rows = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+    for v in _VARS:
+        d = v.default
+        if isinstance(d, str) and d.startswith(os.path.expanduser("~")):
+            d = "~" + d[len(os.path.expanduser("~")) :]
+        rows.append(f"| `{v.name}` | {v.kind} | `{d}` | {v.doc} |")
+    return "\n".join(rows)
