@@ -78,6 +78,14 @@ def format_loc(loc) -> str:
     return f' loc("{f}":{line}:{col})'
 
 
+def _outside_name(v: Value) -> str:
+    """A name for a value defined outside what is being printed (an op printed on its own)."""
+    if isinstance(v.owner, Block):
+        return f"%arg{v.index}"
+    owner = v.owner
+    return f"%<{owner.defn.name}#{v.index}>" if owner is not None else "%<undefined>"
+
+
 class Printer:
     """Stateful printer: assigns ``%N`` names per isolated region (function)."""
 
@@ -94,12 +102,12 @@ class Printer:
     def name(self, v: Value) -> str:
         n = self.names.get(v)
         if n is None:
-            return "%<<undefined>>"
+            return _outside_name(v)
         return n
 
     def names_of(self, vals) -> str:
         nm = self.names
-        return ", ".join([nm.get(v) or "%<<undefined>>" for v in vals])
+        return ", ".join([nm.get(v) or _outside_name(v) for v in vals])
 
     def define_results(self, op: Op) -> str:
         res = op.results
