@@ -1,0 +1,1 @@
+"""Benchmark cases: one module per kernel family, each with ``cases(quick) -> list[Case]``."""
