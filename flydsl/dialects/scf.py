@@ -149,3 +149,156 @@ def build_while(inits, result_types) -> Op:
 
 
 __all__ = ["for_", "if_", "while_", "yield_", "condition", "build_for", "build_if", "build_while"]
+
+
+# ---------------------------------------------------------------------------------------------
+# MLIR's pretty syntax for scf ops (printer and parser twins)
+# ---------------------------------------------------------------------------------------------
+
+
+def _print_for(p, op: Op, indent: str) -> str:
+    if op.attrs:  # the pretty form has no room for attributes
+        return GENERIC(p, op, indent)
+    lb, ub, st = op.operands[:3]
+    body = op.regions[0].blocks[0]
+    p.define_block_args(body)
+    s = f"scf.for {p.name(body.args[0])} = {p.name(lb)} to {p.name(ub)} step {p.name(st)}"
+    if len(op.operands) > 3:
+        pairs = ", ".join(f"{p.name(a)} = {p.name(v)}" for a, v in zip(body.args[1:], op.operands[3:]))
+        s += f" iter_args({pairs}) -> ({', '.join(str(r.type) for r in op.results)})"
+    s += f" : {lb.type} "
+    return s + p.region_text(op.regions[0], indent, print_entry_args=False)
+
+
+def _print_if(p, op: Op, indent: str) -> str:
+    if op.attrs:
+        return GENERIC(p, op, indent)
+    s = f"scf.if {p.name(op.operands[0])}"
+    if op.results:
+        s += f" -> ({', '.join(str(r.type) for r in op.results)})"
+    s += " " + p.region_text(op.regions[0], indent, print_entry_args=False)
+    if op.regions[1].blocks:
+        s += " else " + p.region_text(op.regions[1], indent, print_entry_args=False)
+    return s
+
+
+def _print_while(p, op: Op, indent: str) -> str:
+    if op.attrs:
+        return GENERIC(p, op, indent)
+    before = op.regions[0].blocks[0]
+    p.define_block_args(before)
+    pairs = ", ".join(f"{p.name(a)} = {p.name(v)}" for a, v in zip(before.args, op.operands))
+    ins = ", ".join(str(v.type) for v in op.operands)
+    outs = ", ".join(str(r.type) for r in op.results)
+    s = f"scf.while ({pairs}) : ({ins}) -> ({outs}) "
+    s += p.region_text(op.regions[0], indent, print_entry_args=False)
+    return s + " do " + p.region_text(op.regions[1], indent, print_entry_args=True)
+
+
+def _print_condition(p, op: Op, indent: str) -> str:
+    s = f"scf.condition({p.name(op.operands[0])})"
+    if len(op.operands) > 1:
+        s += " " + p.names_of(op.operands[1:]) + " : " + ", ".join(str(v.type) for v in op.operands[1:])
+    return s
+
+
+def _parse_pairs(ps):
+    names, vals = [], []
+    ps.expect("(")
+    while not ps.accept(")"):
+        names.append(ps.match(_SSA_RX))
+        ps.expect("=")
+        vals.append(ps.operand())
+        ps.accept(",")
+    return names, vals
+
+
+def _parse_for(ps, defn, nres) -> Op:
+    iv = ps.match(_SSA_RX)
+    ps.expect("=")
+    lb = ps.operand()
+    ps.expect("to")
+    ub = ps.operand()
+    ps.expect("step")
+    st = ps.operand()
+    names, vals, results = [], [], []
+    if ps.accept("iter_args"):
+        names, vals = _parse_pairs(ps)
+        ps.expect("->")
+        results = ps.type_list()
+    ps.expect(":")
+    ivt = ps.type()
+    op = Op(for_, [lb, ub, st, *vals], results, {}, 1)
+    ps.region(op.regions[0], entry_args=[(iv, ivt)] + [(n, v.type) for n, v in zip(names, vals)])
+    return op
+
+
+def _parse_if(ps, defn, nres) -> Op:
+    c = ps.operand()
+    results = ps.type_list() if ps.accept("->") else []
+    op = Op(if_, [c], results, {}, 2)
+    ps.region(op.regions[0])
+    if not op.regions[0].blocks:
+        op.regions[0].add_block()
+    if ps.accept("else"):
+        ps.region(op.regions[1])
+        if not op.regions[1].blocks:
+            op.regions[1].add_block()
+    return op
+
+
+def _parse_while(ps, defn, nres) -> Op:
+    names, vals = _parse_pairs(ps)
+    ps.expect(":")
+    ps.type_list()
+    ps.expect("->")
+    outs = ps.type_list()
+    op = Op(while_, vals, outs, {}, 2)
+    ps.region(op.regions[0], entry_args=[(n, v.type) for n, v in zip(names, vals)])
+    if not ps.accept("do"):
+        ps.error("expected 'do'")
+    ps.region(op.regions[1])
+    return op
+
+
+def _parse_condition(ps, defn, nres) -> Op:
+    ps.expect("(")
+    c = ps.operand()
+    ps.expect(")")
+    rest = []
+    if ps.peek("%"):
+        rest = [ps.operand()]
+        while ps.accept(","):
+            rest.append(ps.operand())
+        ps.expect(":")
+        for _ in rest:
+            ps.type()
+            ps.accept(",")
+    return Op(condition, [c, *rest], [], {}, 0)
+
+
+def _register_formats():
+    import re
+
+    from ..ir import register_format, register_parse_format
+    from ..ir.printer import GENERIC as _generic
+
+    global GENERIC
+    GENERIC = _generic
+
+    global _SSA_RX
+    _SSA_RX = re.compile(r"%[\w.$-]+(?:#\d+)?")
+    for name, pr, pa, d in (
+        ("scf.for", _print_for, _parse_for, for_),
+        ("scf.if", _print_if, _parse_if, if_),
+        ("scf.while", _print_while, _parse_while, while_),
+        ("scf.condition", _print_condition, _parse_condition, condition),
+    ):
+        register_format(name, pr)
+        register_parse_format(name, pa)
+        d.fmt = name
+
+
+_SSA_RX = None
+GENERIC = None
+_register_formats()

@@ -136,3 +136,28 @@ def test_raw_values_refuse_python_protocols():
         bool(b.args[0])
     with pytest.raises(TypeError, match="not iterable"):
         list(b.args[0])
+
+
+def test_scf_pretty_forms_roundtrip():
+    m, b = _kernel([ir.i32])
+    with ir.InsertionPoint(b):
+        w = scf.build_while([b.args[0]], [ir.i32])
+        before, after = w.regions[0].blocks[0], w.regions[1].blocks[0]
+        with ir.InsertionPoint(before):
+            scf.condition(arith.cmpi(before.args[0], arith.const(100, ir.i32), predicate="slt"), before.args[0])
+        with ir.InsertionPoint(after):
+            scf.yield_(arith.muli(after.args[0], arith.const(2, ir.i32)))
+        iff = scf.build_if(arith.cmpi(w.results[0], b.args[0], predicate="ne"), [ir.i32, ir.i32])
+        with ir.InsertionPoint(iff.regions[0].blocks[0]):
+            scf.yield_(w.results[0], b.args[0])
+        with ir.InsertionPoint(iff.regions[1].blocks[0]):
+            scf.yield_(b.args[0], w.results[0])
+        gpu.return_()
+    ir.verify(m)
+    text = ir.print_op(m)
+    assert "scf.while (%arg1 = %arg0) : (i32) -> (i32) {" in text
+    assert "scf.condition(%" in text and "} do {" in text
+    assert "%3:2 = scf.if %2 -> (i32, i32) {" in text and "} else {" in text
+    m2 = ir.parse_module(text)
+    ir.verify(m2)
+    assert ir.print_op(m2) == text
