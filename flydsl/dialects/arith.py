@@ -138,8 +138,9 @@ def _floordivsi(op, a, b):
 def _ceildivsi(op, a, b):
     if a.dtype == np.bool_:
         return a & b
-    q = np.floor_divide(np.negative(a), _safe(b))
-    q = np.negative(q)
+    sb = _safe(b)
+    q = np.floor_divide(a, sb)  # NOTE: not -floor(-a/b): -INT_MIN overflows
+    q = q + (np.remainder(a, sb) != 0).astype(q.dtype)
     return np.where(b == 0, np.full_like(q, -1), q)
 
 
@@ -317,8 +318,24 @@ subf = _binop("arith.subf", _fl32(np.subtract), doc="IEEE sub")
 mulf = _binop("arith.mulf", _fl32(np.multiply), (P, C), doc="IEEE mul")
 divf = _binop("arith.divf", _fl32(np.divide), doc="IEEE division (approximate under fastmath)")
 remf = _binop("arith.remf", _fl32(np.fmod), doc="float remainder, sign of the dividend (C fmod)")
-maximumf = _binop("arith.maximumf", _fl32(np.maximum), (P, C), doc="max, NaN-propagating")
-minimumf = _binop("arith.minimumf", _fl32(np.minimum), (P, C), doc="min, NaN-propagating")
+
+
+def ieee_maximum(a, b):
+    """IEEE-754 ``maximum``: NaN-propagating, and ``-0.0 < +0.0`` (numpy's maximum leaves zeros unordered)."""
+    r = np.maximum(a, b)
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero & ~(np.signbit(a) & np.signbit(b)), np.zeros_like(r), r)
+
+
+def ieee_minimum(a, b):
+    """IEEE-754 ``minimum``: NaN-propagating, and ``-0.0 < +0.0``."""
+    r = np.minimum(a, b)
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero & (np.signbit(a) | np.signbit(b)), np.negative(np.zeros_like(r)), r)
+
+
+maximumf = _binop("arith.maximumf", _fl32(ieee_maximum), (P, C), doc="max, NaN-propagating, -0 < +0")
+minimumf = _binop("arith.minimumf", _fl32(ieee_minimum), (P, C), doc="min, NaN-propagating, -0 < +0")
 maxnumf = _binop("arith.maxnumf", _fl32(np.fmax), (P, C), doc="max, NaN-ignoring (libm fmax)")
 minnumf = _binop("arith.minnumf", _fl32(np.fmin), (P, C), doc="min, NaN-ignoring (libm fmin)")
 
@@ -478,11 +495,25 @@ def _trunci(op, a):
 
 def _sitofp(op, a):
     src = a.astype(np.int8) * -1 if a.dtype == np.bool_ else a
-    return float_round(src.astype(np.float64), _elem(_t(op)))
+    return float_round(_int_to_f64(src, _elem(_t(op))), _elem(_t(op)))
 
 
 def _uitofp(op, a):
-    return float_round(as_unsigned(a, op.operands[0].type).astype(np.float64), _elem(_t(op)))
+    return float_round(_int_to_f64(as_unsigned(a, op.operands[0].type), _elem(_t(op))), _elem(_t(op)))
+
+
+def _int_to_f64(a: np.ndarray, dst: FloatType) -> np.ndarray:
+    """Integers as f64: exact up to 53 bits; wider ones round to odd unless ``dst`` is f64 itself, so
+    that the single later rounding to ``dst`` is correct (the GPU converts 64-bit ints in one step)."""
+    if a.dtype.itemsize < 8 or dst.name == "f64":
+        return a.astype(np.float64)
+    hi = (a >> 32).astype(np.float64) * 4294967296.0  # exact: 32 significant bits
+    lo = (a & 0xFFFFFFFF).astype(np.float64)  # exact
+    s = hi + lo
+    bb = s - hi
+    err = (hi - (s - bb)) + (lo - bb)  # TwoSum: the exact rounding error of s
+    even = (np.asarray(s).view(np.uint64) & np.uint64(1)) == 0
+    return np.where((err != 0) & even, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
 
 
 def _fptoi(signed: bool):
@@ -512,15 +543,15 @@ def float_round(x: np.ndarray, dst: FloatType) -> np.ndarray:
     """Round float64/float32 data to ``dst`` as the GPU does (RNE; fp8 saturating to max finite)."""
     m = FP8_MAX.get(dst.name)
     if m is not None:
-        x = np.clip(x.astype(np.float32), -m, m)
-        return x.astype(numpy_dtype(dst))
+        x = _f64_to_f32_round_odd(x) if x.dtype == np.float64 else x.astype(np.float32)
+        return np.clip(x, -m, m).astype(numpy_dtype(dst))
     if dst.name == "bf16" and x.dtype == np.float64:
         x = _f64_to_f32_round_odd(x)
     return x.astype(numpy_dtype(dst))
 
 
 def _f64_to_f32_round_odd(x: np.ndarray) -> np.ndarray:
-    """f64 → f32 with round-to-odd, so that a later RNE rounding to bf16 is correctly rounded."""
+    """f64 → f32 with round-to-odd, so that a later RNE rounding to bf16 or fp8 is correctly rounded."""
     f = x.astype(np.float32)
     back = f.astype(np.float64)
     inexact = (back != x) & np.isfinite(x)
@@ -529,7 +560,7 @@ def _f64_to_f32_round_odd(x: np.ndarray) -> np.ndarray:
     # move toward x by one ulp when the nearest f32 has an even mantissa and is inexact
     fix = inexact & ~odd
     toward = np.where(back < x, np.uint32(1), np.uint32(0xFFFFFFFF))
-    pos = f >= 0
+    pos = (bits & np.uint32(0x80000000)) == 0  # the sign bit: -0.0 counts as negative
     step = np.where(pos, toward, np.where(toward == 1, np.uint32(0xFFFFFFFF), np.uint32(1)))
     out = np.where(fix, bits + step, bits).astype(np.uint32)
     return out.view(np.float32)
@@ -544,7 +575,67 @@ def _truncf(op, a):
     src = a
     if src.dtype.itemsize == 1 or src.dtype == np.float16 or str(src.dtype) == "bfloat16":
         src = src.astype(np.float32)
-    return float_round(src, dst)
+    mode = op.attrs.get("rounding")
+    if mode is None or mode == "to_nearest_even":
+        return float_round(src, dst)
+    return float_round_directed(src, dst, mode)
+
+
+# IEEE-754 rounding modes of ``arith.truncf`` (attribute ``rounding``; absent = to_nearest_even)
+ROUNDING_MODES = ("to_nearest_even", "downward", "upward", "toward_zero", "to_nearest_away")
+_DIRECTED_DST = ("f16", "bf16", "f32")
+
+
+def _step_bits(bits: np.ndarray, up: np.ndarray, width: int) -> np.ndarray:
+    """The neighbour of each float (given by its unsigned bits) toward +inf (``up``) or -inf.
+
+    IEEE formats are sign-magnitude: moving away from zero adds one to the magnitude bits, toward
+    zero subtracts one; from a zero of either sign the step lands on the smallest subnormal.
+    """
+    sign = np.asarray(bits >> (width - 1)).astype(bool)
+    mag = bits & ((1 << (width - 1)) - 1)
+    one = np.ones_like(bits)
+    is_zero = mag == 0
+    away = up != sign  # up on a positive value, or down on a negative one, grows the magnitude
+    new_mag = np.where(away | is_zero, mag + one, mag - one)
+    new_sign = np.where(is_zero, ~up, sign)
+    return np.where(new_sign, new_mag | (one << (width - 1)), new_mag).astype(bits.dtype)
+
+
+def float_round_directed(x: np.ndarray, dst: FloatType, mode: str) -> np.ndarray:
+    """Round f32/f64 data to ``dst`` (f16, bf16 or f32) with an IEEE-754 ``mode`` other than RNE.
+
+    The round-to-nearest-even result is corrected by one step where it lies on the wrong side of the
+    exact value (directed modes) or where a tie went toward zero (``to_nearest_away``). NaN stays NaN.
+    """
+    x = np.asarray(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.asarray(float_round(x, dst))
+    width = dst.bitwidth
+    udt = np.dtype(f"u{width // 8}")
+    bits = np.ascontiguousarray(r).view(udt)
+    xd = x.astype(np.float64)
+    back = r.astype(np.float64)
+    finite_x = ~np.isnan(xd)
+    if mode == "downward":
+        fix, up = back > xd, np.zeros(r.shape, bool)
+    elif mode == "upward":
+        fix, up = back < xd, np.ones(r.shape, bool)
+    elif mode == "toward_zero":
+        fix = np.abs(back) > np.abs(xd)
+        up = back < 0
+    elif mode == "to_nearest_away":
+        toward_x = back < xd
+        other = _step_bits(bits, toward_x, width).view(r.dtype).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            tie = (back != xd) & (np.abs(xd - back) == np.abs(other - xd))
+        fix = tie & (np.abs(back) < np.abs(xd))
+        up = toward_x
+    else:
+        raise ValueError(f"unknown rounding mode {mode!r}; expected one of {', '.join(ROUNDING_MODES)}")
+    fix = fix & finite_x
+    out = np.where(fix, _step_bits(bits, up, width), bits).astype(udt)
+    return out.view(r.dtype)
 
 
 def _bitcast(op, a):
@@ -646,7 +737,30 @@ uitofp = _cast("arith.uitofp", _uitofp, "itof", "unsigned int → float (RNE)")
 fptosi = _cast("arith.fptosi", _fptoi(True), "ftoi", "float → signed int, toward zero, saturating, NaN → 0")
 fptoui = _cast("arith.fptoui", _fptoi(False), "ftoi", "float → unsigned int, toward zero, saturating")
 extf = _cast("arith.extf", _extf, "fext", "widen a float (exact)")
-truncf = _cast("arith.truncf", _truncf, "ftrunc", "narrow a float (RNE; fp8 saturates: satfinite)")
+truncf = _cast(
+    "arith.truncf",
+    _truncf,
+    "ftrunc",
+    "narrow a float (RNE; fp8 saturates: satfinite); attr rounding: an IEEE mode for f16/bf16/f32 results",
+)
+
+
+def _truncf_verify(op: Op):
+    msg = _cast_verify("ftrunc")(op)
+    if msg:
+        return msg
+    mode = op.attrs.get("rounding")
+    if mode is None:
+        return None
+    if mode not in ROUNDING_MODES:
+        return f"unknown rounding mode {mode!r}; expected one of {', '.join(ROUNDING_MODES)}"
+    dst = op.results[0].type.element_type
+    if dst.name not in _DIRECTED_DST:
+        return f"rounding modes apply to f16, bf16 and f32 results, not {dst}"
+    return None
+
+
+truncf.verify = _truncf_verify
 bitcast = _cast("arith.bitcast", _bitcast, "bitcast", "reinterpret bits (same total width)")
 index_cast = _cast("arith.index_cast", _index_cast, "index", "index ↔ integer (sign-extend or truncate)")
 index_castui = _cast("arith.index_castui", _index_castui, "index", "index ↔ integer (zero-extend or truncate)")
@@ -673,5 +787,6 @@ __all__ = [
     "minsi", "maxui", "minui", "mulhisi", "mulhiui", "addf", "subf", "mulf", "divf", "remf", "maximumf",
     "minimumf", "maxnumf", "minnumf", "negf", "cmpi", "cmpf", "select", "extsi", "extui", "trunci", "sitofp",
     "uitofp", "fptosi", "fptoui", "extf", "truncf", "bitcast", "index_cast", "index_castui",
-    "CMPI_PREDICATES", "CMPF_PREDICATES", "FP8_MAX", "float_round", "IntegerType",
+    "CMPI_PREDICATES", "CMPF_PREDICATES", "FP8_MAX", "float_round", "float_round_directed", "ROUNDING_MODES",
+    "ieee_maximum", "ieee_minimum", "IntegerType",
 ]  # fmt: skip

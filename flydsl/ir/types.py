@@ -56,6 +56,10 @@ class Type:
     def __reduce__(self):
         return (parse_type, (self._str,))
 
+    def __call__(self) -> Type:
+        """A type called with no arguments is itself: FlyDSL code spells types both ``T.f32`` and ``T.f32()``."""
+        return self
+
     @property
     def element_type(self) -> Type:
         """The scalar type of a vector, else the type itself."""
