@@ -1,6 +1,10 @@
 """Operators on DSL scalars (installed on :class:`Numeric`): arithmetic, bitwise, shifts, comparisons,
 unary ops and ``select``. The semantic layer: operand normalization, the common type, the result
 type, then either a host fold or one ``arith`` op.
+
+The type rules (:func:`operand_types`) and the op choice (:func:`emit_binary`) are shared with
+``fx.Vector``, whose operators apply them lane-wise: a scalar and a vector of the same dtypes always
+produce the same element type and the same op.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import operator
 from ..dialects import arith
 from ..dialects import math as dmath
 from ..ir import Value
+from ._fastmath import fastmath_attrs
 from .numeric import (
     Boolean,
     Float32,
@@ -22,31 +27,32 @@ from .numeric import (
     common_type,
 )
 
-__all__ = ["binary", "select", "current_fastmath", "set_fastmath"]
+__all__ = [
+    "binary",
+    "select",
+    "operand_types",
+    "emit_binary",
+    "fold_binary",
+    "int_pow",
+    "is_unsigned",
+    "norm_operand",
+    "SYMBOL",
+    "ARITH_KINDS",
+    "BIT_KINDS",
+    "CMP_KINDS",
+]
 
-_ARITH = frozenset(("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"))
-_BITS = frozenset(("and", "or", "xor", "lshift", "rshift"))
-_CMP = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
+ARITH_KINDS = frozenset(("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"))
+BIT_KINDS = frozenset(("and", "or", "xor", "lshift", "rshift"))
+CMP_KINDS = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
 
-_fastmath_stack: list[str | None] = [None]
+SYMBOL = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+    "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
+    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+}  # fmt: skip
 
-
-def current_fastmath() -> str | None:
-    """The ambient fast-math flags (``with fx.fastmath(...)``), or None."""
-    return _fastmath_stack[-1]
-
-
-def set_fastmath(flags: str | None):
-    _fastmath_stack.append(flags)
-
-
-def _fm_attrs(C) -> dict:
-    f = _fastmath_stack[-1]
-    if f and C.is_float:
-        return {"fastmath": f}
-    return {}
-
-
+# op choice by signedness (Index is unsigned), FlyDSL's lowering table
 _INT_SIGNED = {
     "add": arith.addi, "sub": arith.subi, "mul": arith.muli, "floordiv": arith.floordivsi, "mod": arith.remsi,
     "and": arith.andi, "or": arith.ori, "xor": arith.xori, "lshift": arith.shli, "rshift": arith.shrsi,
@@ -56,11 +62,18 @@ _FLOAT = {"add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "truediv": ar
 _CMP_S = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _CMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
 _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
-_PY_FAST = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+# exact on Python ints once wrapped to the width (faster than a numpy fold)
+_PY_EXACT = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
 _PY_BITS = {"and": operator.and_, "or": operator.or_, "xor": operator.xor}
 
 
-def _norm(x):
+def is_unsigned(C) -> bool:
+    """Whether integer ops on ``C`` use the unsigned forms (``divui``, ``shrui``, ``ult``…)."""
+    return C is Index or (C.is_integer and not C.signed)
+
+
+def norm_operand(x):
+    """A scalar operand as a Numeric (Python literals by value, raw IR scalars by type), or None."""
     if isinstance(x, Numeric):
         return x
     if getattr(x, "_is_vector", False):
@@ -71,120 +84,167 @@ def _norm(x):
         return None
 
 
-def _is_unsigned(C) -> bool:
-    return C is Index or (C.is_integer and not C.signed)
+def operand_types(kind: str, A, B):
+    """``(C, R)``: the type both operands convert to and the result type of ``A <kind> B``.
 
+    Boolean operands must already be widened to Int32 for arithmetic kinds (see :func:`binary`).
 
-def binary(kind: str, a, b):
-    """``a <kind> b`` for DSL scalars (or NotImplemented when an operand is not one)."""
-    a, b = _norm(a), _norm(b)
-    if a is None or b is None:
-        return NotImplemented
-    if kind in _ARITH:
-        if type(a) is Boolean:
-            a = a.to(Int32)
-        if type(b) is Boolean:
-            b = b.to(Int32)
-    C = common_type(type(a), type(b))
-    if kind in _BITS and C.is_float:
+    Raises:
+        TypeError: bitwise/shift on floats, or any arithmetic/comparison on a narrow storage float.
+    """
+    if A.is_storage or B.is_storage:
+        s = A if A.is_storage else B
         raise TypeError(
-            f"operator {_SYMBOL[kind]} needs integers, got {type(a).__name__} and {type(b).__name__}; "
+            f"operator {SYMBOL[kind]} on {s.__name__}: narrow storage floats (fp8) support conversions only; "
+            f"convert first, e.g. x.to(fx.Float32) {SYMBOL[kind]} y"
+        )
+    C = common_type(A, B)
+    if kind in BIT_KINDS and C.is_float:
+        raise TypeError(
+            f"operator {SYMBOL[kind]} needs integers, got {A.__name__} and {B.__name__}; "
             "use .bitcast() to operate on a float's bits"
         )
     if kind == "truediv" and C.is_integer:
         C = Float32 if C.width <= 32 else Float64
-    a = a.to(C)
-    b = b.to(C)
-    if kind == "pow":
-        return _pow(a, b, C)
-    av, bv = a._v, b._v
-    static = type(av) is not Value and type(bv) is not Value
-    if kind in _CMP:
-        return _compare(kind, av, bv, C, static)
+    return C, (Boolean if kind in CMP_KINDS else C)
+
+
+def _cmp_op(kind: str, C):
+    if C.is_float:
+        return arith.cmpf, _CMP_F[kind]
+    return arith.cmpi, (_CMP_U if is_unsigned(C) else _CMP_S)[kind]
+
+
+def emit_binary(kind: str, C, a: Value, b: Value, fastmath=None) -> Value:
+    """Build the op for ``a <kind> b`` on run-time values of type ``C`` (scalar or vector); ``pow`` on
+    integers is :func:`int_pow`'s job."""
+    if kind in CMP_KINDS:
+        defn, pred = _cmp_op(kind, C)
+        return defn(a, b, predicate=pred)
+    if C.is_float:
+        fm = fastmath_attrs(fastmath)
+        if kind == "floordiv":
+            return dmath.floor(arith.divf(a, b, **fm), **fm)
+        if kind == "pow":
+            return dmath.powf(a, b, **fm)
+        return _FLOAT[kind](a, b, **fm)
+    return (_INT_UNSIGNED if is_unsigned(C) else _INT_SIGNED)[kind](a, b)
+
+
+def fold_binary(kind: str, C, av, bv):
+    """The compile-time value of ``av <kind> bv`` (Python values of type ``C``), through the same op's
+    numpy semantics as the run-time path.
+
+    Raises:
+        ZeroDivisionError: integer ``//`` or ``%`` by a compile-time zero.
+    """
+    if kind in CMP_KINDS:
+        defn, pred = _cmp_op(kind, C)
+        return _fold(defn, Boolean, [C, C], [av, bv], predicate=pred)
     if C.is_float:
         if kind == "floordiv":
-            q = binary("truediv", a, b)
-            return _unary_math(dmath.floor, q)
-        defn = _FLOAT[kind]
-        if static:
-            f = _PY_FAST.get(kind)
-            if f is not None:
-                return C._make(C.from_py(f(av, bv)))
-            return C._make(_fold(defn, C, [C, C], [av, bv]))
-        return C._make(defn(a.ir_value(), b.ir_value(), **_fm_attrs(C)))
-    defn = (_INT_UNSIGNED if _is_unsigned(C) else _INT_SIGNED)[kind]
-    if static:
-        f = _PY_FAST.get(kind) or _PY_BITS.get(kind)
-        if f is not None and C is not Boolean:
-            return C._make(C.from_py(f(av, bv)))
-        return C._make(_fold(defn, C, [C, C], [av, bv]))
-    return C._make(defn(a.ir_value(), b.ir_value()))
+            q = _fold(arith.divf, C, [C, C], [av, bv])
+            return _fold(dmath.floor, C, [C], [q])
+        if kind == "pow":
+            return _fold(dmath.powf, C, [C, C], [av, bv])
+        f = _PY_EXACT.get(kind)
+        if f is not None and C is Float64:
+            return f(av, bv)
+        return _fold(_FLOAT[kind], C, [C, C], [av, bv])
+    if kind in ("floordiv", "mod") and bv == 0:
+        raise ZeroDivisionError(f"integer {SYMBOL[kind]} by zero in a compile-time {C.__name__} expression")
+    f = _PY_EXACT.get(kind) or _PY_BITS.get(kind)
+    if f is not None and C is not Boolean:
+        return C.from_py(f(av, bv))
+    return _fold((_INT_UNSIGNED if is_unsigned(C) else _INT_SIGNED)[kind], C, [C, C], [av, bv])
 
 
-def _compare(kind, av, bv, C, static):
-    if C.is_float:
-        defn, pred = arith.cmpf, _CMP_F[kind]
-    else:
-        defn, pred = arith.cmpi, (_CMP_U if _is_unsigned(C) else _CMP_S)[kind]
-    if static:
-        return Boolean._make(_fold(defn, Boolean, [C, C], [av, bv], predicate=pred))
-    a = av if type(av) is Value else C._make(av).ir_value()
-    b = bv if type(bv) is Value else C._make(bv).ir_value()
-    return Boolean._make(defn(a, b, predicate=pred))
+def int_pow(base, exponent, mul):
+    """``base ** exponent`` for a compile-time integer exponent by repeated squaring with ``mul``.
 
-
-def _pow(a, b, C):
-    if C.is_float:
-        if a.is_static() and b.is_static():
-            return C._make(_fold(dmath.powf, C, [C, C], [a._v, b._v]))
-        return C._make(dmath.powf(a.ir_value(), b.ir_value(), **_fm_attrs(C)))
-    if not b.is_static():
-        raise TypeError(
-            "integer ** needs a compile-time exponent; for a run-time exponent convert to a float "
-            "first: x.to(fx.Float32) ** e"
-        )
-    e = b._v
+    Raises:
+        TypeError: a run-time exponent. ValueError: a negative exponent.
+    """
+    e = exponent
+    if isinstance(e, Numeric):
+        if not e.is_static():
+            raise TypeError(
+                "integer ** needs a compile-time exponent; for a run-time exponent convert to a float "
+                "first: x.to(fx.Float32) ** e"
+            )
+        e = e.value
+    if getattr(e, "_is_vector", False):
+        raise TypeError("integer ** needs a compile-time scalar exponent, got a Vector")
+    e = int(e)
     if e < 0:
         raise ValueError(f"integer ** with a negative exponent ({e})")
-    if a.is_static():
-        return C._make(C.from_py(pow(a._v, e, 1 << C.width)))
-    result, base = None, a
+    result = None
     while e:
         if e & 1:
-            result = base if result is None else binary("mul", result, base)
+            result = base if result is None else mul(result, base)
         e >>= 1
         if e:
-            base = binary("mul", base, base)
-    return C._make(1) if result is None else result
+            base = mul(base, base)
+    return result
+
+
+def binary(kind: str, a, b):
+    """``a <kind> b`` for DSL scalars (or NotImplemented when an operand is not one)."""
+    a, b = norm_operand(a), norm_operand(b)
+    if a is None or b is None:
+        return NotImplemented
+    if kind in ARITH_KINDS:
+        if type(a) is Boolean:
+            a = a.to(Int32)
+        if type(b) is Boolean:
+            b = b.to(Int32)
+    C, R = operand_types(kind, type(a), type(b))
+    a, b = a.to(C), b.to(C)
+    if kind == "pow" and C.is_integer:
+        if a.is_static() and b.is_static():
+            if b.value < 0:
+                raise ValueError(f"integer ** with a negative exponent ({b.value})")
+            return C._make(C.from_py(pow(a.value, b.value, 1 << C.width)))
+        r = int_pow(a, b, lambda x, y: binary("mul", x, y))
+        return C._make(1) if r is None else r
+    av, bv = a.value, b.value
+    if type(av) is not Value and type(bv) is not Value:
+        return R._make(fold_binary(kind, C, av, bv))
+    return R._make(emit_binary(kind, C, a.ir_value(), b.ir_value()))
 
 
 def _unary_math(defn, x):
     C = type(x)
     if x.is_static():
-        return C._make(_fold(defn, C, [C], [x._v]))
-    return C._make(defn(x.ir_value(), **_fm_attrs(C)))
+        return C._make(_fold(defn, C, [C], [x.value]))
+    return C._make(defn(x.ir_value(), **fastmath_attrs()))
 
 
 def _neg(x):
     x = x.to(Int32) if type(x) is Boolean else x
     C = type(x)
+    if C.is_storage:
+        operand_types("sub", C, C)  # raises: storage floats have no arithmetic
     if C.is_float:
         if x.is_static():
-            return C._make(-x._v)
-        return C._make(arith.negf(x._v))
+            return C._make(-x.value)
+        return C._make(arith.negf(x.value, **fastmath_attrs()))
     return binary("sub", C._make(0), x)
 
 
 def _abs(x):
-    x = x.to(Int32) if type(x) is Boolean else x
     C = type(x)
+    if C is Boolean:
+        raise TypeError("abs() of a Boolean is undefined; convert it first: x.to(fx.Int32)")
+    if C.is_storage:
+        operand_types("sub", C, C)
     if C.is_float:
         return _unary_math(dmath.absf, x)
     if not C.signed:
         return x
     if x.is_static():
-        return C._make(C.from_py(abs(x._v)))
-    return C._make(dmath.absi(x._v))
+        return C._make(C.from_py(abs(x.value)))
+    return C._make(dmath.absi(x.value))
 
 
 def _invert(x):
@@ -197,32 +257,31 @@ def _invert(x):
 
 
 def select(cond, true_value, false_value):
-    """``cond ? t : f``; a non-Boolean cond is tested for non-zero; the result has the common type."""
-    c = _norm(cond)
+    """``cond ? t : f``; a non-Boolean cond is tested for non-zero; the result has the common type.
+
+    A Vector condition selects lane-wise; Vector choices under a scalar condition select whole vectors.
+    """
+    if getattr(cond, "_is_vector", False):
+        return cond.select(true_value, false_value)
+    c = norm_operand(cond)
     if c is None:
         raise TypeError(f"select condition must be a DSL scalar or Python bool, got {type(cond).__name__}")
     if type(c) is not Boolean:
         c = c.to(Boolean)
-    t, f = _norm(true_value), _norm(false_value)
+    t, f = norm_operand(true_value), norm_operand(false_value)
     if t is None or f is None:
-        vec = true_value if getattr(true_value, "_is_vector", False) else false_value
-        if getattr(vec, "_is_vector", False):
-            return type(vec).select_scalar_cond(c, true_value, false_value)
+        if getattr(true_value, "_is_vector", False) or getattr(false_value, "_is_vector", False):
+            from .vector import select_whole
+
+            return select_whole(c, true_value, false_value)
         raise TypeError("select choices must be DSL values or Python numbers")
     C = common_type(type(t), type(f))
     t, f = t.to(C), f.to(C)
     if c.is_static():
-        return t if c._v else f
-    if t.is_static() and f.is_static() and t._v == f._v and type(t._v) is type(f._v):
+        return t if c.value else f
+    if t.is_static() and f.is_static() and t.value == f.value and type(t.value) is type(f.value):
         return t
-    return C._make(arith.select(c._v, t.ir_value(), f.ir_value()))
-
-
-_SYMBOL = {
-    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
-    "and": "&", "or": "|", "xor": "^", "lshift": "<<", "rshift": ">>",
-    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
-}  # fmt: skip
+    return C._make(arith.select(c.value, t.ir_value(), f.ir_value()))
 
 
 def _install():
@@ -237,11 +296,11 @@ def _install():
         rev.__name__ = f"__r{kind}__"
         return fwd, rev
 
-    for kind in _ARITH | _BITS:
+    for kind in ARITH_KINDS | BIT_KINDS:
         fwd, rev = make(kind)
         setattr(Numeric, f"__{kind}__", fwd)
         setattr(Numeric, f"__r{kind}__", rev)
-    for kind in _CMP:
+    for kind in CMP_KINDS:
         fwd, _ = make(kind)
         setattr(Numeric, f"__{kind}__", fwd)
     Numeric.__neg__ = _neg

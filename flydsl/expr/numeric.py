@@ -45,6 +45,7 @@ __all__ = [
     "common_type",
     "numeric_type_of",
     "is_dsl_value",
+    "RuntimeValueError",
     "RUNTIME_VALUE_HINT",
 ]
 
@@ -53,6 +54,47 @@ RUNTIME_VALUE_HINT = (
     "Use `fx.const_expr(...)` for a compile-time test, `fx.range_constexpr` for an unrolled loop, "
     "`cond.select(a, b)` to pick a value, or an `if` on it inside the kernel (it becomes scf.if)."
 )
+
+# what to write instead, per Python protocol a run-time value was forced into
+_PROTOCOL_FIX = {
+    "bool": (
+        "a Python bool (`if`, `while`, `and`/`or`/`not`, `bool()`)",
+        "Use `fx.const_expr(...)` for a test known at compile time, `cond.select(a, b)` to pick a value, "
+        "or write the `if`/`while` in a @flyc.kernel body (it becomes scf.if/scf.while). "
+        'max()/min()/sorted()/`in` over a Vector compare lanes in Python: use v.reduce("max"), '
+        'v.reduce("min"), fx.max/fx.min, or (v == x).reduce("or") instead.',
+    ),
+    "int": (
+        "a Python int (`int()`)",
+        "Its value exists only when the kernel runs: keep computing with it as a DSL value, or convert it "
+        "with `.to(fx.Int64)`.",
+    ),
+    "float": (
+        "a Python float (`float()`)",
+        "Its value exists only when the kernel runs: keep computing with it as a DSL value, or convert it "
+        "with `.to(fx.Float32)`.",
+    ),
+    "index": (
+        "a Python index (list/tuple index, slice or `range()` bound)",
+        "Index a Vector with it instead (`vec[i]` emits vector.extractelement), pick with `cond.select(a, b)`, "
+        "or loop with `range(n)` in a @flyc.kernel body (it becomes scf.for); an unrolled "
+        "`fx.range_constexpr` loop needs a compile-time bound.",
+    ),
+}
+
+
+class RuntimeValueError(TypeError, RuntimeError):
+    """A run-time DSL value was used where Python needs a real value (``bool()``, ``int()``, an index…).
+
+    It is both a ``TypeError`` (flydsl's contract) and a ``RuntimeError`` (what FlyDSL raises)."""
+
+
+def runtime_value_error(type_name: str, protocol: str) -> RuntimeValueError:
+    """The error for forcing a run-time ``type_name`` value into a Python ``protocol`` (see _PROTOCOL_FIX)."""
+    what, fix = _PROTOCOL_FIX[protocol]
+    return RuntimeValueError(
+        f"cannot use a run-time {type_name} as {what}: its value is known only when the kernel runs. {fix}"
+    )
 
 
 def _wrap_int(v: int, width: int, signed: bool) -> int:
@@ -99,6 +141,16 @@ class _NumericMeta(type):
         """``ceil(log2(width))``."""
         return max(0, (cls.width - 1).bit_length())
 
+    @property
+    def zero(cls):
+        """The Python zero of the type (``0``, ``0.0`` or ``False``)."""
+        if cls is Boolean:
+            return False
+        return 0.0 if cls.is_float else 0
+
+    def __str__(cls) -> str:
+        return cls.__name__
+
 
 class Numeric(metaclass=_NumericMeta):
     """Base of every DSL scalar. ``Type(x)`` constructs or converts (C-cast semantics for ints)."""
@@ -110,6 +162,7 @@ class Numeric(metaclass=_NumericMeta):
     numpy_dtype: np.dtype = None  # type: ignore[assignment]
     is_integer = False
     is_float = False
+    is_storage = False  # narrow floats (fp8): conversions only, no arithmetic
     _is_numeric = True
     _is_vector = False
 
@@ -152,10 +205,16 @@ class Numeric(metaclass=_NumericMeta):
 
     @staticmethod
     def from_ir_type(t: ir.Type) -> type[Numeric]:
+        """The Numeric class of an IR scalar type (``i32`` → ``Int32``; signless integers read as signed).
+
+        Raises:
+            TypeError: no DSL scalar type has that IR type (vectors, pointers, i128…).
+        """
         return numeric_type_of(t)
 
     @staticmethod
     def from_python_value(v) -> Numeric:
+        """Same as :func:`as_numeric`."""
         return as_numeric(v)
 
     # -- queries -----------------------------------------------------------------------------
@@ -183,9 +242,11 @@ class Numeric(metaclass=_NumericMeta):
         return arith.constant(value=v, result_types=[type(self).ir_type])
 
     def __fly_values__(self) -> list[Value]:
+        """The DSL value protocol: the IR values that carry this value (one)."""
         return [self.ir_value()]
 
     def __fly_rebuild__(self, values):
+        """The DSL value protocol: a run-time value of this type from the IR values of :meth:`__fly_values__`."""
         return type(self)._make(values[0])
 
     def __repr__(self) -> str:
@@ -194,25 +255,25 @@ class Numeric(metaclass=_NumericMeta):
         return f"{type(self).__name__}(<run-time {type(self).ir_type}>)"
 
     # -- Python protocol: only compile-time values become Python values -------------------------
-    def _static_or_raise(self, what: str):
+    def _static_or_raise(self, protocol: str):
         if type(self._v) is Value:
-            raise TypeError(f"cannot use a run-time {type(self).__name__} as {what}. {RUNTIME_VALUE_HINT}")
+            raise runtime_value_error(type(self).__name__, protocol)
         return self._v
 
     def __bool__(self) -> bool:
-        return bool(self._static_or_raise("a Python bool (in `if`, `while`, `and`/`or` or `bool()`)"))
+        return bool(self._static_or_raise("bool"))
 
     def __int__(self) -> int:
-        return int(self._static_or_raise("a Python int (`int()`)"))
+        return int(self._static_or_raise("int"))
 
     def __index__(self) -> int:
-        v = self._static_or_raise("a Python index (list index, slice or `range()` bound)")
+        v = self._static_or_raise("index")
         if not isinstance(v, (int, bool)):
             raise TypeError(f"a {type(self).__name__} is not an integer index")
         return int(v)
 
     def __float__(self) -> float:
-        return float(self._static_or_raise("a Python float (`float()`)"))
+        return float(self._static_or_raise("float"))
 
     def __hash__(self) -> int:
         v = self._v
@@ -220,6 +281,9 @@ class Numeric(metaclass=_NumericMeta):
 
     def __iter__(self):
         raise TypeError(f"a {type(self).__name__} is a scalar and cannot be iterated")
+
+    def __len__(self):
+        raise TypeError(f"a {type(self).__name__} is a scalar and has no len()")
 
     # -- conversions -------------------------------------------------------------------------
     def to(self, dtype, *, rounding_mode=None):
@@ -241,7 +305,45 @@ class Numeric(metaclass=_NumericMeta):
 
         return select(self, true_value, false_value)
 
+    # -- FlyDSL's named-op proxies (compatibility) ------------------------------------------
+    def maximumf(self, other, *, fastmath=None):
+        """``fx.arith.maximumf(self, other)``."""
+        from . import arith as _arith
+
+        return _arith.maximumf(self, other, fastmath=fastmath)
+
+    def minimumf(self, other, *, fastmath=None):
+        """``fx.arith.minimumf(self, other)``."""
+        from . import arith as _arith
+
+        return _arith.minimumf(self, other, fastmath=fastmath)
+
+    def addf(self, other, *, fastmath=None):
+        """``fx.arith.addf(self, other)``."""
+        from . import arith as _arith
+
+        return _arith.addf(self, other, fastmath=fastmath)
+
+    def shrui(self, other):
+        """Logical shift right whatever the signedness: ``fx.arith.shrui(self, other)``."""
+        from . import arith as _arith
+
+        return _arith.shrui(self, other)
+
+    def exp2(self, *, fastmath=None):
+        """``fx.math.exp2(self)``."""
+        from . import math as _math
+
+        return _math.exp2(self, fastmath=fastmath)
+
+    def shuffle_xor(self, offset, width=None):
+        """``fx.gpu.shuffle_xor(self, offset, width)``."""
+        from . import gpu as _gpu
+
+        return _gpu.shuffle_xor(self, offset, width)
+
     def with_signedness(self, signed: bool):
+        """The integer type of the same width with the given signedness, same bits."""
         cls = type(self)
         if not cls.is_integer or cls is Boolean:
             raise TypeError(f"{cls.__name__} has no signedness")
@@ -256,15 +358,23 @@ class Integer(Numeric):
     @classmethod
     def from_py(cls, x):
         if isinstance(x, (float, np.floating)):
-            xf = float(x)
-            if _pymath.isnan(xf) or _pymath.isinf(xf):
-                raise ValueError(f"cannot convert {xf} to {cls.__name__}")
-            x = int(xf)  # toward zero, as a C cast
+            return _int_from_float(float(x), cls.__name__, cls.width, bool(cls.signed))
         return _wrap_int(int(x), cls.width, bool(cls.signed))
 
     @classmethod
     def _py_from_np(cls, a):
         return _wrap_int(int(a), cls.width, bool(cls.signed))
+
+
+def _int_from_float(x: float, name: str, width: int, signed: bool) -> int:
+    """A Python float to an integer type as the GPU converts (``fptosi``/``fptoui``): toward zero,
+    saturating at the type's bounds. NaN and infinities have no integer value here."""
+    if _pymath.isnan(x):
+        raise ValueError(f"cannot convert float NaN to {name}")
+    if _pymath.isinf(x):
+        raise OverflowError(f"cannot convert float {x} to {name}")
+    lo, hi = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, (1 << width) - 1)
+    return min(max(int(x), lo), hi)
 
 
 class Boolean(Integer):
@@ -300,7 +410,7 @@ class Index(Integer):
     def from_py(cls, x):
         # stored signed (numpy int64); unsigned ops reinterpret the bits
         if isinstance(x, (float, np.floating)):
-            return Int64.from_py(x)
+            return _int_from_float(float(x), "Index", 64, True)
         return _wrap_int(int(x), 64, True)
 
     @classmethod
@@ -340,6 +450,8 @@ def _int_cls(name, width, signed):
 
 
 def _float_cls(name, t):
+    storage = t.width == 8
+    kind = "narrow storage float: convert with .to() before arithmetic" if storage else "float"
     return type(
         name,
         (Float,),
@@ -348,7 +460,8 @@ def _float_cls(name, t):
             "width": t.width,
             "ir_type": t,
             "numpy_dtype": ir.numpy_dtype(t),
-            "__doc__": f"{t.width}-bit float (IR type {t}).",
+            "is_storage": storage,
+            "__doc__": f"{t.width}-bit {kind} (IR type {t}).",
         },
     )
 
