@@ -1,0 +1,61 @@
+"""Trace ``fx`` code into a kernel without the compiler: for tests and experiments.
+
+::
+
+    with trace_kernel([PointerType(f32), i32]) as t:
+        p, n = fx.Pointer(t.args[0]), fx.Int32(t.args[1])
+        p[n] = p[0] + 1.0
+    print(t.text)            # the verified module, MLIR text
+    t.count("ptr.store")     # 1
+
+The kernel is a ``gpu.func`` (``kernel = true``) in a fresh module; leaving the block appends
+``gpu.return``, verifies the module and resets the per-trace shared-memory counter first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from .. import ir
+from ..dialects import func, gpu
+from .gpu import reset_shared_usage
+
+__all__ = ["trace_kernel", "Trace"]
+
+
+class Trace:
+    """The result of :func:`trace_kernel`: ``module``, ``kernel`` (the gpu.func op), ``args`` (its block
+    arguments) and, after the block, ``text`` (printed module)."""
+
+    def __init__(self, module: ir.Op, kernel: ir.Op):
+        self.module = module
+        self.kernel = kernel
+        self.args = list(kernel.regions[0].blocks[0].args)
+        self.text = ""
+
+    def ops(self) -> list[ir.Op]:
+        """Every op of the kernel body, in order (nested regions included)."""
+        return [o for o in self.kernel.walk() if o is not self.kernel]
+
+    def count(self, name: str) -> int:
+        """How many ops named ``name`` the kernel holds."""
+        return sum(1 for o in self.ops() if o.defn.name == name)
+
+
+@contextlib.contextmanager
+def trace_kernel(arg_types, name: str = "kernel", **attrs):
+    """Build a kernel taking ``arg_types``; the ``with`` body runs at its entry block.
+
+    Raises:
+        flydsl.ir.VerifyError: the traced IR is invalid.
+    """
+    module = ir.new_module()
+    kernel = func.build_func(gpu.func, name, list(arg_types), kernel=True, **attrs)
+    module.regions[0].block.append(kernel)
+    t = Trace(module, kernel)
+    reset_shared_usage()
+    with ir.InsertionPoint(kernel.regions[0].blocks[0]):
+        yield t
+        gpu.return_()
+    ir.verify(module)
+    t.text = ir.print_op(module)

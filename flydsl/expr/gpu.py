@@ -1,0 +1,394 @@
+"""``fx.gpu``: thread/block indices, barriers and fences, warp shuffles and votes, device printf, and
+shared memory.
+
+``thread_idx``/``block_idx``/``block_dim``/``grid_dim`` have ``.x .y .z`` (run-time ``Int32``) and unpack
+(``bx, by, _ = fx.block_idx``). When the compiler knows the kernel's block size
+(:func:`set_known_block_size`), ``block_dim.x`` folds to a compile-time Int32 and ``thread_idx`` of a
+dimension of size 1 folds to 0.
+
+Static shared memory is counted per trace: :func:`alloc_shared` checks the running total against the
+target's ``smem_static_max``; the compiler calls :func:`reset_shared_usage` when a kernel trace starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ..dialects import gpu as _g
+from ..dialects import ptr as _p
+from ..ir import AddressSpace, PointerType
+from ..utils.target import current_target
+from ._convert import resolve_dtype
+from .numeric import _INT_BY, Boolean, Int32, Numeric
+from .pointer import Pointer
+from .vector import Vector, as_vector_operand
+
+__all__ = [
+    "thread_idx", "block_idx", "block_dim", "grid_dim", "thread_id", "block_id", "lane_id", "barrier",
+    "fence", "shuffle", "shuffle_xor", "shuffle_up", "shuffle_down", "shuffle_idx", "vote_any", "vote_all",
+    "vote_ballot", "warp_size", "num_warp_threads", "printf", "alloc_shared", "get_dyn_shared",
+    "shared_usage", "reset_shared_usage", "SharedMemoryError", "known_block_size", "set_known_block_size",
+    "known_block_size_scope",
+]  # fmt: skip
+
+_DIM_INDEX = {"x": 0, "y": 1, "z": 2}
+_known_block: list = [None]
+
+
+def known_block_size():
+    """The block size ``(x, y, z)`` the compiler installed for the kernel being traced, or None."""
+    return _known_block[-1]
+
+
+def set_known_block_size(size):
+    """Install the static block size of the kernel being traced (None: unknown); returns the previous.
+
+    Raises:
+        ValueError: not three positive ints.
+    """
+    if size is not None:
+        size = tuple(int(s) for s in size)
+        if len(size) != 3 or any(s <= 0 for s in size):
+            raise ValueError(f"a known block size is three positive ints, got {size}")
+    prev = _known_block[-1]
+    _known_block[-1] = size
+    return prev
+
+
+@contextlib.contextmanager
+def known_block_size_scope(size):
+    """``with known_block_size_scope((256, 1, 1)):`` — :func:`set_known_block_size` for a block of code."""
+    prev = set_known_block_size(size)
+    try:
+        yield
+    finally:
+        _known_block[-1] = prev
+
+
+def _check_dim(dim: str) -> str:
+    if dim not in _DIM_INDEX:
+        raise ValueError(f"dimension must be 'x', 'y' or 'z', got {dim!r}")
+    return dim
+
+
+class _Dim3:
+    """``.x .y .z`` of one special register family; iterable, so ``x, y, z = fx.thread_idx`` works."""
+
+    __slots__ = ("_op", "_name")
+
+    def __init__(self, op, name: str):
+        self._op, self._name = op, name
+
+    def _get(self, dim: str) -> Int32:
+        known = _known_block[-1]
+        if known is not None:
+            n = known[_DIM_INDEX[dim]]
+            if self._name == "block_dim":
+                return Int32(n)
+            if self._name == "thread_idx" and n == 1:
+                return Int32(0)
+        return Int32._make(self._op(dimension=dim))
+
+    @property
+    def x(self) -> Int32:
+        """Dimension x (run-time Int32)."""
+        return self._get("x")
+
+    @property
+    def y(self) -> Int32:
+        """Dimension y (run-time Int32)."""
+        return self._get("y")
+
+    @property
+    def z(self) -> Int32:
+        """Dimension z (run-time Int32)."""
+        return self._get("z")
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: int) -> Int32:
+        if not isinstance(i, int) or not -3 <= i < 3:
+            raise IndexError(f"{self._name} has 3 dimensions (x, y, z), got index {i!r}")
+        return self._get("xyz"[i])
+
+    def __repr__(self) -> str:
+        return f"fx.{self._name}"
+
+
+thread_idx = _Dim3(_g.thread_id, "thread_idx")
+block_idx = _Dim3(_g.block_id, "block_idx")
+block_dim = _Dim3(_g.block_dim, "block_dim")
+grid_dim = _Dim3(_g.grid_dim, "grid_dim")
+
+
+def thread_id(dim: str = "x") -> Int32:
+    """The thread's index in its block along ``dim`` (``"x"``, ``"y"``, ``"z"``)."""
+    return thread_idx._get(_check_dim(dim))
+
+
+def block_id(dim: str = "x") -> Int32:
+    """The block's index in the grid along ``dim``."""
+    return block_idx._get(_check_dim(dim))
+
+
+def lane_id() -> Int32:
+    """The thread's lane within its warp (run-time Int32)."""
+    return Int32._make(_g.lane_id())
+
+
+def warp_size() -> int:
+    """Threads per warp of the target being compiled for (32 on NVIDIA, 64 on CDNA)."""
+    return current_target().warp_size
+
+
+num_warp_threads = warp_size
+
+
+def barrier() -> None:
+    """Block-wide barrier: every thread of the block waits here; shared memory writes before it are
+    visible after it."""
+    _g.barrier()
+
+
+def fence(scope: str = "gpu") -> None:
+    """Memory fence at ``scope`` (``"cta"``, ``"gpu"``, ``"sys"``).
+
+    Raises:
+        ValueError: an unknown scope.
+    """
+    if scope not in _g.FENCE_SCOPES:
+        raise ValueError(f"fence scope must be one of {', '.join(_g.FENCE_SCOPES)}, got {scope!r}")
+    _g.fence(scope=scope)
+
+
+# -- warp shuffles and votes -----------------------------------------------------------------------
+
+
+def _i32(x, what: str):
+    n = as_vector_operand(x)
+    if not isinstance(n, Numeric) or not n.dtype.is_integer:
+        raise TypeError(f"shuffle {what} must be an integer, got {x!r}")
+    return n.to(Int32).ir_value()
+
+
+def shuffle(value, offset, width=None, mode: str = "xor"):
+    """Read ``value`` from another lane of the warp (``gpu.shuffle``).
+
+    Args:
+        value: a scalar (any width: 8-bit and Boolean values travel as 32 bits) or a Vector (vectors of
+            more than 64 bits are shuffled lane by lane).
+        offset: the lane offset (xor mask, up/down distance, or source lane for ``"idx"``).
+        width: lanes per shuffle segment (default: the target's warp size).
+        mode: ``"xor"`` (lane ^ offset), ``"up"`` (lane - offset), ``"down"`` (lane + offset), ``"idx"``.
+
+    Returns:
+        A value of the same type (a plain Vector for Vectors). A compile-time scalar is the same in every
+        lane, so it is returned as is.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    if mode not in _g.SHUFFLE_MODES:
+        raise ValueError(f"invalid shuffle mode {mode!r}; expected one of ({', '.join(_g.SHUFFLE_MODES)})")
+    v = as_vector_operand(value)
+    if v is None:
+        raise TypeError(f"cannot shuffle {value!r}")
+    w = warp_size() if width is None else width
+    if isinstance(v, Numeric):
+        if v.is_static():
+            return v
+        d = v.dtype
+        if d is Boolean:
+            return shuffle(v.to(Int32), offset, w, mode) != 0
+        if d.width < 16:
+            bits = _INT_BY[(d.width, True)]
+            moved = shuffle(v.bitcast(bits).to(Int32), offset, w, mode)
+            return moved.to(bits).bitcast(d)
+        return d._make(_g.shuffle(v.ir_value(), _i32(offset, "offset"), _i32(w, "width"), mode=mode))
+    if v.type.bitwidth in (16, 32, 64) and v.dtype is not Boolean:
+        r = _g.shuffle(v.ir_value(), _i32(offset, "offset"), _i32(w, "width"), mode=mode)
+        return Vector._make(r, v.shape, v.dtype)
+    lanes = [shuffle(x, offset, w, mode) for x in v]
+    return Vector.from_elements(lanes, v.dtype).reshape(v.shape)
+
+
+def shuffle_xor(value, offset, width=None):
+    """``shuffle`` in ``"xor"`` mode: lane ``k`` reads lane ``k ^ offset``."""
+    return shuffle(value, offset, width, "xor")
+
+
+def shuffle_up(value, offset, width=None):
+    """``shuffle`` in ``"up"`` mode: lane ``k`` reads lane ``k - offset`` (its own value below 0)."""
+    return shuffle(value, offset, width, "up")
+
+
+def shuffle_down(value, offset, width=None):
+    """``shuffle`` in ``"down"`` mode: lane ``k`` reads lane ``k + offset`` (its own value past the end)."""
+    return shuffle(value, offset, width, "down")
+
+
+def shuffle_idx(value, lane, width=None):
+    """``shuffle`` in ``"idx"`` mode: every lane reads lane ``lane``."""
+    return shuffle(value, lane, width, "idx")
+
+
+def _pred(p) -> Boolean:
+    v = as_vector_operand(p)
+    if not isinstance(v, Numeric):
+        raise TypeError(f"a vote predicate must be a scalar, got {p!r}")
+    return v.to(Boolean)
+
+
+def vote_any(pred) -> Boolean:
+    """Whether ``pred`` holds in any active lane of the warp."""
+    b = _pred(pred)
+    return b if b.is_static() else Boolean._make(_g.vote(b.value, mode="any"))
+
+
+def vote_all(pred) -> Boolean:
+    """Whether ``pred`` holds in every active lane of the warp."""
+    b = _pred(pred)
+    return b if b.is_static() else Boolean._make(_g.vote(b.value, mode="all"))
+
+
+def vote_ballot(pred) -> Int32:
+    """The mask of active lanes where ``pred`` holds (bit ``k`` for lane ``k``; 32 lanes)."""
+    b = _pred(pred)
+    if b.is_static() and not b.value:
+        return Int32(0)
+    return Int32._make(_g.vote(b.ir_value(), mode="ballot"))
+
+
+# -- printf ----------------------------------------------------------------------------------------
+
+
+def _split_format(fmt: str) -> list[str]:
+    """The literal pieces around ``{}`` placeholders (``{{``/``}}`` kept escaped)."""
+    pieces, cur, i = [], [], 0
+    while i < len(fmt):
+        two = fmt[i : i + 2]
+        if two in ("{{", "}}"):
+            cur.append(two)
+            i += 2
+        elif two == "{}":
+            pieces.append("".join(cur))
+            cur = []
+            i += 2
+        elif fmt[i] in "{}":
+            raise ValueError(f"printf formats use only {{}} placeholders (and {{{{ }}}} for braces), got {fmt!r}")
+        else:
+            cur.append(fmt[i])
+            i += 1
+    pieces.append("".join(cur))
+    return pieces
+
+
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def printf(fmt: str, *args) -> None:
+    """Device printf with ``{}`` placeholders (``gpu.printf``): ``fx.printf("tid={} x={}", tid, x)``.
+
+    Compile-time arguments (Python values, static DSL scalars) are formatted into the text at trace time;
+    run-time scalars stay ``{}`` placeholders with an operand each; a Vector prints as ``[a, b, …]``.
+    ``{{`` and ``}}`` print braces.
+
+    Raises:
+        ValueError: a placeholder count that differs from the argument count, or another ``{...}`` field.
+    """
+    pieces = _split_format(fmt)
+    if len(pieces) - 1 != len(args):
+        raise ValueError(f"printf format has {len(pieces) - 1} placeholders but {len(args)} arguments were given")
+    out, operands = [pieces[0]], []
+    for a, tail in zip(args, pieces[1:]):
+        text, vals = _format_arg(a)
+        out.append(text)
+        operands.extend(vals)
+        out.append(tail)
+    _g.printf(*operands, format="".join(out))
+
+
+def _format_arg(a):
+    if isinstance(a, str):
+        return _escape(a), []
+    if isinstance(a, Pointer):
+        return "{}", [a.to_int().ir_value()]
+    v = as_vector_operand(a)
+    if v is None:
+        return _escape(str(a)), []
+    if isinstance(v, Vector):
+        return "[" + ", ".join(["{}"] * v.numel) + "]", [x.ir_value() for x in v]
+    if v.is_static():
+        return _escape(str(v.value)), []
+    return "{}", [v.ir_value()]
+
+
+# -- shared memory ---------------------------------------------------------------------------------
+
+
+class SharedMemoryError(ValueError):
+    """A kernel's static shared memory exceeds the target's limit."""
+
+
+_smem = {"used": 0}
+
+
+def reset_shared_usage() -> None:
+    """Start counting static shared memory from zero (the compiler calls it per kernel trace)."""
+    _smem["used"] = 0
+
+
+def shared_usage() -> int:
+    """Bytes of static shared memory allocated in the current trace (alignment padding included)."""
+    return _smem["used"]
+
+
+def alloc_shared(dtype, count, align: int = 16) -> Pointer:
+    """Static shared memory for ``count`` elements of ``dtype`` (``ptr.shared_alloc``).
+
+    Args:
+        dtype: the element type. count: a compile-time element count. align: a power of two (bytes).
+
+    Returns:
+        A shared-memory Pointer to the first element.
+
+    Raises:
+        SharedMemoryError: the kernel's static total would exceed the target's ``smem_static_max``.
+        ValueError: a non-positive count or a bad alignment. TypeError: a run-time count.
+    """
+    d = resolve_dtype(dtype)
+    if isinstance(count, Numeric):
+        count = count.value if count.is_static() else count.__index__()
+    count = int(count)
+    if count <= 0:
+        raise ValueError(f"alloc_shared needs a positive element count, got {count}")
+    if align <= 0 or align & (align - 1):
+        raise ValueError(f"align must be a power of two, got {align}")
+    nbytes = count * max(1, d.width // 8)
+    used = _smem["used"]
+    start = (used + align - 1) // align * align
+    end = start + nbytes
+    tgt = current_target()
+    if end > tgt.smem_static_max:
+        raise SharedMemoryError(
+            f"static shared memory: alloc_shared({d.__name__}, {count}) needs {nbytes} bytes (align {align}); "
+            f"with the {used} bytes this kernel already allocated that makes {end} bytes, over the "
+            f"{tgt.smem_static_max}-byte static limit of {tgt.arch}. Allocate less, or use fx.get_dyn_shared() "
+            "with a dynamic shared-memory size at launch (up to "
+            f"{tgt.smem_dynamic_max} bytes)"
+        )
+    _smem["used"] = end
+    t = PointerType(d.ir_type, AddressSpace.SHARED)
+    return Pointer._make(_p.shared_alloc(count=count, align=align, result_types=[t]), d)
+
+
+def get_dyn_shared(dtype=None) -> Pointer:
+    """The base of the dynamic shared memory sized at launch (``ptr.dynamic_shared``), as a pointer to
+    ``dtype`` (default: bytes, Int8)."""
+    p = Pointer(_p.dynamic_shared())
+    return p if dtype is None else p.recast(dtype)
