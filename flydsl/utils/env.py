@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["env", "EnvVar", "describe", "CODEGEN_AFFECTING"]
+__all__ = ["env", "EnvVar", "describe", "CODEGEN_AFFECTING", "snapshot"]
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
 
@@ -98,6 +98,29 @@ class _Env:
 
 
 env = _Env()
+
+
+# os.environ keeps its live mapping in ``_data`` keyed by OS-encoded names; reading it with pre-encoded
+# keys skips the per-call encoding of os.environ.get (the jit's cache-hit path reads a few variables on
+# every call). Falls back to the public API where that layout is absent.
+try:
+    _DATA = os.environ._data if isinstance(os.environ._data, dict) else None
+except AttributeError:  # pragma: no cover
+    _DATA = None
+_ENCODED: dict[tuple, tuple] = {}
+
+
+def snapshot(names: tuple) -> tuple:
+    """The raw text (or None) of each registered variable in ``names``, cheaply (for cache keys)."""
+    enc = _ENCODED.get(names)
+    if enc is None:
+        for n in names:
+            env.var(n)
+        enc = _ENCODED[names] = tuple(os.fsencode(n) for n in names)
+    if _DATA is not None:
+        d = _DATA
+        return tuple([os.fsdecode(d[b]) if b in d else None for b in enc])
+    return tuple(os.environ.get(n) for n in names)
 
 
 def describe() -> str:

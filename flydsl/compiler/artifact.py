@@ -1,0 +1,70 @@
+"""A compiled specialization: everything needed to launch it, in memory or as a disk-cache entry.
+
+The module (host ``func.func`` + ``gpu.module`` kernels) is kept as IR; on disk it is MLIR text in
+generic form with source locations (so interpreter faults still name the user's line in another
+process), parsed back with :func:`flydsl.ir.parse_module`. Device code (PTX, optional cubin) and the
+names of parameters (for messages) complete it. Launching never needs the Python source again.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from ..ir import Op, parse_module, print_op
+
+__all__ = ["Artifact"]
+
+
+class Artifact:
+    __slots__ = ("name", "module", "host_name", "kernels", "param_names", "ptx", "cubin", "target", "_ops")
+
+    def __init__(self, name: str, module: Op, host_name: str, kernels: dict, param_names: list, target: str):
+        self.name = name
+        self.module = module
+        self.host_name = host_name
+        self.kernels = kernels  # kernel name -> {"arg_names": [...], "param_types": [...] (optional)}
+        self.param_names = param_names  # names of the host function's parameters
+        self.ptx: str | None = None
+        self.cubin: bytes | None = None
+        self.target = target
+        self._ops: dict | None = None
+
+    def _index(self) -> dict:
+        if self._ops is None:
+            ops = {}
+            for o in self.module.walk():
+                if o.defn.name in ("func.func", "gpu.func"):
+                    ops[str(o.attrs["sym_name"])] = o
+            self._ops = ops
+        return self._ops
+
+    def host_op(self) -> Op:
+        return self._index()[self.host_name]
+
+    def kernel_op(self, name: str) -> Op:
+        return self._index()[name]
+
+    def ir_text(self) -> str:
+        return print_op(self.module, locs=True)
+
+    def to_body(self) -> dict:
+        """The JSON body of a disk-cache entry."""
+        return {
+            "name": self.name,
+            "ir": print_op(self.module, locs=True, generic=True),
+            "host": self.host_name,
+            "kernels": self.kernels,
+            "param_names": self.param_names,
+            "target": self.target,
+            "ptx": self.ptx,
+            "cubin": base64.b64encode(self.cubin).decode() if self.cubin else None,
+        }
+
+    @classmethod
+    def from_body(cls, body: dict) -> Artifact:
+        art = cls(body["name"], parse_module(body["ir"]), body["host"], body["kernels"], body["param_names"],
+                  body["target"])  # fmt: skip
+        art.ptx = body.get("ptx")
+        cub = body.get("cubin")
+        art.cubin = base64.b64decode(cub) if cub else None
+        return art

@@ -1,0 +1,176 @@
+"""What a jit function's compiled code depends on besides its arguments: its source, the source of
+the kernels and helpers it reaches, and the compile-time values it reads from globals and closures.
+
+:func:`collect` walks the code objects of the function (and of nested functions, lambdas and
+comprehensions): every name it reads from its module globals and every closure cell is looked at.
+
+* kernels / jit functions (anything with ``__fly_function__``) and plain functions defined in user
+  files are followed recursively (their source enters the key);
+* user modules referenced by name (``import helpers`` … ``helpers.f()``) enter with their file's hash;
+* compile-time values (ints, floats, bools, strings, None, tuples of these, enums, DSL types, static
+  DSL numbers) enter with their canonical value, and are re-checked on every call (:class:`Deps`
+  ``.changed()``) so that rebinding one recompiles instead of running a stale kernel;
+* anything else (library functions and objects) is ignored: flydsl's own source is covered by the
+  compiler hash, third-party libraries by their version not at all (as Triton and FlyDSL).
+
+"User file" means a file outside the flydsl package, the standard library and site-packages.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import inspect
+import os
+import sys
+import sysconfig
+import types
+
+from .frames import FLYDSL_DIR
+
+__all__ = ["Deps", "collect", "is_user_file", "compile_time_value"]
+
+_LIB_DIRS = tuple(
+    os.path.abspath(p) + os.sep
+    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {sys.prefix, sys.base_prefix}
+    if p and not os.path.abspath(FLYDSL_DIR).startswith(os.path.abspath(p) + os.sep)
+)
+_SITE = ("site-packages" + os.sep, "dist-packages" + os.sep)
+_MISSING = object()
+
+
+def is_user_file(path: str | None) -> bool:
+    if not path or path.startswith("<"):
+        return False
+    p = os.path.abspath(path)
+    if p.startswith(FLYDSL_DIR) or any(s in p for s in _SITE):
+        return False
+    return not any(p.startswith(d) for d in _LIB_DIRS)
+
+
+def compile_time_value(v) -> bool:
+    """Values whose content (not identity) shapes the generated code."""
+    if v is None or type(v) in (bool, int, float, str, bytes):
+        return True
+    if isinstance(v, tuple):
+        return all(compile_time_value(x) for x in v)
+    if isinstance(v, enum.Enum):
+        return True
+    if isinstance(v, type) and getattr(v, "_is_numeric", False):
+        return True
+    if getattr(v, "_is_numeric", False) and not isinstance(v, type):
+        return v.is_static()
+    return False
+
+
+class Deps:
+    """The dependencies of one function (see the module docstring)."""
+
+    def __init__(self):
+        self.sources: list[tuple[str, str]] = []  # (qualified name, source text or code digest)
+        self.modules: list[tuple[str, str]] = []  # (module name, sha256 of its file)
+        self.values: list[tuple[str, object]] = []  # (label, value) compile-time values
+        self._refs: list = []  # (dict or cell, key) to re-read the values
+
+    def current_values(self) -> tuple:
+        out = []
+        for holder, key in self._refs:
+            if key is None:
+                try:
+                    out.append(holder.cell_contents)
+                except ValueError:
+                    out.append(_MISSING)
+            else:
+                out.append(holder.get(key, _MISSING))
+        return tuple(out)
+
+    def changed(self, snapshot: tuple) -> bool:
+        """True when a compile-time global/closure value was rebound since ``snapshot``."""
+        cur = self.current_values()
+        return any(a is not b for a, b in zip(cur, snapshot))
+
+
+def _source_of(obj) -> str:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            return f"<no source: {getattr(obj, '__qualname__', type(obj).__name__)}>"
+        return "<bytecode> " + hashlib.sha256(code.co_code + repr(code.co_names).encode()).hexdigest()
+
+
+def _file_hash(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return "<unreadable>"
+
+
+def _codes(code: types.CodeType):
+    yield code
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _codes(c)
+
+
+class _Walker:
+    def __init__(self):
+        self.deps = Deps()
+        self.seen: set[int] = set()
+
+    def function(self, fn, label: str) -> None:
+        fn = getattr(fn, "__wrapped__", None) if not hasattr(fn, "__code__") else fn
+        if fn is None or id(fn) in self.seen:
+            return
+        self.seen.add(id(fn))
+        d = self.deps
+        d.sources.append((f"{getattr(fn, '__module__', '?')}.{fn.__qualname__}", _source_of(fn)))
+        g = fn.__globals__
+        names = []
+        for c in _codes(fn.__code__):
+            names.extend(c.co_names)
+        for name in dict.fromkeys(names):
+            v = g.get(name, _MISSING)
+            if v is not _MISSING:
+                self.value(v, f"{label}:{name}", (g, name))
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            self.value(v, f"{label}:<closure {name}>", (cell, None))
+
+    def value(self, v, label: str, ref) -> None:
+        if compile_time_value(v):
+            self.deps.values.append((label, v))
+            self.deps._refs.append(ref)
+            return
+        inner = getattr(v, "__fly_function__", None)
+        if inner is not None:
+            self.function(inner, label)
+            return
+        if isinstance(v, types.FunctionType):
+            if is_user_file(v.__code__.co_filename):
+                self.function(v, label)
+            return
+        if isinstance(v, types.ModuleType):
+            f = getattr(v, "__file__", None)
+            if is_user_file(f) and id(v) not in self.seen:
+                self.seen.add(id(v))
+                self.deps.modules.append((v.__name__, _file_hash(f)))
+            return
+        if isinstance(v, type) and id(v) not in self.seen:
+            mod = sys.modules.get(v.__module__)
+            if is_user_file(getattr(mod, "__file__", None)):
+                self.seen.add(id(v))
+                self.deps.sources.append((f"{v.__module__}.{v.__qualname__}", _source_of(v)))
+
+
+def collect(fn) -> Deps:
+    """The dependencies of ``fn`` (a plain function; kernels/jits are followed through ``__fly_function__``)."""
+    w = _Walker()
+    w.function(fn, fn.__name__)
+    return w.deps

@@ -1,0 +1,312 @@
+"""The catalogue of user errors: one entry per mistake, in the user's words, with a fix.
+
+Each :class:`Diag` has a stable id (``FLY1xx`` control flow, ``FLY2xx`` kernels/jit and arguments,
+``FLY3xx`` tracing limits, ``FLY4xx`` devices and caches), the exception class it raises, a message
+template and a fix template (``str.format`` fields). Raise with :func:`error`::
+
+    raise error(BRANCH_TYPE_MISMATCH, loc, name="x", a="Int32", b="Float32")
+
+docs/errors.md lists this catalogue; tests/unit/test_errors_*.py check every message verbatim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .diagnostics import (
+    ControlFlowError,
+    DSLIndexError,
+    DSLNameError,
+    DSLTypeError,
+    DSLValueError,
+    FlyDSLError,
+    LaunchError,
+    TraceLimitError,
+)
+
+__all__ = ["Diag", "CATALOGUE", "error"]
+
+
+@dataclass(frozen=True)
+class Diag:
+    id: str
+    cls: type
+    message: str
+    fix: str = ""
+
+
+CATALOGUE: dict[str, Diag] = {}
+
+
+def _d(id: str, cls: type, message: str, fix: str = "") -> Diag:
+    d = Diag(id, cls, message, fix)
+    CATALOGUE[id] = d
+    return d
+
+
+def error(diag: Diag, loc=None, **fields) -> FlyDSLError:
+    """An exception instance for ``diag`` with its templates filled from ``fields``."""
+    msg = diag.message.format(**fields)
+    fix = diag.fix.format(**fields) if diag.fix else None
+    return diag.cls(msg, loc, fix, diag.id)
+
+
+# -- control flow (FLY1xx) -------------------------------------------------------------------------
+
+BRANCH_TYPE_MISMATCH = _d(
+    "FLY101",
+    DSLTypeError,
+    "variable '{name}' is {a} in one branch and {b} in the other branch of this run-time `if`",
+    "give '{name}' the same type in every branch, e.g. write the value as `{want}(...)` or convert it with "
+    "`.to({want})`",
+)
+DEFINED_IN_ONE_BRANCH = _d(
+    "FLY102",
+    DSLNameError,
+    "variable '{name}' is used here, but it is assigned only in one branch of the run-time `if` at line {site_line} "
+    "(assigned at line {def_line})",
+    "assign '{name}' before the `if` (with the type it will hold) or in every branch",
+)
+DEFINED_IN_LOOP = _d(
+    "FLY103",
+    DSLNameError,
+    "variable '{name}' is used here, but it is first assigned inside the run-time `{kind}` loop at line {site_line} "
+    "(assigned at line {def_line}); a value leaves a kernel loop only through a variable that exists before it",
+    "assign '{name}' before the loop (with the type it will hold)",
+)
+LOOP_TYPE_CHANGE = _d(
+    "FLY104",
+    DSLTypeError,
+    "variable '{name}' enters the run-time `{kind}` loop at line {site_line} as {a} but is {b} at the end of the body",
+    "start '{name}' with the type it holds in the loop, e.g. `{name} = fx.{b}(...)` before the loop",
+)
+STRUCTURE_CHANGE = _d(
+    "FLY105",
+    DSLTypeError,
+    "variable '{name}' changes shape across the run-time `{kind}` at line {site_line}: {a} versus {b}",
+    "keep the same structure (list length, dict keys, tuple size) on every path; "
+    "build lists of values before the `{kind}` and assign their elements inside it",
+)
+CARRIED_NONE = _d(
+    "FLY106",
+    DSLTypeError,
+    "variable '{name}' is None before the run-time `{kind}` at line {site_line} and is assigned {b} inside it",
+    "initialize '{name}' with a value of the type it will hold, e.g. `{name} = fx.{b}(0)`",
+)
+PYTHON_VALUE_DIFFERS = _d(
+    "FLY107",
+    DSLTypeError,
+    "variable '{name}' holds a Python {a} whose value depends on the run-time `{kind}` at line {site_line} "
+    "({b}); only DSL values (fx.Int32, fx.Float32, Vector, Tensor ...) can change at run time",
+    "if the condition is known at compile time write `if const_expr(...)` / use `range_constexpr`; "
+    "otherwise make '{name}' a DSL value",
+)
+JUMP_IN_RUNTIME_LOOP = _d(
+    "FLY108",
+    ControlFlowError,
+    "`{stmt}` inside a run-time `{kind}` loop (a kernel loop) is not supported",
+    "unroll a loop of known length with `range_constexpr(...)`, or loop with `while cond:` and a flag variable",
+)
+JUMP_IN_RUNTIME_IF = _d(
+    "FLY109",
+    ControlFlowError,
+    "`{stmt}` inside an `if` on a run-time value is not supported",
+    "assign the result to a variable in every branch and {after} after the `if`; "
+    "if the condition is known at compile time, write `if const_expr(cond):`",
+)
+LOOP_TARGET = _d(
+    "FLY110",
+    ControlFlowError,
+    "a kernel loop `for ... in range(...)` needs a single variable name as its target, got `{target}`",
+    "write `for i in range(...)` and unpack inside the body, or use `range_constexpr` for a Python loop",
+)
+RANGE_BOUND_TYPE = _d(
+    "FLY111",
+    DSLTypeError,
+    "range() {what} must be an integer, got {got}",
+    "convert it with `fx.Int32(...)` / `.to(fx.Int32)`",
+)
+RANGE_STEP_ZERO = _d("FLY112", DSLValueError, "range() step must not be zero", "")
+WHILE_TURNED_DYNAMIC = _d(
+    "FLY113",
+    DSLTypeError,
+    "the condition of this `while` loop was a compile-time value but became a run-time value after {n} "
+    "iteration(s) (a variable it reads was assigned a run-time value in the body)",
+    "make the loop run-time from the start (initialize the variables with DSL values, e.g. `fx.Int32(0)`), "
+    "or keep the condition static",
+)
+LOOP_ELSE = _d(
+    "FLY114",
+    ControlFlowError,
+    "`{kind} ... else` is not supported on a run-time loop",
+    "move the `else` body after the loop",
+)
+EXPLICIT_YIELD = _d(
+    "FLY115",
+    ControlFlowError,
+    "a loop with `init=` must end its body with `yield [...]` (or `results = yield [...]`) giving the next values",
+    "add `yield [new values...]` as the last statement of the loop body",
+)
+EXPLICIT_YIELD_ARITY = _d(
+    "FLY116",
+    DSLTypeError,
+    "the loop at line {site_line} carries {a} value(s) (`init=`) but its body yields {b}",
+    "yield exactly one new value per `init` value, in the same order",
+)
+UNDEFINED_STATIC = _d(
+    "FLY117",
+    DSLNameError,
+    "variable '{name}' is not defined: it is assigned only in a branch that was not taken (line {def_line})",
+    "assign '{name}' before the `if` or in every branch",
+)
+LOOP_VAR_AFTER_LOOP = _d(
+    "FLY118",
+    DSLNameError,
+    "the induction variable '{name}' of the kernel loop at line {site_line} is not defined after the loop",
+    "keep the value you need in a variable assigned inside the loop that exists before it",
+)
+COND_NOT_SCALAR = _d(
+    "FLY119",
+    DSLTypeError,
+    "the condition of a run-time `{kind}` must be a scalar, got {got}",
+    'reduce it to one value first (e.g. `v.reduce("max") > 0`), or use `v.select(a, b)` for a per-lane choice',
+)
+STATIC_LOOP_LIMIT = _d(
+    "FLY120",
+    TraceLimitError,
+    "this `while` loop on compile-time values ran {n} iterations while tracing and did not stop",
+    "check the loop condition; raise the limit with FLYDSL_TRACE_MAX_OPS if the loop is meant to be this long",
+)
+
+# -- kernels, jit functions, arguments (FLY2xx) ---------------------------------------------------
+
+KERNEL_OUTSIDE_JIT = _d(
+    "FLY201",
+    DSLTypeError,
+    "@flyc.kernel '{name}' can only be called inside a @flyc.jit function",
+    "write a @flyc.jit launcher that calls `{name}(...).launch(grid=..., block=...)`",
+)
+CONSTEXPR_TYPE = _d(
+    "FLY202",
+    DSLTypeError,
+    "argument '{name}' is declared fx.Constexpr[{want}] but got {got}",
+    "pass a Python {want}",
+)
+CONSTEXPR_RUNTIME = _d(
+    "FLY203",
+    DSLTypeError,
+    "argument '{name}' is a compile-time constant (fx.Constexpr) but got a run-time value {got}",
+    "pass a Python value, or drop the fx.Constexpr annotation to make it a run-time argument",
+)
+UNSUPPORTED_ARG = _d(
+    "FLY204",
+    DSLTypeError,
+    "argument '{name}': cannot pass {got} to a {where}",
+    "pass a tensor (torch, numpy, DLPack), a Python int/float/bool, an fx number, or declare the parameter "
+    "`fx.Constexpr[...]` for a compile-time value",
+)
+TENSOR_NO_UNIT_STRIDE = _d(
+    "FLY205",
+    DSLValueError,
+    "argument '{name}': the tensor (shape {shape}, strides {strides}) has no dimension of stride 1",
+    "pass `t.contiguous()`, or `flyc.from_torch_tensor(t)` for a fully static layout",
+)
+TENSOR_TOO_LARGE = _d(
+    "FLY206",
+    DSLValueError,
+    "argument '{name}': {what} {value} does not fit the kernel's 32-bit {what}",
+    "split the tensor into smaller views",
+)
+DIVISIBILITY = _d(
+    "FLY207",
+    DSLValueError,
+    "argument '{name}': dynamic {what} {value} is not divisible by {div} (declared with divisibility={div})",
+    "pass a tensor whose {what} is a multiple of {div}, or lower the divisibility",
+)
+LAUNCH_DIMS = _d(
+    "FLY208",
+    DSLValueError,
+    "launch {what} must be 1 to 3 integers, got {got}",
+    "write e.g. `grid=(n_blocks, 1, 1)`, `block=256`",
+)
+KNOWN_BLOCK_SIZE = _d(
+    "FLY209",
+    DSLValueError,
+    "kernel '{name}' is declared with known_block_size={kbs} but launched with block={block}",
+    "launch with the declared block size or drop known_block_size",
+)
+KERNEL_RETURNS = _d(
+    "FLY210",
+    DSLTypeError,
+    "a @flyc.kernel returns nothing, but '{name}' returned {got}",
+    "write results to a tensor argument (`out[i] = value`)",
+)
+JIT_RETURNS = _d(
+    "FLY211",
+    DSLTypeError,
+    "a @flyc.jit launcher returns nothing when called from Python, but '{name}' returned {got}",
+    "write results to a tensor argument",
+)
+ARG_BINDING = _d("FLY212", DSLTypeError, "{name}(): {detail}", "check the arguments against the function's signature")
+KERNEL_IN_KERNEL = _d(
+    "FLY213",
+    DSLTypeError,
+    "@flyc.kernel '{name}' cannot be launched from inside another kernel",
+    "call a plain Python helper function from the kernel instead",
+)
+KERNEL_ARG_STATIC = _d(
+    "FLY214",
+    DSLTypeError,
+    "kernel argument '{name}': cannot pass {got} to a kernel parameter",
+    "pass DSL values (tensors, fx numbers) or declare the parameter `fx.Constexpr[...]`",
+)
+TENSOR_INDEX = _d(
+    "FLY215",
+    DSLIndexError,
+    "tensor of rank {rank} (shape {shape}) indexed with {got}",
+    "index with one integer per mode, e.g. `t[i, j]`, or one integer for the flattened (column-major) index",
+)
+SMEM_SIZE = _d(
+    "FLY216",
+    DSLValueError,
+    "kernel '{name}' needs {need} bytes of shared memory, but {target} allows at most {cap} per block",
+    "use less shared memory per block (smaller tiles)",
+)
+
+# -- tracing limits (FLY3xx) -----------------------------------------------------------------------
+
+TRACE_BUDGET = _d(
+    "FLY301",
+    TraceLimitError,
+    "tracing stopped after {count} ops (FLYDSL_TRACE_MAX_OPS={limit}); the last op came from this line. "
+    "A Python loop (range_constexpr, list comprehension, recursion) is probably unrolling far more than intended",
+    "check the loop bounds; if the kernel is really this large, raise the limit: FLYDSL_TRACE_MAX_OPS={suggest}",
+)
+TRACE_RECURSION = _d(
+    "FLY302",
+    TraceLimitError,
+    "tracing recursed too deeply ({detail}); the recursion goes through this line",
+    "give the recursion a compile-time stop condition (`if const_expr(depth == 0): ...`), "
+    "or raise Python's limit with FLYDSL_TRACE_MAX_DEPTH",
+)
+
+# -- devices and caches (FLY4xx) -------------------------------------------------------------------
+
+DEVICE_MISMATCH = _d(
+    "FLY401",
+    DSLValueError,
+    "argument '{name}': {got} cannot be used by a kernel running on the {device} device",
+    "{fix}",
+)
+NO_DEVICE = _d(
+    "FLY402",
+    LaunchError,
+    "FLYDSL_RUNTIME_KIND={kind!r} but {why}",
+    "unset FLYDSL_RUNTIME_KIND, or set it to 'cpu' to run on the CPU interpreter",
+)
+KERNEL_FAULT = _d(
+    "FLY403",
+    LaunchError,
+    "kernel '{kernel}' failed on the {device} device: {detail}",
+    "{fix}",
+)

@@ -1,0 +1,198 @@
+"""Static scope facts the rewrite needs: which names a block of statements binds or mutates, which
+jumps (``return``/``break``/``continue``) leave it, and whether a test is ``const_expr(...)``.
+
+Nested scopes (functions, lambdas, classes, comprehensions) are not entered: their bindings are
+their own. Every answer maps a name to the line of its first binding, for error messages.
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["Bindings", "bindings", "function_locals", "find_jump", "is_call_to", "target_names"]
+
+
+class Bindings:
+    """Names bound (``assigned``) and mutated through methods/subscripts (``mutated``), with lines."""
+
+    __slots__ = ("assigned", "mutated", "globals", "nonlocals")
+
+    def __init__(self):
+        self.assigned: dict[str, int] = {}
+        self.mutated: dict[str, int] = {}
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+
+
+def target_names(target: ast.AST, out: dict, line: int | None = None) -> dict:
+    """Names bound by an assignment target (``a``, ``a, (b, *c)``)."""
+    if isinstance(target, ast.Name):
+        out.setdefault(target.id, line if line is not None else target.lineno)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            target_names(e, out, line)
+    elif isinstance(target, ast.Starred):
+        target_names(target.value, out, line)
+    return out
+
+
+class _Binder(ast.NodeVisitor):
+    def __init__(self):
+        self.b = Bindings()
+
+    def _bind(self, name: str, line: int):
+        self.b.assigned.setdefault(name, line)
+
+    def _target(self, t: ast.AST):
+        if isinstance(t, (ast.Subscript, ast.Attribute)):
+            base = t.value
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                self.b.mutated.setdefault(base.id, t.lineno)
+            self.visit(t)
+            return
+        for n, line in target_names(t, {}).items():
+            self._bind(n, line)
+        if isinstance(t, (ast.Tuple, ast.List, ast.Starred)):
+            for e in getattr(t, "elts", [getattr(t, "value", None)]):
+                if isinstance(e, (ast.Subscript, ast.Attribute)):
+                    self._target(e)
+
+    # -- new scopes: bind the name only --------------------------------------------------------
+    def visit_FunctionDef(self, node):
+        self._bind(node.name, node.lineno)
+        for d in node.decorator_list:
+            self.visit(d)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self._bind(node.name, node.lineno)
+
+    def visit_Lambda(self, node):
+        pass
+
+    def visit_ListComp(self, node):
+        pass
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
+
+    # -- bindings ------------------------------------------------------------------------------
+    def visit_Assign(self, node):
+        self.visit(node.value)
+        for t in node.targets:
+            self._target(t)
+
+    def visit_AugAssign(self, node):
+        self.visit(node.value)
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node):
+        if node.value is not None:
+            self.visit(node.value)
+            self._target(node.target)
+
+    def visit_For(self, node):
+        self.visit(node.iter)
+        self._target(node.target)
+        for s in node.body + node.orelse:
+            self.visit(s)
+
+    visit_AsyncFor = visit_For
+
+    def visit_withitem(self, node):
+        self.visit(node.context_expr)
+        if node.optional_vars is not None:
+            self._target(node.optional_vars)
+
+    def visit_NamedExpr(self, node):
+        self.visit(node.value)
+        self._bind(node.target.id, node.lineno)
+
+    def visit_Import(self, node):
+        for a in node.names:
+            self._bind(a.asname or a.name.split(".")[0], node.lineno)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            self._bind(node.name, node.lineno)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self.b.globals.update(node.names)
+
+    def visit_Nonlocal(self, node):
+        self.b.nonlocals.update(node.names)
+
+    def visit_Call(self, node):
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            self.b.mutated.setdefault(f.value.id, node.lineno)
+        self.generic_visit(node)
+
+
+def bindings(stmts: list[ast.stmt]) -> Bindings:
+    """What ``stmts`` bind and mutate in the enclosing function's scope."""
+    v = _Binder()
+    for s in stmts:
+        v.visit(s)
+    return v.b
+
+
+def function_locals(fdef: ast.FunctionDef) -> tuple[set[str], set[str], set[str]]:
+    """(local names, names declared global, names declared nonlocal) of a function."""
+    a = fdef.args
+    params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    if a.vararg:
+        params.append(a.vararg.arg)
+    if a.kwarg:
+        params.append(a.kwarg.arg)
+    b = bindings(fdef.body)
+    return (set(params) | set(b.assigned)) - b.globals - b.nonlocals, b.globals, b.nonlocals
+
+
+class _JumpFinder(ast.NodeVisitor):
+    def __init__(self, loops_escape: bool):
+        self.found: ast.stmt | None = None
+        self.depth = 0 if loops_escape else 1  # loop nesting inside the searched statements
+
+    def visit_Return(self, node):
+        self.found = self.found or node
+
+    def visit_Break(self, node):
+        if self.depth == 0:
+            self.found = self.found or node
+
+    visit_Continue = visit_Break
+
+    def visit_For(self, node):
+        self.depth += 1
+        for s in node.body + node.orelse:
+            self.visit(s)
+        self.depth -= 1
+
+    visit_While = visit_AsyncFor = visit_For
+
+    def visit_FunctionDef(self, node):
+        pass
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_Lambda = visit_FunctionDef
+
+
+def find_jump(stmts: list[ast.stmt]) -> ast.stmt | None:
+    """The first ``return`` in ``stmts``, or ``break``/``continue`` that leaves them (not in an inner loop)."""
+    f = _JumpFinder(loops_escape=True)
+    for s in stmts:
+        f.visit(s)
+    return f.found
+
+
+def is_call_to(node: ast.AST, name: str) -> bool:
+    """``name(...)`` or ``something.name(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Name) and f.id == name) or (isinstance(f, ast.Attribute) and f.attr == name)

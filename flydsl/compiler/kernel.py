@@ -1,0 +1,293 @@
+"""``@flyc.kernel``: a GPU kernel, traced into a ``gpu.func`` of ``gpu.module @kernels`` when a jit
+launcher launches it.
+
+``kernel(*args)`` (only inside a ``@flyc.jit`` trace) returns a :class:`KernelLauncher`;
+``.launch(grid=, block=, smem=, stream=)`` traces the kernel body for this specialization (once per
+distinct argument types, Constexpr values and known block size) and emits ``gpu.launch_func`` in the
+host function. Kernel parameters: ``fx.Constexpr[...]`` parameters are Python values baked into the
+specialization; every other argument (tensor, number, list/tuple of them) is flattened through the
+value protocol into the kernel's IR parameters and rebuilt inside the body.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+from ..dialects import func as dfunc
+from ..dialects import gpu
+from ..expr.numeric import Int32, Numeric, as_numeric
+from ..expr.typing import Constexpr, Stream
+from ..ir import InsertionPoint, SymbolRef, Value, i64
+from . import errors as E
+from .errors import error
+from .frames import frame_location, user_frame
+from .frontend import rewrite_function
+from .frontend.carry import flatten, is_dsl_leaf, is_py_scalar, leaf_values, rebuild_leaf, unflatten
+from .trace import KernelScope, current
+
+__all__ = ["KernelFunction", "KernelLauncher", "kernel"]
+
+
+def _caller_loc():
+    import sys
+
+    f = user_frame(sys._getframe(2))
+    return frame_location(f) if f is not None else None
+
+
+def resolve_signature(fn) -> inspect.Signature:
+    """The signature with string annotations (``from __future__ import annotations``) evaluated."""
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except Exception:
+        return inspect.signature(fn)
+
+
+class KernelFunction:
+    """A function decorated with ``@flyc.kernel``."""
+
+    def __init__(self, fn, name: str | None = None, known_block_size=None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = name
+        self.known_block_size = _dims3(known_block_size, "known_block_size") if known_block_size else None
+        self._body = None
+        self._sig = None
+
+    def body(self):
+        """The AST-rewritten function (built on first use)."""
+        if self._body is None:
+            self._body = rewrite_function(self.fn)
+        return self._body
+
+    def signature(self) -> inspect.Signature:
+        if self._sig is None:
+            self._sig = resolve_signature(self.fn)
+        return self._sig
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __call__(self, *args, **kwargs) -> KernelLauncher:
+        ctx = current()
+        if ctx is None:
+            raise error(E.KERNEL_OUTSIDE_JIT, _caller_loc(), name=self.fn.__name__)
+        if ctx.kernel_stack:
+            raise error(E.KERNEL_IN_KERNEL, _caller_loc(), name=self.fn.__name__)
+        try:
+            bound = self.signature().bind(*args, **kwargs)
+        except TypeError as e:
+            raise error(E.ARG_BINDING, _caller_loc(), name=self.fn.__name__, detail=str(e)) from None
+        bound.apply_defaults()
+        return KernelLauncher(self, bound.arguments)
+
+    def __repr__(self) -> str:
+        return f"<flyc.kernel {self.fn.__qualname__}>"
+
+
+class _Param:
+    """One kernel argument: compile-time (value in the key) or run-time (a tree of DSL leaves)."""
+
+    __slots__ = ("name", "const", "value", "skel", "leaves", "paths", "mask", "values")
+
+    def __init__(self, name, value, const: bool):
+        self.name, self.value, self.const = name, value, const
+        self.values: list[Value] = []
+        self.leaves, self.paths, self.mask = [], [], []
+        if const:
+            return
+        leaves, paths = [], []
+        self.skel = flatten(value, name, leaves, paths)
+        self.paths = paths
+        for x in leaves:
+            if is_py_scalar(x) or (isinstance(x, Numeric)):
+                x = as_numeric(x)
+            if is_dsl_leaf(x):
+                vals = leaf_values(x)
+                self.values.extend(vals)
+                self.mask.append(len(vals))
+            else:
+                self.mask.append(0)
+            self.leaves.append(x)
+
+    def key(self):
+        if self.const:
+            return ("const", _const_key(self.value))
+        parts = []
+        for x, n in zip(self.leaves, self.mask):
+            if n:
+                sig = getattr(x, "__fly_signature__", None)
+                parts.append((type(x), sig() if sig else tuple(v.type for v in leaf_values(x))))
+            else:
+                parts.append(("static", _const_key(x)))
+        return (self.skel, tuple(parts))
+
+    def rebuild(self, args: list):
+        if self.const:
+            return self.value
+        it = iter(args)
+        new = []
+        for x, n in zip(self.leaves, self.mask):
+            new.append(rebuild_leaf(x, [next(it) for _ in range(n)]) if n else x)
+        return unflatten(self.skel, iter(new))
+
+    def arg_names(self) -> list[str]:
+        out = []
+        for n, path in zip(self.mask, self.paths):
+            if n == 1:
+                out.append(path)
+            elif n:
+                out.extend([path] + [f"{path}.<{k}>" for k in range(1, n)])
+        return out
+
+
+def _const_key(v):
+    try:
+        hash(v)
+    except TypeError:
+        raise TypeError(f"{type(v).__name__} is not hashable") from None
+    return (type(v), v)
+
+
+class KernelLauncher:
+    """``kernel(*args)``: call ``.launch(grid=, block=, smem=, stream=)`` to launch it."""
+
+    def __init__(self, kfn: KernelFunction, arguments: dict):
+        self.kfn = kfn
+        self.arguments = arguments
+
+    def launch(self, *, grid=(1, 1, 1), block=(1, 1, 1), smem=None, stream=None, cluster=None, **_attrs):
+        ctx = current()
+        loc = _caller_loc()
+        if ctx is None or ctx.kernel_stack:
+            raise error(E.KERNEL_OUTSIDE_JIT, loc, name=self.kfn.fn.__name__)
+        g, b = _dims3(grid, "grid", loc), _dims3(block, "block", loc)
+        kbs = tuple(x for x in b) if all(type(x) is int for x in b) else None
+        declared = self.kfn.known_block_size
+        if declared is not None:
+            if kbs is not None and kbs != declared:
+                raise error(E.KNOWN_BLOCK_SIZE, loc, name=self.kfn.fn.__name__, kbs=list(declared), block=list(kbs))
+            kbs = declared
+        params = self._params(loc)
+        name = self._kernel(ctx, params, kbs)
+        host_vals = [v for p in params for v in p.values]
+        ops = [_i32(x) for x in g] + [_i32(x) for x in b] + [_i32(smem or 0), _stream(stream, ctx)]
+        gpu.launch_func(*ops, *host_vals, kernel=SymbolRef(name))
+        return None
+
+    def _params(self, loc) -> list[_Param]:
+        sig = self.kfn.signature()
+        out = []
+        for pname, value in self.arguments.items():
+            ann = sig.parameters[pname].annotation
+            const = Constexpr.is_constexpr_annotation(ann)
+            if const and not ann.accepts(value):
+                raise error(E.CONSTEXPR_TYPE, loc, name=pname, want=_tname(ann.value_type), got=_got(value))
+            try:
+                out.append(_Param(pname, value, const))
+            except TypeError:
+                raise error(E.KERNEL_ARG_STATIC, loc, name=pname, got=_got(value)) from None
+        return out
+
+    def _kernel(self, ctx, params: list[_Param], kbs) -> str:
+        """The kernel's name for this specialization, tracing its body the first time."""
+        try:
+            key = (self.kfn, tuple(p.key() for p in params), kbs)
+        except TypeError as e:
+            raise error(E.KERNEL_ARG_STATIC, _caller_loc(), name=self.kfn.fn.__name__, got=str(e)) from None
+        name = ctx.kernels.get(key)
+        if name is not None:
+            return name
+        base = self.kfn.name or self.kfn.fn.__name__
+        name = ctx.unique_kernel_name(base, explicit=self.kfn.name is not None)
+        ctx.kernels[key] = name
+        types = [v.type for p in params for v in p.values]
+        attrs = {"kernel": True}
+        if kbs is not None:
+            attrs["known_block_size"] = list(kbs)
+        fop = dfunc.build_func(gpu.func, name, types, **attrs)
+        fop.loc = _def_loc(self.kfn.fn)
+        ctx.gpu_module.regions[0].block.append(fop)
+        ctx.kernel_arg_names[name] = [n for p in params for n in p.arg_names()]
+        entry = fop.regions[0].blocks[0]
+        args, pos = [], 0
+        for p in params:
+            n = len(p.values)
+            args.append(p.rebuild(entry.args[pos : pos + n]))
+            pos += n
+        ctx.kernel_stack.append(KernelScope(name, kbs, fop))
+        try:
+            with InsertionPoint(entry):
+                ret = self.kfn.body()(*args)
+                if ret is not None:
+                    raise error(E.KERNEL_RETURNS, _def_loc(self.kfn.fn), name=name, got=_got(ret))
+                gpu.return_(loc=_def_loc(self.kfn.fn))
+        finally:
+            ctx.kernel_stack.pop()
+        return name
+
+
+def _def_loc(fn):
+    code = fn.__code__
+    return (code.co_filename, code.co_firstlineno, 1)
+
+
+def _tname(t) -> str:
+    return t if isinstance(t, str) else getattr(t, "__name__", str(t))
+
+
+def _got(v) -> str:
+    if isinstance(v, Numeric):
+        return f"a {'compile-time' if v.is_static() else 'run-time'} {type(v).__name__}"
+    r = repr(v)
+    return f"{type(v).__name__} {r if len(r) < 40 else r[:37] + '...'}"
+
+
+def _dims3(d, what, loc=None) -> tuple:
+    """1-3 launch dimensions → 3 entries (Python ints or Int32 values), missing ones = 1."""
+    if isinstance(d, (list, tuple)):
+        items = list(d)
+    else:
+        items = [d]
+    if not 1 <= len(items) <= 3:
+        raise error(E.LAUNCH_DIMS, loc, what=what, got=d)
+    out = []
+    for x in items:
+        if type(x) is bool or not (isinstance(x, (int, Numeric)) or type(x) is Value):
+            raise error(E.LAUNCH_DIMS, loc, what=what, got=d)
+        if isinstance(x, Numeric) and x.is_static():
+            x = int(x._v)
+        if type(x) is int and x <= 0:
+            raise error(E.LAUNCH_DIMS, loc, what=what, got=d)
+        out.append(x)
+    return tuple(out + [1] * (3 - len(out)))
+
+
+def _i32(x) -> Value:
+    if type(x) is Value:
+        x = as_numeric(x)
+    if isinstance(x, Numeric):
+        return (x if type(x) is Int32 else x.to(Int32)).ir_value()
+    return Int32(x).ir_value()
+
+
+def _stream(s, ctx) -> Value:
+    if s is None:
+        if ctx.stream is not None:
+            return ctx.stream
+        s = Stream(None)
+    if type(s) is Value and s.type is i64:
+        return s
+    if not isinstance(s, Stream):
+        s = Stream(s)
+    return s.__fly_values__()[0]
+
+
+def kernel(fn=None, *, name: str | None = None, known_block_size=None):
+    """``@flyc.kernel`` or ``@flyc.kernel(name=..., known_block_size=(x, y, z))``."""
+    if fn is None:
+        return lambda f: KernelFunction(f, name=name, known_block_size=known_block_size)
+    return KernelFunction(fn, name=name, known_block_size=known_block_size)

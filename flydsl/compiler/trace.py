@@ -1,0 +1,133 @@
+"""The trace in progress: its module, host function, kernels, and the guards every trace runs under.
+
+:func:`tracing` installs, for the duration of one jit trace: the target (``use_target``), the
+source-location provider (every op gets the user's file:line:col), the op budget
+(``FLYDSL_TRACE_MAX_OPS``: past it tracing stops with :data:`~flydsl.compiler.errors.TRACE_BUDGET`
+at the line of the last op) and, if ``FLYDSL_TRACE_MAX_DEPTH`` is set, Python's recursion limit.
+:func:`current` is the innermost :class:`TraceContext` (None outside a trace); kernels ask it for the
+enclosing jit trace, the jit asks it to know whether it was called from inside another trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from .. import ir
+from ..ir import Op, Value
+from ..utils.env import env
+from ..utils.target import Target, use_target
+from .errors import TRACE_BUDGET, error
+from .frames import current_location
+
+__all__ = ["TraceContext", "KernelScope", "current", "current_kernel", "tracing", "select_target"]
+
+
+class KernelScope:
+    """The kernel body being traced: its name and known block size (None when dynamic)."""
+
+    __slots__ = ("name", "known_block_size", "func_op")
+
+    def __init__(self, name: str, known_block_size, func_op: Op):
+        self.name = name
+        self.known_block_size = known_block_size
+        self.func_op = func_op
+
+
+class TraceContext:
+    """One jit specialization being traced into ``module`` (host ``func.func`` + ``gpu.module``)."""
+
+    def __init__(self, name: str, module: Op, host: Op, gpu_module: Op, target: Target):
+        self.name = name
+        self.module = module
+        self.host = host
+        self.gpu_module = gpu_module
+        self.target = target
+        self.stream: Value | None = None  # the host stream used when launch(stream=None)
+        self.kernels: dict = {}  # specialization key -> kernel name
+        self.kernel_names: set[str] = set()
+        self.kernel_arg_names: dict[str, list[str]] = {}
+        self.kernel_counter = 0
+        self.kernel_stack: list[KernelScope] = []
+
+    def unique_kernel_name(self, base: str, explicit: bool) -> str:
+        """``base_<id>`` (``base`` itself when given explicitly), never reused within the module."""
+        if explicit:
+            name, k = base, 0
+            while name in self.kernel_names:
+                k += 1
+                name = f"{base}_{k}"
+        else:
+            name = f"{base}_{self.kernel_counter}"
+            self.kernel_counter += 1
+            while name in self.kernel_names:
+                name = f"{base}_{self.kernel_counter}"
+                self.kernel_counter += 1
+        self.kernel_names.add(name)
+        return name
+
+
+_stack: list[TraceContext] = []
+
+
+def current() -> TraceContext | None:
+    return _stack[-1] if _stack else None
+
+
+def current_kernel() -> KernelScope | None:
+    """The kernel whose body is being traced (None in a host function or outside a trace)."""
+    t = current()
+    return t.kernel_stack[-1] if t is not None and t.kernel_stack else None
+
+
+def _on_budget(op: Op) -> None:
+    limit = env.trace_max_ops
+    raise error(TRACE_BUDGET, op.loc, count=limit + 1, limit=limit, suggest=limit * 4)
+
+
+@contextlib.contextmanager
+def tracing(ctx: TraceContext):
+    """Run a trace of ``ctx`` under the target, location provider, op budget and depth limit."""
+    depth = env.trace_max_depth
+    old_depth = sys.getrecursionlimit()
+    prev_loc = ir.set_location_provider(current_location)
+    _stack.append(ctx)
+    try:
+        if depth:
+            sys.setrecursionlimit(depth)
+        with use_target(ctx.target), ir.TraceBudget(env.trace_max_ops, _on_budget):
+            yield ctx
+    finally:
+        if depth:
+            sys.setrecursionlimit(old_depth)
+        _stack.pop()
+        ir.set_location_provider(prev_loc)
+
+
+def select_target() -> Target:
+    """``ARCH`` / ``FLYDSL_GPU_ARCH``, else the CUDA device's arch, else ``sm_90a``."""
+    from ..utils.target import get_target
+
+    arch = env.arch or env.gpu_arch
+    if not arch:
+        arch = _device_arch() or "sm_90a"
+    return get_target(arch)
+
+
+_DEVICE_ARCH: list = []
+
+
+def _device_arch() -> str | None:
+    if not _DEVICE_ARCH:
+        arch = None
+        try:
+            from ..runtime import cuda
+
+            if cuda.is_available():
+                arch = cuda.device_arch()
+                if arch == "sm_90":
+                    arch = "sm_90a"  # the H100/H200: the 'a' features (wgmma, setmaxnreg) are available
+        except Exception:  # no driver, no bindings: not a CUDA machine
+            arch = None
+        _DEVICE_ARCH.append(arch)
+    return _DEVICE_ARCH[0]

@@ -1,0 +1,186 @@
+"""Parameter and value types of kernels and launchers (FlyDSL's ``flydsl.expr.typing``).
+
+* :class:`Constexpr` — ``fx.Constexpr[int]`` marks a compile-time parameter: the Python value is
+  passed to the body as is and becomes part of the kernel's specialization (cache key).
+* :class:`Stream` — a CUDA stream argument (``None`` = the default stream, a raw handle, or any
+  object with ``.cuda_stream`` such as ``torch.cuda.Stream``).
+* :class:`Tensor` — a tensor parameter inside a kernel (see :mod:`flydsl.expr.tensor`).
+
+It also re-exports the numeric types, as FlyDSL's module does.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import typing
+
+from ..ir import Value, i64
+from .numeric import (
+    BFloat16,
+    Boolean,
+    Float,
+    Float8E4M3FN,
+    Float8E4M3FNUZ,
+    Float8E5M2,
+    Float8E5M2FNUZ,
+    Float16,
+    Float32,
+    Float64,
+    Index,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Integer,
+    Numeric,
+    Uint8,
+    Uint16,
+    Uint32,
+    Uint64,
+)
+from .tensor import Tensor
+
+__all__ = [
+    "Constexpr",
+    "Stream",
+    "Tensor",
+    "Numeric",
+    "Integer",
+    "Float",
+    "Boolean",
+    "Index",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "Uint8",
+    "Uint16",
+    "Uint32",
+    "Uint64",
+    "Float16",
+    "BFloat16",
+    "Float32",
+    "Float64",
+    "Float8E4M3FN",
+    "Float8E5M2",
+    "Float8E4M3FNUZ",
+    "Float8E5M2FNUZ",
+]
+
+_CALLABLES = (typing.Callable, collections.abc.Callable)
+_ALLOWED = (int, bool, float, str, tuple)
+
+
+class _ConstexprMeta(type):
+    _cache: dict = {}
+
+    def __getitem__(cls, t):
+        if t not in _ALLOWED and t not in _CALLABLES:
+            raise TypeError(
+                f"fx.Constexpr[{getattr(t, '__name__', t)}] is not supported; "
+                "use one of int, bool, float, str, tuple, Callable"
+            )
+        key = "Callable" if t in _CALLABLES else t
+        sub = _ConstexprMeta._cache.get(key)
+        if sub is None:
+            name = key if isinstance(key, str) else key.__name__
+            sub = _ConstexprMeta(f"Constexpr[{name}]", (cls,), {"value_type": key, "__module__": cls.__module__})
+            _ConstexprMeta._cache[key] = sub
+        return sub
+
+    def __repr__(cls) -> str:
+        return f"fx.{cls.__name__}"
+
+
+class Constexpr(metaclass=_ConstexprMeta):
+    """Annotation of a compile-time parameter: ``n: fx.Constexpr[int]`` (or bare ``fx.Constexpr``).
+
+    The value must have exactly the declared type (``True`` is not an ``int`` here); a Callable must be
+    a function without captured variables (its bytecode identifies it in the cache key).
+    """
+
+    value_type = None  # None: any value
+
+    @classmethod
+    def accepts(cls, value) -> bool:
+        t = cls.value_type
+        if t is None:
+            return True
+        if t == "Callable":
+            return callable(value)
+        if t is tuple:
+            return isinstance(value, tuple)
+        return type(value) is t
+
+    @staticmethod
+    def is_constexpr_annotation(ann) -> bool:
+        return isinstance(ann, type) and issubclass(ann, Constexpr)
+
+
+class Stream:
+    """A stream argument: ``Stream()``/``Stream(None)`` is the default stream, ``Stream(int)`` a raw
+    ``CUstream`` handle, ``Stream(obj)`` any object with ``.cuda_stream`` (``torch.cuda.Stream``).
+
+    Inside a trace it holds the stream's IR value (``i64``), which ``launch(stream=...)`` accepts.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value=None):
+        if isinstance(value, Stream):
+            value = value.value
+        self.value = value
+
+    @property
+    def handle(self) -> int:
+        """The raw ``CUstream`` as an int (0 = the default stream)."""
+        return stream_handle(self.value)
+
+    def __fly_values__(self) -> list[Value]:
+        v = self.value
+        if type(v) is Value:
+            return [v]
+        from ..dialects import arith
+
+        return [arith.constant(value=self.handle, result_types=[i64])]
+
+    def __fly_rebuild__(self, values) -> Stream:
+        return Stream(values[0])
+
+    def __repr__(self) -> str:
+        return f"Stream({self.value!r})"
+
+
+def stream_handle(value) -> int:
+    """The integer handle of ``None``, an int, a :class:`Stream` or an object with ``.cuda_stream``."""
+    if value is None:
+        return 0
+    if isinstance(value, Stream):
+        return value.handle
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    h = getattr(value, "cuda_stream", None)
+    if h is None:
+        h = getattr(value, "handle", None)
+    if isinstance(h, int):
+        return h
+    raise TypeError(f"cannot use {type(value).__name__} as a stream; pass None, an int handle or a torch stream")
+
+
+# ``T``, ``Vector`` and the vector aliases (``Float32x4`` …) live in their own modules; FlyDSL users
+# import them from here (``from flydsl.expr.typing import T, Vector as Vec``). Resolved lazily so that
+# importing this module never forms an import cycle with them.
+_LAZY = {"T": ("irtypes", "T"), "Types": ("irtypes", "Types"), "Vector": ("vector", "Vector"),
+         "Pointer": ("pointer", "Pointer")}  # fmt: skip
+
+
+def __getattr__(name: str):
+    import importlib
+
+    spec = _LAZY.get(name)
+    if spec is not None:
+        return getattr(importlib.import_module(f"{__package__}.{spec[0]}"), spec[1])
+    alias = importlib.import_module(f"{__package__}._vector_alias").alias_by_name(name)
+    if alias is not None:
+        return alias
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,102 @@
+"""The CPU device: kernels run on the IR interpreter (:mod:`flydsl.interp`).
+
+Each call registers the memory of every tensor argument with a fresh interpreter
+:class:`~flydsl.interp.Memory` (zero-copy: the interpreter reads and writes the caller's memory in
+place, through a numpy view over the bytes the tensor spans — non-contiguous views included), runs
+the host function, and runs each launched kernel over its grid. The interpreter's address of a tensor
+has the same alignment modulo 16 as the real one, so a kernel specialized for an aligned pointer
+sees an aligned pointer. Interpreter faults (out-of-bounds, misaligned, …) propagate as
+:class:`~flydsl.interp.InterpError`, naming the kernel, the argument and the index.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..interp import Memory, compile_host, run_kernel
+from .args import DEFAULT_STREAM, ArgError, TensorRef
+
+__all__ = ["CpuLauncher", "register_tensor"]
+
+
+def _extent(ref: TensorRef) -> tuple[int, int]:
+    """Byte offsets [lo, hi) of the memory the tensor spans, relative to its data pointer."""
+    isz = ref.dtype.numpy_dtype.itemsize
+    lo = hi = 0
+    for n, s in zip(ref.shape, ref.strides):
+        if n == 0:
+            return 0, 0
+        step = (n - 1) * s * isz
+        if step < 0:
+            lo += step
+        else:
+            hi += step
+    return lo, hi + isz
+
+
+def register_tensor(ref: TensorRef, mem: Memory) -> int:
+    """The interpreter address of ``ref``'s element 0 (its memory registered with ``mem``)."""
+    if ref.is_cuda:
+        raise ArgError(
+            "DEVICE_MISMATCH",
+            got="a CUDA tensor",
+            device="cpu",
+            fix="pass a CPU tensor (`t.cpu()`), or run on the GPU (unset FLYDSL_RUNTIME_KIND=cpu)",
+        )
+    dt = ref.dtype.numpy_dtype
+    obj = ref.obj
+    if isinstance(obj, np.ndarray) and obj.flags.c_contiguous and ref.ptr % 16 == 0 and obj.size:
+        return mem.register(obj, ref.name)
+    lo, hi = _extent(ref)
+    if hi <= lo:
+        return mem.register(np.zeros(1, dt), ref.name)
+    start = (ref.ptr + lo) & ~15
+    nbytes = ref.ptr + hi - start
+    raw = (ctypes.c_char * nbytes).from_address(start)
+    isz = dt.itemsize
+    view = np.frombuffer(raw, dtype=dt if nbytes % isz == 0 and start % isz == 0 else np.uint8)
+    return mem.register(view, ref.name) + (ref.ptr - start)
+
+
+class CpuLauncher:
+    """Launches one compiled specialization on the interpreter: ``launcher(abi_values)``."""
+
+    __slots__ = ("host", "kernels", "arg_names", "warp_size", "param_names", "_mem")
+
+    def __init__(self, artifact, warp_size: int):
+        self.host = compile_host(artifact.host_op())
+        self.kernels = {name: artifact.kernel_op(name) for name in artifact.kernels}
+        self.arg_names = {name: info.get("arg_names") for name, info in artifact.kernels.items()}
+        self.param_names = artifact.param_names
+        self.warp_size = warp_size
+        self._mem = None
+
+    def __call__(self, vals: list) -> None:
+        mem = Memory()
+        args = list(vals)
+        for i, v in enumerate(args):
+            if type(v) is TensorRef:
+                v.name = self.param_names[i] if i < len(self.param_names) else f"arg{i}"
+                args[i] = register_tensor(v, mem)
+            elif v is DEFAULT_STREAM:
+                args[i] = 0
+        self._mem = mem
+        try:
+            self.host(args, self._launch)
+        finally:
+            self._mem = None
+
+    def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:
+        name = str(kernel)
+        run_kernel(
+            self.kernels[name],
+            grid=grid,
+            block=block,
+            args=kargs,
+            memory=self._mem,
+            smem_bytes=int(smem),
+            warp_size=self.warp_size,
+            arg_names=self.arg_names.get(name),
+        )
