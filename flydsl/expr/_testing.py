@@ -20,7 +20,7 @@ from .. import ir
 from ..dialects import func, gpu
 from .gpu import reset_shared_usage
 
-__all__ = ["trace_kernel", "Trace"]
+__all__ = ["trace_kernel", "Trace", "evaluate"]
 
 
 class Trace:
@@ -59,3 +59,31 @@ def trace_kernel(arg_types, name: str = "kernel", **attrs):
         gpu.return_()
     ir.verify(module)
     t.text = ir.print_op(module)
+
+
+def evaluate(t: Trace, inputs, outputs) -> list:
+    """Run the kernel's straight-line pure ops on numpy data through each op's ``evaluate`` (the
+    semantics the interpreter and the constant folder share).
+
+    Args:
+        t: a finished trace. inputs: one numpy array per kernel argument (scalars: shape ``(T,)``;
+            vectors: ``(T, N)``). outputs: the IR values (or DSL values with ``ir_value()``) wanted.
+
+    Returns:
+        One numpy array per output.
+
+    Raises:
+        NotImplementedError: an op without ``evaluate`` (memory, control flow) on the way.
+    """
+    import numpy as np
+
+    env = {a: np.asarray(x) for a, x in zip(t.args, inputs)}
+    with np.errstate(all="ignore"):
+        for op in t.kernel.regions[0].blocks[0].ops:
+            if not op.results:
+                continue
+            if op.defn.evaluate is None:
+                raise NotImplementedError(f"{op.defn.name} has no evaluate semantics")
+            r = op.defn.evaluate(op, *[env[v] for v in op.operands])
+            env[op.results[0]] = np.asarray(r)
+    return [env[o if isinstance(o, ir.Value) else o.ir_value()] for o in outputs]
