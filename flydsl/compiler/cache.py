@@ -122,15 +122,15 @@ class DiskCache:
         """The entry's content, or None (missing; corrupt or truncated entries are deleted)."""
         p = self.path(key)
         try:
-            with open(p, encoding="utf-8") as f:
-                text = f.read()
+            with open(p, "rb") as f:
+                raw = f.read()
         except OSError:
             return None
         try:
-            entry = json.loads(text)
+            entry = json.loads(raw.decode("utf-8"))
             body, check = entry["body"], entry["checksum"]
             ok = entry.get("format") == FORMAT and check == _checksum(body)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             ok = False
         if not ok:
             _remove(p)

@@ -21,32 +21,19 @@ from __future__ import annotations
 import enum
 import hashlib
 import inspect
-import os
 import sys
-import sysconfig
 import types
 
-from .frames import FLYDSL_DIR
+from .frames import is_user_path
 
 __all__ = ["Deps", "collect", "is_user_file", "compile_time_value"]
 
-_LIB_DIRS = tuple(
-    os.path.abspath(p) + os.sep
-    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    | {sys.prefix, sys.base_prefix}
-    if p and not os.path.abspath(FLYDSL_DIR).startswith(os.path.abspath(p) + os.sep)
-)
-_SITE = ("site-packages" + os.sep, "dist-packages" + os.sep)
 _MISSING = object()
 
 
 def is_user_file(path: str | None) -> bool:
-    if not path or path.startswith("<"):
-        return False
-    p = os.path.abspath(path)
-    if p.startswith(FLYDSL_DIR) or any(s in p for s in _SITE):
-        return False
-    return not any(p.startswith(d) for d in _LIB_DIRS)
+    """A real file of the user's (see :func:`flydsl.compiler.frames.is_user_path`)."""
+    return bool(path) and not path.startswith("<") and is_user_path(path)
 
 
 def compile_time_value(v) -> bool:

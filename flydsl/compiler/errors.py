@@ -310,3 +310,21 @@ KERNEL_FAULT = _d(
     "kernel '{kernel}' failed on the {device} device: {detail}",
     "{fix}",
 )
+
+
+def catalogue_markdown() -> str:
+    """docs/errors.md's table, generated from the catalogue (``python -m flydsl.compiler.errors``)."""
+    rows = ["| id | raises | message | fix |", "|---|---|---|---|"]
+    for d in CATALOGUE.values():
+        bases = [b.__name__ for b in d.cls.__mro__[1:] if b.__module__ == "builtins" and b is not object]
+        kind = d.cls.__name__ + (f" ({bases[0]})" if bases and bases[0] != "Exception" else "")
+        rows.append(f"| {d.id} | {kind} | {_md(d.message)} | {_md(d.fix)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+if __name__ == "__main__":
+    print(catalogue_markdown(), end="")

@@ -16,6 +16,7 @@ import flydsl
 __all__ = [
     "FLYDSL_DIR",
     "is_internal",
+    "is_user_path",
     "user_frame",
     "frame_location",
     "current_location",
@@ -29,13 +30,30 @@ _internal: dict[CodeType, bool] = {}
 _positions: dict[CodeType, list] = {}
 
 
+def _library_dirs() -> tuple:
+    import sysconfig
+
+    paths = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(os.path.abspath(p) + os.sep for p in paths if p and not FLYDSL_DIR.startswith(os.path.abspath(p)))
+
+
+_LIBRARY_DIRS = _library_dirs()
+_SITE = ("site-packages" + os.sep, "dist-packages" + os.sep)
+
+
+def is_user_path(filename: str) -> bool:
+    """A file of the user's (not flydsl, the standard library or an installed package; not frozen)."""
+    if filename.startswith("<"):
+        return not filename.startswith("<frozen")
+    p = os.path.abspath(filename)
+    return not (p.startswith(FLYDSL_DIR) or any(s in p for s in _SITE) or p.startswith(_LIBRARY_DIRS))
+
+
 def is_internal(code: CodeType) -> bool:
-    """True for code defined in a file under the flydsl package (not user code)."""
+    """True for code that is not the user's: flydsl itself, the standard library, installed packages."""
     r = _internal.get(code)
     if r is None:
-        f = code.co_filename
-        r = os.path.abspath(f).startswith(FLYDSL_DIR) if not f.startswith("<") else False
-        _internal[code] = r
+        r = _internal[code] = not is_user_path(code.co_filename)
     return r
 
 

@@ -79,7 +79,13 @@ def _constexpr_conv(ann):
 
 
 def _numeric_conv(cls):
+    lo, hi = (-(1 << (cls.width - 1)), (1 << (cls.width - 1)) - 1) if cls.is_integer and cls.signed else (1, 0)
+
     def conv(a, key, vals):
+        if type(a) is int and lo <= a <= hi:  # the common case, without building a Numeric
+            key.append(cls)
+            vals.append(a)
+            return
         try:
             x = a if type(a) is cls else cls(a)
         except (TypeError, ValueError):
@@ -165,6 +171,7 @@ class JitFunction:
         self.compile_hints: dict = {}
         self.hits = 0
         self.misses = 0
+        self.compiles = 0  # misses that traced and compiled (the others were found on disk)
         self._body = None
         self._params: list[_Param] | None = None
         self._convs: tuple = ()
@@ -214,11 +221,20 @@ class JitFunction:
         if kwargs or len(args) != len(self._convs):
             args = self._bind(args, kwargs)
         key, vals = [], []
+        table = CONVERTERS
+        i = 0
         try:
             for conv, a in zip(self._convs, args):
+                if conv is _value_conv:
+                    fn = table.get(type(a))
+                    if fn is not None:
+                        fn(a, key, vals)
+                        i += 1
+                        continue
                 conv(a, key, vals)
+                i += 1
         except ArgError as e:
-            raise self._arg_error(e, len(key)) from None
+            raise self._arg_error(e, i) from None
         if self._implicit_stream:
             vals.append(DEFAULT_STREAM)
         snap = snapshot(_ENV_KEY)
@@ -263,9 +279,12 @@ class JitFunction:
         self._deps_hex = None
 
     def deps_hex(self) -> str:
+        """The digest of the function's dependencies (source, helpers, compile-time values)."""
+        if self._deps is None:
+            self._init_params()
+        elif self._deps.changed(self._dep_vals):
+            self._on_drift()
         if self._deps_hex is None:
-            if self._deps is None:
-                self._init_params()
             self._deps_hex = deps_digest(self._deps)
         return self._deps_hex
 
@@ -295,6 +314,17 @@ class JitFunction:
         return entry
 
     def _compile(self, args, key_parts, target, want_ptx: bool) -> Artifact:
+        self.compiles += 1
+        module, ctx, names = self._trace_module(args, key_parts, target)
+        name = self.fn.__name__
+        result = compile_module(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
+        kernels = {k: {"arg_names": v} for k, v in ctx.kernel_arg_names.items()}
+        art = Artifact(name, module, name, kernels, names, target.arch)
+        art.ptx, art.cubin = result.ptx, result.cubin
+        return art
+
+    def _trace_module(self, args, key_parts, target):
+        """Trace one specialization: (module before any pass, trace context, host parameter names)."""
         name = self.fn.__name__
         types, names = [], []
         for p, part in zip(self._params, key_parts):
@@ -322,11 +352,45 @@ class JitFunction:
             if ret is not None:
                 raise error(E.JIT_RETURNS, host.loc, name=name, got=type(ret).__name__)
             dfunc.return_(loc=host.loc)
-        result = compile_module(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
-        kernels = {k: {"arg_names": v} for k, v in ctx.kernel_arg_names.items()}
-        art = Artifact(name, module, name, kernels, names, target.arch)
-        art.ptx, art.cubin = result.ptx, result.cubin
-        return art
+        return module, ctx, names
+
+    def trace(self, *args, **kwargs):
+        """The IR module of the specialization for these arguments, as traced (before any pass).
+
+        Nothing is compiled, cached or launched; for inspection and tests (like ``jax.make_jaxpr``).
+        """
+        try:
+            if self._params is None:
+                self._init_params()
+            if kwargs or len(args) != len(self._convs):
+                args = self._bind(args, kwargs)
+            key = []
+            try:
+                for conv, a in zip(self._convs, args):
+                    conv(a, key, [])
+            except ArgError as e:
+                raise self._arg_error(e, len(key)) from None
+            return self._trace_module(args, key, select_target())[0]
+        except Exception as e:
+            raise_user_error(e)
+
+    def cache_key(self, *args, **kwargs) -> str:
+        """The disk-cache key (hex) of the specialization for these arguments (nothing is compiled).
+
+        Two calls, or two processes, get the same key exactly when the compiled code must be the same.
+        """
+        try:
+            if self._params is None:
+                self._init_params()
+            if kwargs or len(args) != len(self._convs):
+                args = self._bind(args, kwargs)
+            key = []
+            for conv, a in zip(self._convs, args):
+                conv(a, key, [])
+            k = (tuple(key), snapshot(_ENV_KEY)[1:])
+            return disk_key(self.deps_hex(), k, select_target().arch, self.compile_hints)
+        except Exception as e:
+            raise_user_error(e)
 
     def cache_info(self) -> CacheInfo:
         """``CacheInfo(hits, misses, currsize, disk_size)``; ``disk_size`` is None with the disk cache off."""

@@ -16,6 +16,7 @@ import inspect
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
+from ..expr.gpu import known_block_size_scope, reset_shared_usage
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.typing import Constexpr, Stream
 from ..ir import InsertionPoint, SymbolRef, Value, i64
@@ -54,6 +55,10 @@ class KernelFunction:
         self.known_block_size = _dims3(known_block_size, "known_block_size") if known_block_size else None
         self._body = None
         self._sig = None
+
+    @property
+    def __fly_function__(self):
+        return self.fn
 
     def body(self):
         """The AST-rewritten function (built on first use)."""
@@ -171,6 +176,15 @@ class KernelLauncher:
             if kbs is not None and kbs != declared:
                 raise error(E.KNOWN_BLOCK_SIZE, loc, name=self.kfn.fn.__name__, kbs=list(declared), block=list(kbs))
             kbs = declared
+        if type(smem) is int and smem > ctx.target.smem_dynamic_max:
+            raise error(
+                E.SMEM_SIZE,
+                loc,
+                name=self.kfn.fn.__name__,
+                need=smem,
+                target=ctx.target.arch,
+                cap=ctx.target.smem_dynamic_max,
+            )
         params = self._params(loc)
         name = self._kernel(ctx, params, kbs)
         host_vals = [v for p in params for v in p.values]
@@ -219,8 +233,9 @@ class KernelLauncher:
             args.append(p.rebuild(entry.args[pos : pos + n]))
             pos += n
         ctx.kernel_stack.append(KernelScope(name, kbs, fop))
+        reset_shared_usage()
         try:
-            with InsertionPoint(entry):
+            with InsertionPoint(entry), known_block_size_scope(kbs):
                 ret = self.kfn.body()(*args)
                 if ret is not None:
                     raise error(E.KERNEL_RETURNS, _def_loc(self.kfn.fn), name=name, got=_got(ret))

@@ -21,6 +21,9 @@ interpreter address for the CPU device). Key parts are tuples of ints, strings a
 
 from __future__ import annotations
 
+from ctypes import addressof as _addressof
+from ctypes import c_char as _c_char
+
 import numpy as np
 
 from ..expr.numeric import (
@@ -161,6 +164,7 @@ def _torch_numpy(t, dtype) -> np.ndarray:
 
 
 def _unit_axis(shape, strides) -> int:
+    """The mode of stride 1 (the last one; a size-1 mode when no stride is 1), -1 if none."""
     for i in range(len(strides) - 1, -1, -1):
         if strides[i] == 1:
             return i
@@ -173,32 +177,38 @@ def _unit_axis(shape, strides) -> int:
 def _check_i32(shape, strides) -> None:
     if shape and max(shape) > _I32_MAX:
         raise ArgError("TENSOR_TOO_LARGE", what="dimension", value=max(shape))
-    if strides and max(abs(s) for s in strides) > _I32_MAX:
+    if strides and (max(strides) > _I32_MAX or min(strides) < -_I32_MAX):
         raise ArgError("TENSOR_TOO_LARGE", what="stride", value=max(strides))
 
 
 def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
     shape, strides = ref.shape, ref.strides
-    if not shape:
-        key.append(("tensor", ref.dtype, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (), (), 1))
+    n = len(shape)
+    if not n:
+        key.append(("tensor", ref.dtype, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (False,), (False,), 1))
         vals.append(ref)
         return
-    u = _unit_axis(shape, strides)
+    u = n - 1 if strides[-1] == 1 else _unit_axis(shape, strides)
     if u < 0:
         raise ArgError("TENSOR_NO_UNIT_STRIDE", shape=tuple(shape), strides=tuple(strides))
-    _check_i32(shape, strides)
-    key.append(("dyn_tensor", ref.dtype, len(shape), u, alignment_of(ref.ptr), ref.is_cuda))
+    if max(shape) > _I32_MAX or max(strides) > _I32_MAX or min(strides) < -_I32_MAX:
+        _check_i32(shape, strides)
+    ptr = ref.ptr
+    key.append(("dyn_tensor", ref.dtype, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
     vals.append(ref)
     vals.extend(shape)
-    vals.extend(strides[:u])
-    vals.extend(strides[u + 1 :])
+    if u == n - 1:
+        vals.extend(strides[:u])
+    else:
+        vals.extend(strides[:u])
+        vals.extend(strides[u + 1 :])
 
 
 def torch_ref(t) -> TensorRef:
-    dt = torch_dtype_map().get(t.dtype)
+    dt = (_TORCH_DTYPES or torch_dtype_map()).get(t.dtype)
     if dt is None:
         raise ArgError("UNSUPPORTED_ARG", got=f"a torch tensor of dtype {t.dtype}")
-    return TensorRef(t, dt, t.data_ptr(), tuple(t.shape), t.stride(), t.is_cuda)
+    return TensorRef(t, dt, t.data_ptr(), t.shape, t.stride(), t.is_cuda)
 
 
 def numpy_ref(a: np.ndarray) -> TensorRef:
@@ -208,9 +218,13 @@ def numpy_ref(a: np.ndarray) -> TensorRef:
     isz = a.itemsize
     bs = a.strides
     strides = tuple([s // isz for s in bs])
-    if any(s % isz for s in bs):
+    if any([s % isz for s in bs]):
         raise ArgError("UNSUPPORTED_ARG", got="a numpy array whose strides are not multiples of its item size")
-    return TensorRef(a, dt, a.ctypes.data, a.shape, strides, False)
+    try:  # the cheapest way to the data pointer (writable, contiguous buffers)
+        ptr = _addressof(_c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        ptr = a.ctypes.data
+    return TensorRef(a, dt, ptr, a.shape, strides, False)
 
 
 def dlpack_ref(x) -> TensorRef:

@@ -247,7 +247,7 @@ class Rewriter(ast.NodeTransformer):
         node = _header(node, node.iter)
         tnames = list(target_names(orig.target, {}))
         names = tnames + [n for n in self._carried(body_stmts) if n not in tnames]
-        target_text = "" if isinstance(orig.target, ast.Name) else ast.unparse(orig.target)
+        target_text = "" if isinstance(orig.target, ast.Name) else ast.unparse(orig.target).strip("()")
         site = self._site(node, "for", names, self._lines(body_stmts, names), target_text, len(tnames))
         body_name = self._fresh("for")
         iv = self._fresh("iv")

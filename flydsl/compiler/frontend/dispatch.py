@@ -273,9 +273,7 @@ def if_(test, then_fn, else_fn, site, pre_vals):
     c = classify(test, "if", _loc(s))
     if c is not None:
         fn = then_fn if c else else_fn
-        if fn is None:
-            return pre_vals
-        out = fn(*pre_vals)
+        out = pre_vals if fn is None else fn(*pre_vals)
         return _static_unbound(out, s, s.lines_b if c else s.lines_a)
     cond = to_i1(test)
     then_blk, else_blk = Block(), Block()
@@ -528,7 +526,7 @@ def for_(it, body_fn, site, pre_vals):
         for item in it:
             vals = body_fn(item, *vals)
         return vals
-    if s.n_target < 0:
+    if s.lines_b:  # the target's text when it is not a single name
         raise error(E.LOOP_TARGET, _loc(s), target=s.lines_b)
     nt = s.n_target
     lb, ub, step, iv_of = it.bounds(Int32, _loc(s))
