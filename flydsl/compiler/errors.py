@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from .diagnostics import (
     ControlFlowError,
-    DSLIndexError,
     DSLNameError,
     DSLTypeError,
     DSLValueError,
@@ -195,7 +194,7 @@ CONSTEXPR_TYPE = _d(
 CONSTEXPR_RUNTIME = _d(
     "FLY203",
     DSLTypeError,
-    "argument '{name}' is a compile-time constant (fx.Constexpr) but got a run-time value {got}",
+    "argument '{name}' is a compile-time constant (fx.Constexpr) but got {got}",
     "pass a Python value, or drop the fx.Constexpr annotation to make it a run-time argument",
 )
 UNSUPPORTED_ARG = _d(
@@ -260,12 +259,6 @@ KERNEL_ARG_STATIC = _d(
     "kernel argument '{name}': cannot pass {got} to a kernel parameter",
     "pass DSL values (tensors, fx numbers) or declare the parameter `fx.Constexpr[...]`",
 )
-TENSOR_INDEX = _d(
-    "FLY215",
-    DSLIndexError,
-    "tensor of rank {rank} (shape {shape}) indexed with {got}",
-    "index with one integer per mode, e.g. `t[i, j]`, or one integer for the flattened (column-major) index",
-)
 SMEM_SIZE = _d(
     "FLY216",
     DSLValueError,
@@ -303,12 +296,6 @@ NO_DEVICE = _d(
     LaunchError,
     "FLYDSL_RUNTIME_KIND={kind!r} but {why}",
     "unset FLYDSL_RUNTIME_KIND, or set it to 'cpu' to run on the CPU interpreter",
-)
-KERNEL_FAULT = _d(
-    "FLY403",
-    LaunchError,
-    "kernel '{kernel}' failed on the {device} device: {detail}",
-    "{fix}",
 )
 
 

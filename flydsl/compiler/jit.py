@@ -445,7 +445,7 @@ def user_error(e: BaseException) -> FlyDSLError:
     if isinstance(e, _ArgError):
         fields = dict(e.fields)
         fields.setdefault("name", "?")
-        return error(getattr(E, e.diag), None, **fields)
+        return error(getattr(E, e.diag), traceback_location(e.__traceback__), **fields)
     err = wrap_exception(e)
     loc = getattr(e, "loc", None)
     if not isinstance(e, FlyDSLError) and isinstance(loc, tuple) and len(loc) == 3:
@@ -454,7 +454,11 @@ def user_error(e: BaseException) -> FlyDSLError:
 
 
 def raise_user_error(e: BaseException):
+    """Re-raise ``e`` as a located DSL error (at the caller of the jit function when nothing closer)."""
     err = user_error(e)
+    if err.loc is None:
+        f = user_frame(sys._getframe(1))
+        err.loc = frame_location(f) if f is not None else None
     if env.debug_show_stacktrace:
         if err is e:
             raise err

@@ -198,6 +198,8 @@ class KernelLauncher:
         for pname, value in self.arguments.items():
             ann = sig.parameters[pname].annotation
             const = Constexpr.is_constexpr_annotation(ann)
+            if const and isinstance(value, Numeric) and not value.is_static():
+                raise error(E.CONSTEXPR_RUNTIME, loc, name=pname, got=_got(value))
             if const and not ann.accepts(value):
                 raise error(E.CONSTEXPR_TYPE, loc, name=pname, want=_tname(ann.value_type), got=_got(value))
             try:
@@ -208,10 +210,13 @@ class KernelLauncher:
 
     def _kernel(self, ctx, params: list[_Param], kbs) -> str:
         """The kernel's name for this specialization, tracing its body the first time."""
-        try:
-            key = (self.kfn, tuple(p.key() for p in params), kbs)
-        except TypeError as e:
-            raise error(E.KERNEL_ARG_STATIC, _caller_loc(), name=self.kfn.fn.__name__, got=str(e)) from None
+        parts = []
+        for p in params:
+            try:
+                parts.append(p.key())
+            except TypeError:
+                raise error(E.KERNEL_ARG_STATIC, _caller_loc(), name=p.name, got=_got(p.value)) from None
+        key = (self.kfn, tuple(parts), kbs)
         name = ctx.kernels.get(key)
         if name is not None:
             return name
@@ -257,6 +262,8 @@ def _tname(t) -> str:
 def _got(v) -> str:
     if isinstance(v, Numeric):
         return f"a {'compile-time' if v.is_static() else 'run-time'} {type(v).__name__}"
+    if hasattr(type(v), "__fly_describe__"):
+        return v.__fly_describe__()
     r = repr(v)
     return f"{type(v).__name__} {r if len(r) < 40 else r[:37] + '...'}"
 

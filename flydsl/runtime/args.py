@@ -418,5 +418,5 @@ def convert_arg(x, key: list, vals: list) -> None:
     if fn is None:
         fn = _resolve_converter(type(x))
         if fn is None:
-            raise ArgError("UNSUPPORTED_ARG", got=f"a {type(x).__name__}")
+            raise ArgError("UNSUPPORTED_ARG", got=f"a value of type {type(x).__name__}")
     fn(x, key, vals)
