@@ -305,8 +305,7 @@ class JitFunction:
             if disk is not None:
                 disk.store(dk, art.to_body())
         elif want_ptx and not art.ptx:
-            res = codegen(_Result(art.module), target.arch, None, self.compile_hints)
-            art.ptx, art.cubin = res.ptx, res.cubin
+            _set_device_code(art, codegen(_Result(art.module), target.arch, None, self.compile_hints))
             disk.store(dk, art.to_body())
         entry = _Entry(art, target)
         self._mem[k] = entry
@@ -320,7 +319,7 @@ class JitFunction:
         result = compile_module(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
         kernels = {k: {"arg_names": v} for k, v in ctx.kernel_arg_names.items()}
         art = Artifact(name, module, name, kernels, names, target.arch)
-        art.ptx, art.cubin = result.ptx, result.cubin
+        _set_device_code(art, result)
         return art
 
     def _trace_module(self, args, key_parts, target):
@@ -407,6 +406,15 @@ class _Result:
         self.module = module
         self.llvm_ir = self.ptx = self.cubin = None
         self.kernel_info = {}
+
+
+def _set_device_code(art: Artifact, result) -> None:
+    """Copy PTX/cubin and each kernel's entry symbol and parameter kinds into the artifact."""
+    art.ptx, art.cubin = result.ptx, result.cubin
+    for name, info in (result.kernel_info or {}).items():
+        entry = art.kernels.setdefault(name, {"arg_names": []})
+        entry["symbol"] = info.symbol or info.name
+        entry["param_types"] = [p.kind for p in info.params]
 
 
 def _device_kind() -> str:

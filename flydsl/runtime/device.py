@@ -80,16 +80,16 @@ class CudaLauncher:
     __slots__ = ("host", "kernels", "param_names")
 
     def __init__(self, artifact):
-        from .cuda import CudaKernel
+        from .cuda import CudaKernel, CudaModule
 
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
         self.host = compile_host(artifact.host_op())
-        image = artifact.cubin or artifact.ptx
-        self.kernels = {
-            name: CudaKernel(image, name, info.get("param_types") or _param_types(artifact.kernel_op(name)))
-            for name, info in artifact.kernels.items()
-        }
+        module = CudaModule(artifact.cubin or artifact.ptx)
+        self.kernels = {}
+        for name, info in artifact.kernels.items():
+            kinds = info.get("param_types") or _param_kinds(artifact.kernel_op(name))
+            self.kernels[name] = CudaKernel(module, info.get("symbol") or name, kinds)
         self.param_names = artifact.param_names
 
     def __call__(self, vals: list) -> None:
@@ -116,8 +116,17 @@ class CudaLauncher:
         self.kernels[str(kernel)].launch(grid, block, int(smem), int(stream), kargs)
 
 
-def _param_types(kernel_op) -> list:
-    return list(kernel_op.attrs["function_type"].inputs)
+def _param_kinds(kernel_op) -> list[str]:
+    """Parameter kinds (``"ptr"``, ``"i32"``, ``"f32"`` …) from a kernel's IR signature."""
+    kinds = []
+    for t in kernel_op.attrs["function_type"].inputs:
+        if t.is_pointer:
+            kinds.append("ptr")
+        elif t.is_index:
+            kinds.append("i64")
+        else:
+            kinds.append(str(t))
+    return kinds
 
 
 def _current_torch_stream() -> int:

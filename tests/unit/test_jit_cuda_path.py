@@ -1,0 +1,103 @@
+"""The CUDA launch path without a GPU: a stand-in for flydsl.runtime.cuda records what the launcher asks
+the driver to do (module image, entry names, parameter kinds, grid, block, stream, packed arguments)."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from compiler_util import Stream, Tensor, cpu_device, flyc, fx  # noqa: F401
+
+import flydsl.runtime
+import flydsl.runtime.device as device_mod
+from flydsl.compiler import DSLValueError
+from flydsl.runtime.args import CONVERTERS, TensorRef, _dynamic_tensor
+
+pytestmark = pytest.mark.usefixtures("cpu_device")
+
+
+class FakeCudaTensor:
+    """A 1-D float32 'device' array at a fixed address."""
+
+    def __init__(self, ptr: int, n: int):
+        self.ptr, self.n = ptr, n
+
+
+def _fake_tensor(x, key, vals):
+    _dynamic_tensor(TensorRef(x, fx.Float32, x.ptr, (x.n,), (1,), True), key, vals)
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    log = {"modules": [], "kernels": [], "launches": []}
+
+    class CudaModule:
+        def __init__(self, image, device=0):
+            log["modules"].append(image)
+
+    class CudaKernel:
+        def __init__(self, module, name, param_types, device=0):
+            log["kernels"].append((name, list(param_types)))
+            self.name = name
+
+        def launch(self, grid, block, smem=0, stream=None, args=()):
+            log["launches"].append((self.name, tuple(grid), tuple(block), smem, stream, list(args)))
+
+    fake = types.ModuleType("flydsl.runtime.cuda")
+    fake.CudaModule, fake.CudaKernel = CudaModule, CudaKernel
+    fake.is_available = lambda: True
+    fake.device_arch = lambda ordinal=0: "sm_90"
+    monkeypatch.setitem(sys.modules, "flydsl.runtime.cuda", fake)
+    monkeypatch.setattr(flydsl.runtime, "cuda", fake, raising=False)
+    monkeypatch.setattr(device_mod, "_DEVICES", {})
+    monkeypatch.setitem(CONVERTERS, FakeCudaTensor, _fake_tensor)
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    return log
+
+
+@flyc.kernel
+def vadd(a: Tensor, b: Tensor, c: Tensor, n: fx.Int32):
+    i = fx.block_idx.x * fx.block_dim.x + fx.thread_idx.x
+    if i < n:
+        c[i] = a[i] + b[i]
+
+
+@flyc.jit
+def launch(a, b, c, n: fx.Int32):
+    vadd(a, b, c, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1))
+
+
+def test_launch_reaches_the_driver_with_packed_arguments(fake_cuda):
+    a, b, c = FakeCudaTensor(0x10000, 1000), FakeCudaTensor(0x20000, 1000), FakeCudaTensor(0x30040, 1000)
+    launch(a, b, c, 1000)
+    launch(a, b, c, 300)
+    (image,) = fake_cuda["modules"]
+    assert ".entry vadd_0" in image and ".target sm_90a" in image
+    assert fake_cuda["kernels"] == [("vadd_0", ["ptr", "i32", "ptr", "i32", "ptr", "i32", "i32"])]
+    assert fake_cuda["launches"] == [
+        ("vadd_0", (8, 1, 1), (128, 1, 1), 0, 0, [0x10000, 1000, 0x20000, 1000, 0x30040, 1000, 1000]),
+        ("vadd_0", (3, 1, 1), (128, 1, 1), 0, 0, [0x10000, 1000, 0x20000, 1000, 0x30040, 1000, 300]),
+    ]
+    assert launch.cache_info().misses == 1
+
+
+def test_explicit_stream_is_passed_through(fake_cuda):
+    @flyc.jit
+    def on_stream(a, b, c, n: fx.Int32, stream: Stream = None):
+        vadd(a, b, c, n).launch(grid=1, block=128, stream=stream)
+
+    t = FakeCudaTensor(0x40000, 8)
+    on_stream(t, t, t, 8, 0x7777)
+    assert fake_cuda["launches"][-1][4] == 0x7777
+
+
+def test_host_memory_on_the_gpu_is_an_error(fake_cuda):
+    t = FakeCudaTensor(0x40000, 8)
+    with pytest.raises(DSLValueError) as ei:
+        launch(t, np.zeros(8, np.float32), t, 8)
+    assert (
+        "error[FLY401]: argument 'b': a tensor in host (CPU) memory cannot be used by a kernel running on the "
+        "cuda device" in str(ei.value)
+    )
