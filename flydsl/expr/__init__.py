@@ -32,6 +32,23 @@ from ._vector_alias import (
 )
 from ._vector_ops import ReductionOp
 from .arith import ceildiv, max, maximumf, maxnumf, min, minimumf, minnumf
+from .copy import (
+    CopyAtom,
+    CopyOp,
+    ThrCopy,
+    TiledCopy,
+    UniversalCopy,
+    UniversalCopy8b,
+    UniversalCopy16b,
+    UniversalCopy32b,
+    UniversalCopy64b,
+    UniversalCopy128b,
+    copy,
+    copy_atom_call,
+    make_copy_atom,
+    make_tiled_copy,
+    make_tiled_copy_tv,
+)
 from .gpu import (
     alloc_shared,
     barrier,
@@ -57,6 +74,84 @@ from .gpu import (
     warp_size,
 )
 from .irtypes import T, Types
+from .layout_api import (
+    Basis,
+    ComposedLayout,
+    E,
+    IntTuple,
+    Layout,
+    Swizzle,
+    append,
+    block_product,
+    blocked_product,
+    ceil_div,
+    coalesce,
+    complement,
+    composed_get_inner,
+    composed_get_offset,
+    composed_get_outer,
+    composition,
+    coprofile,
+    coshape,
+    cosize,
+    crd2idx,
+    depth,
+    dice,
+    downcast,
+    elem_less,
+    flat_divide,
+    flat_product,
+    get,
+    get_,
+    get_1d_coord,
+    get_flat_coord,
+    get_hier_coord,
+    get_layout,
+    get_leaves,
+    get_scalar,
+    get_shape,
+    get_stride,
+    group,
+    idx2crd,
+    int_tuple_add,
+    int_tuple_div,
+    int_tuple_mod,
+    int_tuple_mul,
+    int_tuple_product,
+    int_tuple_product_each,
+    int_tuple_product_like,
+    int_tuple_sub,
+    left_inverse,
+    logical_divide,
+    logical_product,
+    make_composed_layout,
+    make_coord,
+    make_identity_layout,
+    make_int_tuple,
+    make_layout,
+    make_layout_like,
+    make_layout_tv,
+    make_ordered_layout,
+    make_shape,
+    make_stride,
+    make_tile,
+    prepend,
+    raked_product,
+    rank,
+    recast_layout,
+    right_inverse,
+    select,
+    shape_div,
+    size,
+    slice,
+    take,
+    tile_to_shape,
+    tiled_divide,
+    tiled_product,
+    upcast,
+    zipped_divide,
+    zipped_product,
+)
 from .math import (
     absf,
     absi,
@@ -138,6 +233,25 @@ from .pointer import (
     inttoptr,
     ptrtoint,
 )
+from .smem import Arena, SharedAllocator
+from .struct import Align, Array, Storage, Struct, Union, struct, union
+from .tensor import (
+    AddressSpace,
+    LayoutType,
+    MemRefType,
+    Tensor,
+    get_iter,
+    make_fragment_like,
+    make_identity_tensor,
+    make_rmem_tensor,
+    make_tensor,
+    make_view,
+    memref_alloca,
+    memref_load,
+    memref_load_vec,
+    memref_store,
+    memref_store_vec,
+)
 from .vector import Vector
 
 __all__ = [
@@ -166,12 +280,34 @@ __all__ = [
     "vote_ballot", "warp_size", "num_warp_threads", "printf", "alloc_shared", "get_dyn_shared",
     # compile-time control
     "const_expr", "range_constexpr",
+    # layouts (flydsl.layout with FlyDSL's names, on layouts and tensors)
+    "Layout", "ComposedLayout", "Swizzle", "Basis", "E", "IntTuple", "make_shape", "make_stride", "make_coord",
+    "make_int_tuple", "make_layout", "make_ordered_layout", "make_identity_layout", "make_layout_like",
+    "make_composed_layout", "make_tile", "make_layout_tv", "size", "cosize", "coshape", "coprofile", "rank", "depth",
+    "get_shape", "get_stride", "get_layout", "get", "get_", "get_scalar", "get_leaves", "select", "group", "take",
+    "append", "prepend", "slice", "dice", "coalesce", "composition", "complement", "right_inverse", "left_inverse",
+    "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",
+    "tiled_product", "flat_product", "blocked_product", "block_product", "raked_product", "tile_to_shape", "upcast",
+    "downcast", "recast_layout", "crd2idx", "idx2crd", "get_hier_coord", "get_flat_coord", "get_1d_coord",
+    "elem_less", "ceil_div", "shape_div", "int_tuple_add", "int_tuple_sub", "int_tuple_mul", "int_tuple_div",
+    "int_tuple_mod", "int_tuple_product", "int_tuple_product_each", "int_tuple_product_like", "composed_get_inner",
+    "composed_get_offset", "composed_get_outer",
+    # tensors
+    "Tensor", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like", "make_identity_tensor",
+    "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca", "memref_load", "memref_store",
+    "memref_load_vec", "memref_store_vec",
+    # copies
+    "CopyOp", "CopyAtom", "TiledCopy", "ThrCopy", "UniversalCopy", "UniversalCopy8b", "UniversalCopy16b",
+    "UniversalCopy32b", "UniversalCopy64b", "UniversalCopy128b", "make_copy_atom", "make_tiled_copy",
+    "make_tiled_copy_tv", "copy", "copy_atom_call", "rocdl",
+    # shared memory and composite storage
+    "SharedAllocator", "Arena", "struct", "union", "Struct", "Union", "Array", "Align", "Storage",
 ]  # fmt: skip
 
 globals().update({_name: alias_by_name(_name) for _name in ALIAS_NAMES})
 
 # submodules imported on first use (fx.buffer_ops); the layout engine adds "rocdl" here
-_LAZY_SUBMODULES = {"buffer_ops": ".buffer_ops"}
+_LAZY_SUBMODULES = {"buffer_ops": ".buffer_ops", "rocdl": ".rocdl"}
 
 
 def __getattr__(name: str):

@@ -1,128 +1,149 @@
-"""``fx.Tensor``: a typed pointer plus a layout — what a tensor argument is inside a kernel.
+"""``fx.Tensor``: an *iterator* (where the elements live) plus a *layout* (which element is where).
 
-``Tensor(ptr, dtype, layout)``: ``ptr`` is an IR value of type ``!fly.ptr<elem, space>``, ``dtype`` a
-Numeric class, ``layout`` a :class:`flydsl.layout.Layout` whose leaves are Python ints (static) or
-run-time ``fx.Int32`` values (dynamic). Indexing maps a coordinate through the layout to an element
-offset (CuTe's ``crd2idx``: ``sum(crd_i * stride_i)``, an integer into a multi-mode shape splits
-colexicographically) and loads or stores one element there. Every access goes through
-:meth:`Tensor._offset`, the one place the layout engineer extends (slicing, divides, copy atoms).
+``t[crd]`` maps a coordinate through the layout to an offset (CuTe's ``crd2idx``; an integer into a
+multi-mode shape splits colexicographically; a ``ComposedLayout`` applies its swizzle to
+``offset + outer(crd)``) and reads the element there. Four kinds of iterators (see
+:mod:`flydsl.expr._iterators`):
 
-A tensor crosses regions and kernel boundaries through the value protocol: its IR values are the
-pointer followed by the dynamic shape leaves then the dynamic stride leaves.
+==============  =============================================  ==========================================
+memory          ``fx.Pointer`` into global/shared memory        ``t[crd]`` is a load, ``t[crd] = v`` a store
+buffer          AMD-style buffer resource + element offset      loads past ``num_records`` read 0
+registers       a Python list of DSL scalars (no IR storage)    compile-time coordinates only
+coordinates     a coordinate tuple (``make_identity_tensor``)   ``t[crd]`` is the coordinate itself
+==============  =============================================  ==========================================
+
+A ``None`` in a coordinate slices: ``t[None, j]`` views column ``j`` (same memory, the iterator moved
+to the fixed coordinates). ``t.load()`` reads every element into one ``fx.Vector`` (colexicographic
+order), ``t.store(v)`` writes one, ``t.fill(x)`` broadcasts a scalar; memory tensors use one vector
+access per contiguous run (static unit stride), element accesses otherwise.
+
+Static layouts fold at trace time: indexing a fully static tensor with static coordinates emits the
+access and its constant offset, no index arithmetic. A tensor crosses regions and kernel boundaries
+through the value protocol (``__fly_values__``/``__fly_rebuild__``): its iterator's IR values, then
+the run-time leaves of its layout.
 """
 
 from __future__ import annotations
 
-from ..dialects import ptr as dptr
+import enum
+from math import gcd
+
+from .. import layout as L
 from ..ir import PointerType, Value
-from ..layout import Layout, crd2idx, make_layout
-from ..layout.inttuple import flatten as _flat
+from ..layout import Basis, ComposedLayout, Layout
 from ..layout.inttuple import format_int_tuple
-from .numeric import Int32, Numeric, as_numeric
+from . import _iterators as _it
+from .layout_api import IntTuple, StaticInt, as_int_tuple
+from .numeric import Int32, Numeric, as_numeric, numeric_type_of
+from .vector import Vector, as_vector_operand
 
-__all__ = ["Tensor", "IntTupleView"]
+__all__ = [
+    "Tensor", "IntTupleView", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like",
+    "make_identity_tensor", "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca",
+    "memref_load", "memref_store", "memref_load_vec", "memref_store_vec",
+]  # fmt: skip
 
-
-class IntTupleView(tuple):
-    """A shape or stride as seen by kernel code: a tuple (ints and ``fx.Int32``) with FlyDSL's helpers."""
-
-    __slots__ = ()
-
-    def unpack(self) -> tuple:
-        """The leaves as a plain tuple (``m, n = t.shape.unpack()``)."""
-        return tuple(self)
-
-    def to_py_value(self):
-        """Nested Python ints; raises ``TypeError`` if a leaf is a run-time value."""
-        return tuple(_py(x) for x in self)
-
-    @property
-    def rank(self) -> int:
-        return len(self)
-
-    @property
-    def is_static(self) -> bool:
-        return all(type(x) is int for x in _flat(tuple(self)))
-
-
-def _py(x):
-    if isinstance(x, tuple):
-        return tuple(_py(e) for e in x)
-    if type(x) is int:
-        return x
-    return int(x)  # a static Numeric converts; a run-time one raises with the DSL's hint
-
-
-def _dynamic_leaves(t) -> list:
-    return [x for x in _flat(t) if type(x) is not int]
+IntTupleView = IntTuple  # the compiler's name for the shape/stride view
 
 
 class Tensor:
-    """A view of memory: typed pointer + layout. ``t[i, j]`` loads, ``t[i, j] = v`` stores."""
+    """A view of elements: an iterator and a layout (``Tensor(ptr, dtype, layout)`` over memory).
 
-    __slots__ = ("_ptr", "_dtype", "_layout", "_align", "_divisibility")
+    Args:
+        ptr: an IR pointer value (``!fly.ptr<elem, space>``) or an ``fx.Pointer`` — or an existing tensor
+            alone (``fx.Tensor(fx.make_view(...))``, FlyDSL's spelling), which is returned as a new handle.
+        dtype: the element type (a Numeric class).
+        layout: a ``Layout`` or ``ComposedLayout`` whose leaves are ints or run-time ``Int32``.
+        alignment: the byte alignment of ``ptr`` when known exactly (kernel arguments); 0: the element's.
+        divisibility: what every run-time stride and shape is known to be a multiple of (or None).
 
-    def __init__(self, ptr: Value, dtype: type[Numeric], layout: Layout, *, alignment: int = 0, divisibility=None):
-        if type(ptr) is not Value or not isinstance(ptr.type, PointerType):
-            raise TypeError(f"Tensor needs a pointer IR value, got {ptr!r}")
-        self._ptr = ptr
-        self._dtype = dtype
-        self._layout = layout
-        self._align = alignment or max(1, dtype.width // 8)
-        self._divisibility = divisibility
+    Raises:
+        TypeError: ``ptr`` is not a pointer.
+    """
+
+    _is_fly_tensor = True
+    __slots__ = ("_it", "_dtype", "_layout", "_div")
+
+    def __init__(self, ptr, dtype=None, layout=None, *, alignment: int = 0, divisibility=None):
+        if getattr(type(ptr), "_is_fly_tensor", False) and dtype is None and layout is None:
+            self._it, self._dtype, self._layout, self._div = ptr._it, ptr._dtype, ptr._layout, ptr._div
+            return  # FlyDSL's fx.Tensor(view)
+        if layout is None:
+            raise TypeError("Tensor(ptr, dtype, layout) needs a layout (or wrap an existing view: fx.Tensor(view))")
+        if not (type(ptr) is Value and isinstance(ptr.type, PointerType)) and not _it.is_pointer(ptr):
+            raise TypeError(f"Tensor needs a pointer (IR value or fx.Pointer), got {ptr!r}")
+        self._it = _it.MemIter.of(ptr, dtype, alignment)
+        self._dtype = self._it.dtype
+        self._layout = _check_layout(layout)
+        self._div = divisibility
+
+    @classmethod
+    def _make(cls, it, dtype, layout, div=None) -> Tensor:
+        o = object.__new__(cls)
+        o._it, o._dtype, o._layout, o._div = it, dtype, layout, div
+        return o
 
     # -- queries ---------------------------------------------------------------------------------------
     @property
     def dtype(self) -> type[Numeric]:
+        """The element type."""
         return self._dtype
 
     element_type = dtype
 
     @property
-    def layout(self) -> Layout:
+    def layout(self):
+        """The layout (a ``Layout`` or a swizzled ``ComposedLayout``)."""
         return self._layout
 
     @property
-    def shape(self) -> IntTupleView:
+    def shape(self) -> IntTuple:
+        """The shape as an IntTuple (``m, n = t.shape.unpack()``)."""
         s = self._layout.shape
-        return IntTupleView(s if isinstance(s, tuple) else (s,))
+        return IntTuple(s if type(s) is tuple else (s,))
 
     @property
-    def stride(self) -> IntTupleView:
+    def stride(self) -> IntTuple:
+        """The stride as an IntTuple (raises for a swizzled layout, which has none)."""
         d = self._layout.stride
-        return IntTupleView(d if isinstance(d, tuple) else (d,))
+        return IntTuple(d if type(d) is tuple else (d,))
 
     @property
-    def iterator(self) -> Value:
-        """The base pointer (``!fly.ptr<elem, space>``)."""
-        return self._ptr
+    def iterator(self):
+        """Where element 0 of the layout's codomain lives: an ``fx.Pointer`` (memory), a buffer iterator,
+        a register iterator, or a coordinate tuple. ``fx.make_view(t.iterator, layout)`` re-views it."""
+        return self._it.user_iterator()
 
-    ptr = iterator
+    ptr = iter = iterator
 
     @property
     def alignment(self) -> int:
-        """Byte alignment the base pointer is known to have (part of the kernel's specialization)."""
-        return self._align
+        """Byte alignment known for the iterator (memory and buffer tensors; else the element size)."""
+        return getattr(self._it, "align", max(1, self._dtype.width // 8))
 
     @property
     def memspace(self) -> str:
-        return self._ptr.type.space_name
+        """``"global"``, ``"shared"``, ``"generic"``, ``"buffer"``, ``"register"`` or ``"coord"``."""
+        return self._it.memspace
 
     address_space = memspace
 
     @property
     def rank(self) -> int:
-        return len(self.shape)
+        return L.rank(self._layout.shape)
 
     def size(self):
-        """Number of elements (a Python int when the shape is static)."""
-        return self._layout.size()
+        """Number of elements (a StaticInt when the shape is static, else an Int32)."""
+        n = self._layout.size()
+        return StaticInt(n) if type(n) is int else n
 
     numel = property(size)
 
     @property
     def leading_dim(self) -> int | None:
-        """The mode with static stride 1 (None if there is none)."""
+        """The top-level mode with static stride 1 (None if there is none)."""
+        if isinstance(self._layout, ComposedLayout):
+            return None
         for i, d in enumerate(self.stride):
             if type(d) is int and d == 1:
                 return i
@@ -132,136 +153,435 @@ class Tensor:
         return self.__fly_describe__()
 
     def __fly_describe__(self) -> str:
-        lay = f"{format_int_tuple(self._layout.shape)}:{format_int_tuple(self._layout.stride)}"
-        return f"Tensor<{self._dtype.__name__}, {lay}, {self.memspace}>"
+        return f"Tensor<{self._dtype.__name__}, {self._layout}, {self.memspace}>"
 
-    # -- element access ----------------------------------------------------------------------------------
-    def _offset(self, coord):
-        """Element offset of ``coord`` from the base pointer (a Python int or an ``fx.Int32``)."""
-        coord = _norm_coord(coord)
+    # -- views -----------------------------------------------------------------------------------------
+    def _with_layout(self, layout) -> Tensor:
+        """The same iterator through another layout (divides, composition, coalesce …)."""
+        return Tensor._make(self._it, self._dtype, _check_layout(layout), self._div)
+
+    def _slice(self, crd) -> Tensor:
+        """The sub-tensor of the ``None`` modes of ``crd`` (fixed modes move the iterator)."""
+        crd = _norm_coord(crd)
+        _check_static_bounds(crd, self._layout.shape)
+        sub, off = L.slice_and_offset(crd, self._layout)
+        it = self._it.advance(off, lambda: _offset_divisibility(crd, self._layout, self._div))
+        return Tensor._make(it, self._dtype, sub, self._div)
+
+    def _offset(self, crd):
+        """The offset (int, Int32 or coordinate tuple) of a full coordinate."""
+        crd = _norm_coord(crd)
         shape = self._layout.shape
-        if isinstance(coord, tuple) and isinstance(shape, tuple) and len(coord) != len(shape):
+        if type(crd) is tuple and type(shape) is tuple and len(crd) != len(shape):
             raise IndexError(
-                f"tensor of rank {len(shape)} (shape {format_int_tuple(shape)}) indexed with {len(coord)} "
+                f"tensor of rank {len(shape)} (shape {format_int_tuple(shape)}) indexed with {len(crd)} "
                 "coordinates; index with one integer per mode, or one integer for the flattened index"
             )
-        _check_static_bounds(coord, shape)
-        return crd2idx(coord, self._layout)
+        _check_static_bounds(crd, shape)
+        return L.crd2idx(crd, self._layout)
 
-    def _element_ptr(self, coord) -> Value:
-        off = self._offset(coord)
-        if type(off) is int:
-            if off == 0:
-                return self._ptr
-            off = Int32(off)
-        elif not isinstance(off, Numeric):
-            off = as_numeric(off)
-        return dptr.add(self._ptr, off.ir_value())
+    def __getitem__(self, crd):
+        """``t[crd]``: the element at ``crd``; with a ``None`` anywhere, the sub-tensor of those modes.
 
-    def __getitem__(self, coord):
-        p = self._element_ptr(coord)
-        return self._dtype._make(dptr.load(p, result_types=[self._dtype.ir_type]))
+        Raises:
+            IndexError: a static coordinate out of range, or the wrong number of modes.
+            TypeError: a run-time coordinate into registers.
+        """
+        if L.has_none(_norm_coord(crd)):
+            return self._slice(crd)
+        return self._it.read_elem(self._offset(crd), self._dtype)
 
-    def __setitem__(self, coord, value):
-        p = self._element_ptr(coord)
-        dptr.store(_as_elem(value, self._dtype).ir_value(), p)
+    def __setitem__(self, crd, value):
+        """``t[crd] = v``: store ``v`` converted to the element type."""
+        self._it.write_elem(self._offset(crd), _as_elem(value, self._dtype))
 
-    def load(self, coord=0):
-        """``t[coord]``."""
-        return self[coord]
+    def load(self) -> Vector:
+        """Every element as one flat ``fx.Vector`` in the layout's colexicographic order.
 
-    def store(self, value, coord=0):
-        """``t[coord] = value``."""
-        self[coord] = value
+        Memory tensors read each contiguous run (static stride 1) with one vector access (aligned as far
+        as the iterator's alignment is known) and other elements one by one.
+
+        Raises:
+            TypeError: a run-time size, or a coordinate tensor.
+        """
+        n = _static_size(self, "load")
+        return self._it.read_all(self._layout, n, self._dtype, self._div)
+
+    def store(self, value) -> None:
+        """Write a Vector of ``size(t)`` lanes (converted to the element type), or a scalar to every
+        element.
+
+        Raises:
+            ValueError: a Vector with another number of lanes. TypeError: a run-time size.
+        """
+        n = _static_size(self, "store")
+        v = as_vector_operand(value) if not isinstance(value, (list, tuple)) else Vector(list(value), dtype=self._dtype)
+        if v is None:
+            raise TypeError(f"cannot store {value!r} into a tensor; store an fx.Vector or a scalar")
+        if not isinstance(v, Vector):
+            return self.fill(v)
+        if v.numel != n:
+            raise ValueError(f"storing a Vector of {v.numel} lanes into a tensor of {n} elements ({self._layout})")
+        self._it.write_all(self._layout, n, v.to(self._dtype) if v.dtype is not self._dtype else v, self._div)
+
+    def fill(self, value) -> None:
+        """Set every element to the scalar ``value`` (converted to the element type)."""
+        n = _static_size(self, "fill")
+        x = _as_elem(value, self._dtype)
+        self._it.fill(self._layout, n, x, self._div)
 
     # -- the value protocol --------------------------------------------------------------------------------
     def __fly_values__(self) -> list[Value]:
-        dyn = _dynamic_leaves(self._layout.shape) + _dynamic_leaves(self._layout.stride)
-        return [self._ptr] + [as_numeric(x).ir_value() for x in dyn]
+        leaves = [as_numeric(x).ir_value() for x in _layout_leaves(self._layout)]
+        return self._it.values() + leaves
 
     def __fly_rebuild__(self, values) -> Tensor:
-        it = iter(values[1:])
-        shape = _replace_dynamic(self._layout.shape, it)
-        stride = _replace_dynamic(self._layout.stride, it)
-        return Tensor(values[0], self._dtype, make_layout(shape, stride), alignment=self._align,
-                      divisibility=self._divisibility)  # fmt: skip
+        it, rest = self._it.rebuild(values)
+        vals = iter(rest)
+        layout = _layout_rebuild(self._layout, vals)
+        return Tensor._make(it, self._dtype, layout, self._div)
+
+    def __fly_copy__(self) -> Tensor:
+        """A copy for one branch of a run-time ``if``: register tensors get their own registers (they are
+        values, and each branch changes its own); other tensors are views and are returned as is."""
+        copy = getattr(self._it, "copy", None)
+        return self if copy is None else Tensor._make(copy(), self._dtype, self._layout, self._div)
 
     def __fly_signature__(self):
-        return (self._dtype, _static_part(self._layout.shape), _static_part(self._layout.stride), self._align,
-                self._ptr.type)  # fmt: skip
+        return (self._dtype, self._it.signature(), _layout_key(self._layout))
 
     # -- Python protocol: a tensor is not a Python sequence ----------------------------------------------
     def __iter__(self):
         raise TypeError("a Tensor is not iterable; index it (`t[i]`) inside a loop over `range(...)`")
 
     def __len__(self):
-        raise TypeError("len() of a Tensor is not defined; use `t.shape[0]` or `t.size()`")
+        raise TypeError("len() of a Tensor is not defined; use `fx.size(t)` or `t.shape[0]`")
 
     def __bool__(self):
         raise TypeError("a Tensor has no truth value")
 
 
-def _static_part(t):
-    if isinstance(t, tuple):
-        return tuple(_static_part(x) for x in t)
-    return t if type(t) is int else None
+# ---------------------------------------------------------------------------------------------------------
+# Construction
+# ---------------------------------------------------------------------------------------------------------
 
 
-def _replace_dynamic(t, it):
-    if isinstance(t, tuple):
-        return tuple(_replace_dynamic(x, it) for x in t)
-    return t if type(t) is int else Int32._make(next(it))
+def make_view(iterator, layout, *, alignment: int = 0) -> Tensor:
+    """A tensor of ``layout`` over ``iterator``.
+
+    Args:
+        iterator: a tensor (its iterator is used), an ``fx.Pointer`` or raw pointer value (memory), the
+            iterator of a buffer or register tensor, or a coordinate — an int or a tuple of ints/run-time
+            integers — giving a coordinate tensor (``make_view((0, 0), make_identity_layout((M, N)))``).
+        layout: a ``Layout`` or ``ComposedLayout``.
+        alignment: for a pointer: its known byte alignment (default: that of ``fx.Pointer.alignment`` if
+            it has one, else the element size).
+
+    Raises:
+        TypeError: an iterator of another kind, or a layout that is not one.
+    """
+    from .layout_api import is_tensor
+
+    if is_tensor(iterator):
+        t = iterator
+        return Tensor._make(t._it, t._dtype, _check_layout(layout), t._div)
+    it = _it.as_iterator(iterator, alignment)
+    return Tensor._make(it, it.dtype, _check_layout(layout))
 
 
-def _norm_leaf(x):
-    if type(x) is int:
-        return x
-    if type(x) is bool:
-        raise TypeError(f"tensor index {x!r} is a bool, not an integer")
-    if type(x) is Value:
-        x = as_numeric(x)
-    if isinstance(x, Numeric):
-        if not type(x).is_integer:
-            raise TypeError(f"tensor index must be an integer, got {type(x).__name__}")
-        if x.is_static():
-            return int(x._v)
-        return x if type(x) is Int32 else x.to(Int32)
-    if hasattr(x, "__index__"):
-        return x.__index__()
-    raise TypeError(f"tensor index must be an integer, got {type(x).__name__}")
+def make_tensor(iterator, layout_or_shape) -> Tensor:
+    """CuTe's ``make_tensor``: ``make_view`` accepting a shape (compact column-major layout) as well."""
+    lay = layout_or_shape
+    if not isinstance(lay, (Layout, ComposedLayout)):
+        lay = L.make_layout(as_int_tuple(lay, "make_tensor"))
+    return make_view(iterator, lay)
+
+
+def make_rmem_tensor(shape_or_layout, dtype) -> Tensor:
+    """A register tensor: ``cosize(layout)`` registers of ``dtype`` (values, never local memory).
+
+    Args:
+        shape_or_layout: a static shape (laid out column-major) or a static layout.
+        dtype: the element type (a Numeric class; ``fx.Boolean`` for predicates).
+
+    Raises:
+        TypeError: a run-time shape or stride, or a dtype that is not a Numeric class.
+    """
+    from .layout_api import make_ordered_layout
+
+    if not (isinstance(dtype, type) and issubclass(dtype, Numeric)):
+        raise TypeError(f"make_rmem_tensor: dtype must be a Numeric class (fx.Float32 …), got {dtype!r}")
+    lay = shape_or_layout
+    if not isinstance(lay, (Layout, ComposedLayout)):
+        lay = make_ordered_layout(shape_or_layout, 0)
+    if not lay.is_static:
+        raise TypeError(
+            f"make_rmem_tensor: registers need a compile-time layout, got {lay}; tile the tensor first so "
+            "each thread holds a static number of elements"
+        )
+    n = L.cosize(lay)
+    return Tensor._make(_it.RegIter(_it.RegStore(max(1, n), dtype)), dtype, lay)
+
+
+def _fragment_layout(layout):
+    if isinstance(layout, ComposedLayout):
+        layout = layout.outer
+    if not L.is_static(layout.shape):
+        raise TypeError(
+            f"make_fragment_like: registers need a compile-time shape, got {layout}; partition or slice the "
+            "tensor to a static per-thread tile first"
+        )
+    strides = L.flatten(layout.stride) if type(layout.stride) is tuple else (layout.stride,)
+    if any(type(d) is not int for d in strides):  # basis (coordinate tensors) or run-time strides
+        return L.make_layout(layout.shape)
+    if type(layout.shape) is tuple and len(layout.shape) > 1:  # mode 0 compact as in t, the rest after it
+        m0 = L.make_layout_like(L.get(layout, 0))
+        rest = layout.shape[1:]
+        rest_d = L.compact_col_major(rest, L.cosize(m0))
+        return Layout._make((m0.shape, *rest), (m0.stride, *rest_d))
+    return L.make_layout_like(layout)
+
+
+def make_fragment_like(t, dtype=None) -> Tensor:
+    """Registers shaped like ``t`` (a tensor or layout; same shape): the first mode compact in ``t``'s
+    stride order (stride-0 modes stay broadcast), the other modes column-major after it (CuTe's
+    ``make_fragment_like``); ``dtype`` defaults to ``t``'s. Coordinate tensors give column-major.
+
+    Raises:
+        TypeError: a run-time shape.
+    """
+    from .layout_api import is_tensor
+
+    lay = t.layout if is_tensor(t) else t
+    if dtype is None:
+        if not is_tensor(t) or t.memspace == "coord":
+            raise TypeError("make_fragment_like of a layout or coordinate tensor needs dtype=")
+        dtype = t.dtype
+    return make_rmem_tensor(_fragment_layout(lay), dtype)
+
+
+def make_identity_tensor(shape) -> Tensor:
+    """The coordinate tensor of ``shape``: element ``crd`` is ``crd`` itself (``make_view`` of the zero
+    coordinate through ``make_identity_layout(shape)``)."""
+    lay = L.make_identity_layout(as_int_tuple(shape, "make_identity_tensor"))
+    return Tensor._make(_it.CoordIter(L.coprofile(lay)), Int32, lay)
+
+
+def get_iter(t):
+    """The iterator of a tensor (``t.iterator``)."""
+    return t.iterator
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FlyDSL's memref spelling (examples/01-vectorAdd.py)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class AddressSpace(enum.IntEnum):
+    """FlyDSL's address spaces (``fx.AddressSpace.Register`` …); the memory ones are the IR's numbers."""
+
+    Generic = 0
+    Global = 1
+    Shared = 3
+    Constant = 4
+    Local = 5
+    BufferDesc = 7
+    Register = 16
+
+
+class MemRefType:
+    """``fx.MemRefType.get(elem_type, layout, space)``: what :func:`memref_alloca` allocates."""
+
+    __slots__ = ("dtype", "layout", "space")
+
+    def __init__(self, dtype, layout, space):
+        self.dtype, self.layout, self.space = dtype, layout, AddressSpace(int(space))
+
+    @classmethod
+    def get(cls, elem_type, layout, address_space=AddressSpace.Register) -> MemRefType:
+        """``elem_type``: a Numeric class or IR type (``fx.T.f32()``); ``layout``: a layout (``LayoutType.get``)."""
+        d = elem_type if isinstance(elem_type, type) and issubclass(elem_type, Numeric) else numeric_type_of(elem_type)
+        return cls(d, layout, address_space)
+
+    def __repr__(self) -> str:
+        return f"MemRefType({self.dtype.__name__}, {self.layout}, {self.space.name})"
+
+
+class LayoutType:
+    """``fx.LayoutType.get(shape, stride)``: a static layout (FlyDSL's type-level spelling)."""
+
+    @staticmethod
+    def get(shape, stride=None) -> Layout:
+        d = None if stride is None else as_int_tuple(stride, "LayoutType")
+        return L.make_layout(as_int_tuple(shape, "LayoutType"), d)
+
+
+def memref_alloca(memref_type: MemRefType, layout=None) -> Tensor:
+    """Registers of ``memref_type`` (its address space must be ``Register``).
+
+    Raises:
+        ValueError: another address space (use ``fx.SharedAllocator`` for shared memory).
+    """
+    if memref_type.space is not AddressSpace.Register:
+        raise ValueError(
+            f"memref_alloca allocates registers (AddressSpace.Register), got {memref_type.space.name}; "
+            "use fx.SharedAllocator for shared memory"
+        )
+    return make_rmem_tensor(memref_type.layout if layout is None else layout, memref_type.dtype)
+
+
+def memref_load(t: Tensor, indices):
+    """``t[indices]``."""
+    return t[indices]
+
+
+def memref_store(value, t: Tensor, indices) -> None:
+    """``t[indices] = value``."""
+    t[indices] = value
+
+
+def memref_load_vec(t: Tensor) -> Vector:
+    """``t.load()``: every element as one Vector."""
+    return t.load()
+
+
+def memref_store_vec(vector, t: Tensor) -> None:
+    """``t.store(vector)``."""
+    t.store(vector)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers: coordinates, bounds, divisibility, layout leaves
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _check_layout(layout):
+    if not isinstance(layout, (Layout, ComposedLayout)):
+        raise TypeError(f"a tensor needs a Layout or ComposedLayout, got {layout!r}")
+    return layout
 
 
 def _norm_coord(c):
-    if isinstance(c, (tuple, list)):
-        return tuple(_norm_coord(x) for x in c)
-    return _norm_leaf(c)
+    return as_int_tuple(c, "tensor index")
 
 
 def _check_static_bounds(coord, shape) -> None:
-    """An out-of-range static coordinate on a static mode is a trace-time ``IndexError``."""
-    if isinstance(coord, tuple) and isinstance(shape, tuple):
+    """A static coordinate out of a static mode's range is a trace-time ``IndexError``."""
+    if type(coord) is tuple and type(shape) is tuple:
         for c, s in zip(coord, shape):
             _check_static_bounds(c, s)
         return
     if type(coord) is not int:
         return
-    size = _static_size(shape)
-    if coord < 0 or (size is not None and coord >= size):
+    n = L.size(shape)
+    if coord < 0 or (type(n) is int and coord >= n):
         raise IndexError(f"tensor index {coord} is out of range for a mode of size {format_int_tuple(shape)}")
 
 
-def _static_size(s):
-    n = 1
-    for x in _flat(s if isinstance(s, tuple) else (s,)):
-        if type(x) is not int:
-            return None
-        n *= x
+def _static_size(t: Tensor, what: str) -> int:
+    n = t._layout.size()
+    if type(n) is not int:
+        raise TypeError(
+            f"{what}() needs a tensor of compile-time size, but {t} has run-time extents; slice or divide it "
+            "into a static tile first"
+        )
     return n
 
 
+def _sdiv(d, ddiv) -> int:
+    """What a stride is known to be a multiple of."""
+    if type(d) is int:
+        return abs(d)
+    if type(d) is Basis:
+        return 0
+    return ddiv or 1
+
+
+def _div(c, s, d, ddiv) -> int:
+    if c is None:
+        return 0
+    if type(c) is tuple:
+        g = 0
+        for ci, si, di in zip(c, s, d):
+            g = gcd(g, _div(ci, si, di, ddiv))
+        return g
+    if type(s) is tuple:  # an integer coordinate into several modes
+        if type(c) is int:
+            return _div(L.idx2crd(c, s), s, d, ddiv)
+        g = 0
+        for di in L.flatten(d):
+            g = gcd(g, _sdiv(di, ddiv))
+        return g
+    dv = _sdiv(d, ddiv)
+    return abs(c) * dv if type(c) is int else dv
+
+
+def _offset_divisibility(crd, layout, ddiv) -> int:
+    """What the offset of ``crd`` in ``layout`` is known to be a multiple of (0: it is exactly 0)."""
+    if isinstance(layout, ComposedLayout):
+        return 0
+    return _div(crd, layout.shape, layout.stride, ddiv)
+
+
+def _leaf_values(t, out: list) -> list:
+    if type(t) is tuple:
+        for x in t:
+            _leaf_values(x, out)
+    elif type(t) is Basis:
+        if type(t.value) is not int:
+            out.append(t.value)
+    elif t is not None and type(t) is not int:
+        out.append(t)
+    return out
+
+
+def _replace_leaves(t, it):
+    if type(t) is tuple:
+        return tuple(_replace_leaves(x, it) for x in t)
+    if type(t) is Basis:
+        return t if type(t.value) is int else Basis(Int32._make(next(it)), t.modes)
+    return t if type(t) is int or t is None else Int32._make(next(it))
+
+
+def _layout_leaves(layout) -> list:
+    if isinstance(layout, ComposedLayout):
+        inner = _layout_leaves(layout.inner) if isinstance(layout.inner, (Layout, ComposedLayout)) else []
+        return inner + _leaf_values(layout.offset, []) + _layout_leaves(layout.outer)
+    return _leaf_values(layout.stride, _leaf_values(layout.shape, []))
+
+
+def _layout_rebuild(layout, it):
+    if isinstance(layout, ComposedLayout):
+        inner = layout.inner
+        if isinstance(inner, (Layout, ComposedLayout)):
+            inner = _layout_rebuild(inner, it)
+        off = _replace_leaves(layout.offset, it)
+        return ComposedLayout(inner, off, _layout_rebuild(layout.outer, it))
+    shape = _replace_leaves(layout.shape, it)
+    return Layout._make(shape, _replace_leaves(layout.stride, it))
+
+
+def _static_part(t):
+    if type(t) is tuple:
+        return tuple(_static_part(x) for x in t)
+    if type(t) is Basis:
+        return ("E", t.value if type(t.value) is int else None, tuple(t.modes))
+    return t if type(t) is int else None
+
+
+def _layout_key(layout):
+    if isinstance(layout, ComposedLayout):
+        inner = layout.inner if not isinstance(layout.inner, (Layout, ComposedLayout)) else _layout_key(layout.inner)
+        return ("composed", inner, _static_part(layout.offset), _layout_key(layout.outer))
+    return (_static_part(layout.shape), _static_part(layout.stride))
+
+
 def _as_elem(value, dtype):
+    """``value`` as a scalar of ``dtype`` (Python numbers and other DSL scalars are converted)."""
     if isinstance(value, Numeric):
         return value if type(value) is dtype else value.to(dtype)
     if type(value) is Value:
         return as_numeric(value).to(dtype)
+    if isinstance(value, Vector):
+        raise TypeError(f"cannot store a Vector of {value.numel} lanes into one element; use t.store(vec)")
     return dtype(value)

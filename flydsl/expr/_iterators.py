@@ -1,0 +1,569 @@
+"""The iterators behind ``fx.Tensor``: where a tensor's elements live and how they are read and written.
+
+Every iterator takes element offsets (Python ints or run-time ``Int32``; coordinate tuples for
+coordinate tensors) relative to itself and offers the same operations:
+
+* ``advance(off, div)`` — the iterator moved by ``off`` (``div()`` says what ``off`` is a multiple of);
+* ``read_elem``/``write_elem`` — one element; ``read_all``/``write_all``/``fill`` — a whole layout;
+* ``read_vec``/``write_vec`` — ``n`` contiguous elements at once (what a copy atom does), with an
+  optional Boolean ``mask`` (off: nothing is read or written; a read yields ``other``, else 0);
+* the value protocol pieces ``values``/``rebuild``/``signature``.
+
+=============  ===================================================================================
+:class:`MemIter`    an ``fx.Pointer`` (global/shared/generic) plus the byte alignment known for it
+:class:`BufIter`    a buffer resource and an element offset: accesses past ``num_records`` read 0
+                    and are not written (AMD's buffer semantics, on every target)
+:class:`RegIter`    registers: a Python list of DSL scalars (:class:`RegStore`) and a static offset;
+                    no IR storage exists, so every register offset must be a compile-time int
+:class:`CoordIter`  a coordinate; reading yields ``coordinate + offset`` (identity tensors)
+=============  ===================================================================================
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from .. import layout as L
+from ..dialects import ptr as _p
+from ..ir import BufferRsrcType, PointerType, Value, VectorType
+from ..layout import ComposedLayout
+from ..layout.inttuple import iadd
+from .numeric import Boolean, Int32, Numeric, as_numeric, numeric_type_of
+from .pointer import Pointer
+from .vector import Vector, select_whole
+
+__all__ = ["MemIter", "BufIter", "RegIter", "RegStore", "CoordIter", "as_iterator", "is_pointer", "concat"]
+
+
+def is_pointer(x) -> bool:
+    return isinstance(x, Pointer)
+
+
+def _pow2_le(n: int) -> int:
+    """The largest power of two dividing ``n`` (n > 0)."""
+    return n & -n
+
+
+def _align_after(align: int, div: int, esz: int) -> int:
+    """Alignment of ``base + off`` elements when ``base`` is ``align``-aligned and ``off`` a multiple of
+    ``div`` (0: ``off`` is 0)."""
+    if div == 0:
+        return align
+    return min(align, _pow2_le(div * esz))
+
+
+def _i32(x) -> Int32:
+    if type(x) is int:
+        return Int32(x)
+    x = as_numeric(x)
+    return x if type(x) is Int32 else x.to(Int32)
+
+
+def _mask_arg(mask):
+    """``None`` for an always-on mask, else a Boolean (a static False stays static)."""
+    if mask is None:
+        return None
+    m = mask if isinstance(mask, Numeric) else Boolean(bool(mask)) if isinstance(mask, bool) else as_numeric(mask)
+    m = m if type(m) is Boolean else m.to(Boolean)
+    if m.is_static() and m.value:
+        return None
+    return m
+
+
+def concat(parts, dtype) -> Vector:
+    """One flat Vector from scalars and Vectors, in order (whole vectors are joined with shuffles)."""
+    if len(parts) == 1:
+        p = parts[0]
+        return p if isinstance(p, Vector) else Vector.from_elements([p], dtype)
+    if all(isinstance(p, Vector) for p in parts):
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = acc.shuffle(p, list(range(acc.numel + p.numel)))
+        return acc
+    lanes = []
+    for p in parts:
+        lanes.extend(list(p) if isinstance(p, Vector) else [p])
+    return Vector.from_elements(lanes, dtype)
+
+
+def _lanes(vec: Vector, start: int, n: int):
+    """Lanes ``[start, start + n)``: a scalar for one lane, else a Vector."""
+    if n == 1:
+        return vec[start]
+    if start == 0 and n == vec.numel:
+        return Vector._make(vec.ir_value(), (n,), vec.dtype)
+    return vec[start : start + n]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Runs: a static layout cut into contiguous pieces
+# ---------------------------------------------------------------------------------------------------------
+
+
+def runs(layout, n: int, ddiv):
+    """``[(domain index, length, offset, divisibility)]`` covering ``layout``'s ``n`` elements in order.
+
+    A run is a piece with static stride 1 (the first mode of the coalesced layout); other layouts, and
+    swizzled ones, give runs of one element.
+    """
+    from .tensor import _div
+
+    if not isinstance(layout, ComposedLayout):
+        c = L.coalesce(layout)
+        shapes = list(L.flatten(c.shape)) if type(c.shape) is tuple else [c.shape]
+        strides = list(L.flatten(c.stride)) if type(c.stride) is tuple else [c.stride]
+        s0, d0 = shapes[0], strides[0]
+        if type(s0) is int and s0 > 1 and type(d0) is int and d0 == 1:
+            rest_s, rest_d = tuple(shapes[1:]), tuple(strides[1:])
+            out = []
+            for k in range(n // s0):
+                if rest_s:
+                    crd = L.idx2crd(k, rest_s)
+                    off = L.crd2idx(crd, rest_s, rest_d)
+                    div = _div(crd, rest_s, rest_d, ddiv)
+                else:
+                    off, div = 0, 0
+                out.append((k * s0, s0, off, div))
+            return out
+    out = []
+    for i in range(n):
+        crd = L.idx2crd(i, layout.shape)
+        off = L.crd2idx(crd, layout)
+        div = _div(crd, layout.shape, layout.stride, ddiv) if not isinstance(layout, ComposedLayout) else 1
+        out.append((i, 1, off, div))
+    return out
+
+
+class _Addressed:
+    """Shared logic of the iterators whose elements have addresses (memory and buffers)."""
+
+    __slots__ = ()
+
+    def _run_align(self, div: int, n: int) -> int:
+        esz = self._esz()
+        return max(esz, min(_align_after(self.align, div, esz), _pow2_le(n * esz)))
+
+    def _esz(self) -> int:
+        return max(1, self.dtype.width // 8)
+
+    def read_elem(self, off, dtype):
+        return self.read_vec(off, 1, self._run_align(0, 1))
+
+    def write_elem(self, off, x):
+        self.write_vec(off, x, self._run_align(0, 1))
+
+    def read_all(self, layout, n, dtype, ddiv) -> Vector:
+        parts = [self.read_vec(off, ln, self._run_align(div, ln)) for _, ln, off, div in runs(layout, n, ddiv)]
+        return concat(parts, dtype)
+
+    def write_all(self, layout, n, vec, ddiv) -> None:
+        for i, ln, off, div in runs(layout, n, ddiv):
+            self.write_vec(off, _lanes(vec, i, ln), self._run_align(div, ln))
+
+    def fill(self, layout, n, x, ddiv) -> None:
+        for _, ln, off, div in runs(layout, n, ddiv):
+            self.write_vec(off, x if ln == 1 else Vector.filled((ln,), x, self.dtype), self._run_align(div, ln))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Memory
+# ---------------------------------------------------------------------------------------------------------
+
+
+class MemIter(Pointer, _Addressed):
+    """A pointer into global, shared or generic memory with the byte alignment known for it.
+
+    ``align`` is a lower bound; ``exact`` says it is the true alignment of the address (kernel arguments:
+    a coarser alignment is then a certain misalignment).
+    """
+
+    __slots__ = ("align", "exact")
+
+    @classmethod
+    def of(cls, ptr, dtype=None, alignment: int = 0) -> MemIter:
+        p = ptr if isinstance(ptr, Pointer) else Pointer(ptr, dtype)
+        esz = max(1, p.dtype.width // 8)
+        known = alignment or getattr(ptr, "align", 0)
+        return cls._new(p.ir_value(), p.dtype, max(esz, known or esz), bool(alignment) or getattr(ptr, "exact", False))
+
+    @classmethod
+    def _new(cls, v: Value, dtype, align: int, exact: bool) -> MemIter:
+        o = object.__new__(cls)
+        o._v, o._dtype, o.align, o.exact = v, dtype, align, exact
+        return o
+
+    @property
+    def alignment(self) -> int:
+        return self.align
+
+    @property
+    def memspace(self) -> str:
+        return self._v.type.space_name
+
+    def user_iterator(self):
+        return self
+
+    def advance(self, off, div) -> MemIter:
+        if type(off) is int and off == 0:
+            return self
+        p = Pointer.__add__(self, off)
+        exact = self.exact and type(off) is int
+        return MemIter._new(p.ir_value(), self._dtype, _align_after(self.align, div(), self._esz()), exact)
+
+    def _at(self, off) -> Pointer:
+        return self if type(off) is int and off == 0 else Pointer.__add__(self, off)
+
+    def read_vec(self, off, n, align, mask=None, other=None):
+        m = _mask_arg(mask)
+        d = self._dtype
+        if m is not None and m.is_static():  # statically off: nothing is read
+            return _fill_value(other, n, d)
+        p = self._at(off)
+        if m is None:
+            return p.load(n, align)
+        fill = _fill_value(other, n, d)
+        r = _p.masked_load(p.ir_value(), m.ir_value(), fill.ir_value(), align=align)
+        return d._make(r) if n == 1 else Vector._make(r, (n,), d)
+
+    def write_vec(self, off, value, align, mask=None):
+        m = _mask_arg(mask)
+        if m is not None and m.is_static():
+            return
+        self._at(off).store(value, align, mask=m)
+
+    def values(self) -> list:
+        return [self._v]
+
+    def rebuild(self, values):
+        return MemIter._new(values[0], self._dtype, self.align, self.exact), values[1:]
+
+    def signature(self):
+        return ("mem", self._v.type, self.align)
+
+
+def _fill_value(other, n, dtype):
+    if other is not None:
+        return other
+    z = dtype(0)
+    return z if n == 1 else Vector.filled((n,), z, dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Buffers
+# ---------------------------------------------------------------------------------------------------------
+
+
+class BufIter(_Addressed):
+    """A buffer resource (global base + ``num_records`` bytes) and an element offset into it."""
+
+    __slots__ = ("rsrc", "off", "dtype", "align")
+
+    def __init__(self, rsrc: Value, off, dtype, align: int):
+        if type(rsrc) is not Value or not isinstance(rsrc.type, BufferRsrcType):
+            raise TypeError(f"a buffer iterator needs a !fly.buffer_rsrc value, got {rsrc!r}")
+        self.rsrc, self.off, self.dtype, self.align = rsrc, off, dtype, align
+
+    memspace = "buffer"
+
+    def user_iterator(self):
+        return self
+
+    def __add__(self, off):
+        """The iterator ``off`` elements further (same resource: bounds stay those of the buffer)."""
+        off = as_numeric(off) if not isinstance(off, int) else off
+        return BufIter(self.rsrc, iadd(self.off, off), self.dtype, _align_after(self.align, 1, self._esz()))
+
+    def advance(self, off, div) -> BufIter:
+        if type(off) is int and off == 0:
+            return self
+        return BufIter(self.rsrc, iadd(self.off, off), self.dtype, _align_after(self.align, div(), self._esz()))
+
+    def _byte_offset(self, off) -> Value:
+        return (_i32(iadd(self.off, off)) * self._esz()).ir_value()
+
+    def read_vec(self, off, n, align, mask=None, other=None):
+        m = _mask_arg(mask)
+        d = self.dtype
+        if m is not None and m.is_static():
+            return _fill_value(other, n, d)
+        rt = d.ir_type if n == 1 else VectorType(n, d.ir_type)
+        extra = [] if m is None else [m.ir_value()]
+        r = _p.buffer_load(self.rsrc, self._byte_offset(off), *extra, result_types=[rt], align=align)
+        v = d._make(r) if n == 1 else Vector._make(r, (n,), d)
+        if m is not None and other is not None:
+            v = m.select(v, other) if n == 1 else select_whole(m, v, other)
+        return v
+
+    def write_vec(self, off, value, align, mask=None):
+        m = _mask_arg(mask)
+        if m is not None and m.is_static():
+            return
+        v = value if isinstance(value, (Numeric, Vector)) else self.dtype(value)
+        extra = [] if m is None else [m.ir_value()]
+        _p.buffer_store(v.ir_value(), self.rsrc, self._byte_offset(off), *extra, align=align)
+
+    def values(self) -> list:
+        return [self.rsrc] + ([] if type(self.off) is int else [_i32(self.off).ir_value()])
+
+    def rebuild(self, values):
+        if type(self.off) is int:
+            return BufIter(values[0], self.off, self.dtype, self.align), values[1:]
+        return BufIter(values[0], Int32._make(values[1]), self.dtype, self.align), values[2:]
+
+    def signature(self):
+        return ("buffer", self.dtype, self.align, type(self.off) is int and self.off)
+
+    def __repr__(self) -> str:
+        return f"BufferIterator({self.dtype.__name__})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Registers
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _Lane:
+    """Lane ``i`` of a Vector, extracted only when a scalar is needed."""
+
+    __slots__ = ("vec", "i")
+
+    def __init__(self, vec: Vector, i: int):
+        self.vec, self.i = vec, i
+
+
+def _block_chain(block) -> list:
+    out = []
+    while block is not None:
+        out.append(block)
+        op = block.parent_op
+        block = op.parent if op is not None else None
+    return out
+
+
+class RegStore:
+    """The registers of one register tensor: a list of DSL scalars (``None``: never written, reads 0)."""
+
+    __slots__ = ("vals", "dtype", "home", "name")
+
+    def __init__(self, n: int, dtype, vals=None):
+        self.vals = [None] * n if vals is None else vals
+        self.dtype = dtype
+        self.home = ir.current_block()
+
+    def get(self, i: int):
+        v = self.vals[i]
+        if v is None:
+            return self.dtype(0)
+        if type(v) is _Lane:
+            v = self.vals[i] = v.vec[v.i]
+        return v
+
+    def _check_home(self) -> None:
+        cur = ir.current_block()
+        if cur is self.home or self.home is None or cur is None:
+            return
+        if self.home in _block_chain(cur):
+            raise TypeError(
+                "registers of a register tensor (make_fragment_like / make_rmem_tensor) are written inside a "
+                "run-time `if`/`for`/`while` body that does not carry the tensor. Registers are values, not "
+                "memory: assign or index-store the tensor in that body (`frag[i] = x`) so the compiler carries "
+                "it, or use a predicate (`fx.copy(atom, src, frag, pred=p)`) instead of a run-time branch"
+            )
+
+    def set(self, i: int, x) -> None:
+        self._check_home()
+        self.vals[i] = x
+
+    def gather(self, offs: list) -> Vector:
+        ents = [self.vals[o] for o in offs]
+        if all(type(e) is _Lane for e in ents):
+            parts, k = [], 0
+            while k < len(ents):
+                v = ents[k].vec
+                if ents[k].i != 0 or k + v.numel > len(ents):
+                    break
+                if any(ents[k + j].vec is not v or ents[k + j].i != j for j in range(v.numel)):
+                    break
+                parts.append(Vector._make(v.ir_value(), (v.numel,), v.dtype))
+                k += v.numel
+            if k == len(ents):
+                return concat(parts, self.dtype)
+        return Vector.from_elements([self.get(o) for o in offs], self.dtype)
+
+    def scatter(self, offs: list, vec: Vector) -> None:
+        self._check_home()
+        for j, o in enumerate(offs):
+            self.vals[o] = _Lane(vec, j)
+
+
+class RegIter:
+    """Registers ``store`` seen from element ``off`` (a static int)."""
+
+    __slots__ = ("store", "off")
+    memspace = "register"
+
+    def __init__(self, store: RegStore, off: int = 0):
+        self.store, self.off = store, off
+
+    @property
+    def dtype(self):
+        return self.store.dtype
+
+    def user_iterator(self):
+        return self
+
+    def _index(self, off) -> int:
+        if type(off) is not int:
+            raise TypeError(
+                "registers are indexed with compile-time coordinates only: a run-time index into a register "
+                "tensor would need local memory. Index with Python ints (a `fx.range_constexpr` loop), select "
+                "with `cond.select(a, b)`, or keep the data in shared memory"
+            )
+        i = self.off + off
+        if not 0 <= i < len(self.store.vals):
+            raise IndexError(f"register offset {i} is out of range for {len(self.store.vals)} registers")
+        return i
+
+    def __add__(self, off) -> RegIter:
+        return RegIter(self.store, self._index(off))
+
+    def advance(self, off, div) -> RegIter:
+        return self if type(off) is int and off == 0 else self + off
+
+    def read_elem(self, off, dtype):
+        return self.store.get(self._index(off))
+
+    def write_elem(self, off, x) -> None:
+        self.store.set(self._index(off), x)
+
+    def _offsets(self, layout, n) -> list:
+        return [self._index(L.crd2idx(L.idx2crd(i, layout.shape), layout)) for i in range(n)]
+
+    def read_all(self, layout, n, dtype, ddiv) -> Vector:
+        return self.store.gather(self._offsets(layout, n))
+
+    def write_all(self, layout, n, vec, ddiv) -> None:
+        self.store.scatter(self._offsets(layout, n), vec)
+
+    def fill(self, layout, n, x, ddiv) -> None:
+        for o in self._offsets(layout, n):
+            self.store.set(o, x)
+
+    def read_elems(self, offs, mask=None, other=None):
+        v = self.store.gather([self._index(o) for o in offs])
+        m = _mask_arg(mask)
+        if m is not None and other is not None:
+            v = select_whole(m, v, other)
+        return v if v.numel > 1 else v[0]
+
+    def write_elems(self, offs, value, mask=None) -> None:
+        idx = [self._index(o) for o in offs]
+        vec = value if isinstance(value, Vector) else Vector.from_elements([value], self.dtype)
+        m = _mask_arg(mask)
+        if m is not None:
+            vec = select_whole(m, vec, self.store.gather(idx))
+        self.store.scatter(idx, vec)
+
+    def read_vec(self, off, n, align, mask=None, other=None):
+        return self.read_elems([off + j for j in range(n)], mask, other)
+
+    def write_vec(self, off, value, align, mask=None) -> None:
+        n = value.numel if isinstance(value, Vector) else 1
+        self.write_elems([off + j for j in range(n)], value, mask)
+
+    def values(self) -> list:
+        return [self.store.get(i).ir_value() for i in range(len(self.store.vals))]
+
+    def copy(self) -> RegIter:
+        """The same registers as a new store (each branch of a run-time ``if`` works on its own copy)."""
+        s = self.store
+        new = RegStore(len(s.vals), s.dtype, list(s.vals))
+        return RegIter(new, self.off)
+
+    def rebuild(self, values):
+        n = len(self.store.vals)
+        d = self.store.dtype
+        new = RegStore(n, d, [d._make(v) for v in values[:n]])
+        return RegIter(new, self.off), values[n:]
+
+    def signature(self):
+        return ("rmem", self.store.dtype, len(self.store.vals), self.off)
+
+    def __repr__(self) -> str:
+        return f"RegisterIterator({self.dtype.__name__}, +{self.off})"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Coordinates
+# ---------------------------------------------------------------------------------------------------------
+
+
+class CoordIter:
+    """A coordinate: the tensor's element at ``crd`` is ``coordinate + layout(crd)``."""
+
+    __slots__ = ("crd",)
+    memspace = "coord"
+    dtype = Int32
+
+    def __init__(self, crd):
+        self.crd = crd
+
+    def user_iterator(self):
+        from .layout_api import _wrap
+
+        return _wrap(self.crd)
+
+    def advance(self, off, div) -> CoordIter:
+        return self if type(off) is int and off == 0 else CoordIter(iadd(self.crd, off))
+
+    def read_elem(self, off, dtype):
+        from .layout_api import _wrap
+
+        return _wrap(iadd(self.crd, off))
+
+    def _no_data(self, what):
+        raise TypeError(f"a coordinate tensor has no data to {what}; index it (`t[i]`) to get a coordinate")
+
+    def write_elem(self, off, x):
+        self._no_data("write")
+
+    def read_all(self, *a):
+        self._no_data("load")
+
+    write_all = fill = read_vec = write_vec = read_all
+
+    def values(self) -> list:
+        from .tensor import _leaf_values
+
+        return [as_numeric(x).ir_value() for x in _leaf_values(self.crd, [])]
+
+    def rebuild(self, values):
+        from .tensor import _leaf_values, _replace_leaves
+
+        n = len(_leaf_values(self.crd, []))
+        return CoordIter(_replace_leaves(self.crd, iter(values[:n]))), values[n:]
+
+    def signature(self):
+        from .tensor import _static_part
+
+        return ("coord", _static_part(self.crd))
+
+
+def as_iterator(x, alignment: int = 0):
+    """The iterator of ``make_view``'s first argument.
+
+    Raises:
+        TypeError: not a pointer, iterator or coordinate.
+    """
+    if isinstance(x, (BufIter, RegIter, CoordIter, MemIter)):
+        return x
+    if isinstance(x, Pointer) or (type(x) is Value and isinstance(x.type, PointerType)):
+        return MemIter.of(x, None, alignment)
+    if isinstance(x, (int, tuple, list, Numeric)) and not isinstance(x, bool):
+        from .layout_api import as_int_tuple
+
+        return CoordIter(as_int_tuple(x, "make_view coordinate"))
+    if type(x) is Value:
+        n = numeric_type_of(x.type)
+        if n.is_integer:
+            return CoordIter(as_numeric(x).to(Int32))
+    raise TypeError(f"make_view needs a pointer, a tensor iterator or a coordinate, got {type(x).__name__} {x!r}")
