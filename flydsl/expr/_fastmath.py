@@ -51,7 +51,7 @@ _ORDER = (
     FastMathFlags.contract,
     FastMathFlags.afn,
 )
-_BY_NAME = {m.name: m for m in FastMathFlags}
+_BY_NAME = dict(FastMathFlags.__members__)  # iteration would skip "none" and "fast"
 
 
 def parse_fastmath(spec) -> FastMathFlags:

@@ -266,66 +266,62 @@ def vote_ballot(pred) -> Int32:
 # -- printf ----------------------------------------------------------------------------------------
 
 
-def _split_format(fmt: str) -> list[str]:
-    """The literal pieces around ``{}`` placeholders (``{{``/``}}`` kept escaped)."""
-    pieces, cur, i = [], [], 0
+def _split_format(fmt: str) -> tuple[list[str], list[str]]:
+    """``(pieces, fields)``: the literal pieces around the ``{}``/``{:spec}`` fields (``{{``/``}}`` kept
+    escaped) and each field's text."""
+    pieces, fields, cur, i = [], [], [], 0
     while i < len(fmt):
         two = fmt[i : i + 2]
         if two in ("{{", "}}"):
             cur.append(two)
             i += 2
-        elif two == "{}":
+        elif fmt[i] == "{":
+            j = fmt.find("}", i)
+            if j < 0 or (j > i + 1 and fmt[i + 1] != ":"):
+                raise ValueError(
+                    f"printf formats use {{}} or {{:spec}} placeholders (and {{{{ }}}} for braces), got {fmt!r}"
+                )
             pieces.append("".join(cur))
+            fields.append(fmt[i : j + 1])
             cur = []
-            i += 2
-        elif fmt[i] in "{}":
-            raise ValueError(f"printf formats use only {{}} placeholders (and {{{{ }}}} for braces), got {fmt!r}")
+            i = j + 1
+        elif fmt[i] == "}":
+            raise ValueError(f"printf: a single '}}' in {fmt!r}; write '}}}}' for a brace")
         else:
             cur.append(fmt[i])
             i += 1
     pieces.append("".join(cur))
-    return pieces
-
-
-def _escape(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
+    return pieces, fields
 
 
 def printf(fmt: str, *args) -> None:
-    """Device printf with ``{}`` placeholders (``gpu.printf``): ``fx.printf("tid={} x={}", tid, x)``.
+    """Device printf with ``{}`` placeholders (``gpu.printf``): ``fx.printf("tid={} x={:.3f}", tid, x)``.
 
-    Compile-time arguments (Python values, static DSL scalars) are formatted into the text at trace time;
-    run-time scalars stay ``{}`` placeholders with an operand each; a Vector prints as ``[a, b, …]``.
-    ``{{`` and ``}}`` print braces.
+    Each placeholder takes one argument and may carry a Python format spec (``{:x}``, ``{:>8.3f}``); DSL
+    values and Python numbers are printed by the device as the C printf the spec maps to (a Vector as
+    ``[a, b, …]``); strings and other Python objects are written into the text at trace time. ``{{`` and
+    ``}}`` print braces.
 
     Raises:
-        ValueError: a placeholder count that differs from the argument count, or another ``{...}`` field.
+        ValueError: a placeholder count that differs from the argument count, or a malformed field.
     """
-    pieces = _split_format(fmt)
-    if len(pieces) - 1 != len(args):
-        raise ValueError(f"printf format has {len(pieces) - 1} placeholders but {len(args)} arguments were given")
+    pieces, fields = _split_format(fmt)
+    if len(fields) != len(args):
+        raise ValueError(f"printf format has {len(fields)} placeholders but {len(args)} arguments were given")
     out, operands = [pieces[0]], []
-    for a, tail in zip(args, pieces[1:]):
-        text, vals = _format_arg(a)
-        out.append(text)
-        operands.extend(vals)
+    for a, field, tail in zip(args, fields, pieces[1:]):
+        v = a.to_int() if isinstance(a, Pointer) else as_vector_operand(a)
+        if v is None or isinstance(a, str):
+            out.append(_escape(format(a, field[2:-1]) if field != "{}" else str(a)))
+        else:
+            out.append(field)
+            operands.append(v.ir_value())
         out.append(tail)
     _g.printf(*operands, format="".join(out))
 
 
-def _format_arg(a):
-    if isinstance(a, str):
-        return _escape(a), []
-    if isinstance(a, Pointer):
-        return "{}", [a.to_int().ir_value()]
-    v = as_vector_operand(a)
-    if v is None:
-        return _escape(str(a)), []
-    if isinstance(v, Vector):
-        return "[" + ", ".join(["{}"] * v.numel) + "]", [x.ir_value() for x in v]
-    if v.is_static():
-        return _escape(str(v.value)), []
-    return "{}", [v.ir_value()]
+def _escape(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 # -- shared memory ---------------------------------------------------------------------------------
