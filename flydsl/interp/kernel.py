@@ -116,6 +116,21 @@ def _dims(x, what: str) -> tuple:
     return t + (1,) * (3 - len(t))
 
 
+# launch limits every target here shares (CUDA compute capability >= 7, AMD CDNA)
+_MAX_THREADS = 1024
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+def _check_limits(name: str, g: tuple, b: tuple) -> None:
+    """A launch the GPU would refuse is an error here too."""
+    if b[0] * b[1] * b[2] > _MAX_THREADS:
+        raise InterpError(f"block {b} has {b[0] * b[1] * b[2]} threads; at most {_MAX_THREADS} per block", kernel=name)
+    for what, dims, lim in (("block", b, _MAX_BLOCK), ("grid", g, _MAX_GRID)):
+        if any(d > m for d, m in zip(dims, lim)):
+            raise InterpError(f"{what} {dims} exceeds the limit {lim}", kernel=name)
+
+
 def bind_arg(t, v, i: int, name: str | None, kernel: str | None = None):
     """The runtime value of kernel argument ``v`` for a parameter of type ``t``.
 
@@ -209,6 +224,7 @@ def run_kernel(
     vals = [
         bind_arg(t, v, i, names[i] if i < len(names) else None, prog.name) for i, (t, v) in enumerate(zip(types, args))
     ]
+    _check_limits(prog.name, g, b)
     tpb = b[0] * b[1] * b[2]
     nblocks = g[0] * g[1] * g[2]
     per = max(1, min(nblocks, max_lanes // tpb))

@@ -190,3 +190,12 @@ def test_write_to_read_only_buffer():
     x.flags.writeable = False
     with pytest.raises(InterpError, match="write of f32 to read-only buffer 'x'"):
         launch(kb.op, 1, 4, x, names=["x"])
+
+
+def test_launch_limits_match_the_gpu():
+    with KernelBuilder("lim", []) as kb:
+        pass
+    with pytest.raises(InterpError, match=r"block \(2048, 1, 1\) has 2048 threads; at most 1024 per block"):
+        launch(kb.op, 1, 2048)
+    with pytest.raises(InterpError, match=r"grid \(1, 70000, 1\) exceeds the limit"):
+        launch(kb.op, (1, 70000), 32)
