@@ -199,7 +199,10 @@ def binary(kind: str, a, b):
         if type(b) is Boolean:
             b = b.to(Int32)
     C, R = operand_types(kind, type(a), type(b))
-    a, b = a.to(C), b.to(C)
+    if type(a) is not C:
+        a = a.to(C)
+    if type(b) is not C:
+        b = b.to(C)
     if kind == "pow" and C.is_integer:
         if a.is_static() and b.is_static():
             if b.value < 0:

@@ -289,21 +289,15 @@ class Numeric(metaclass=_NumericMeta):
     def to(self, dtype, *, rounding_mode=None):
         """Value-preserving conversion to ``dtype`` (a Numeric class, ``int``/``float``/``bool`` or an
         ``ir.Type``)."""
-        from ._convert import convert
-
-        return convert(self, dtype, rounding_mode)
+        return _convert.convert(self, dtype, rounding_mode)
 
     def bitcast(self, dtype):
         """Reinterpret the bits as ``dtype`` (same width)."""
-        from ._convert import bitcast
-
-        return bitcast(self, dtype)
+        return _convert.bitcast(self, dtype)
 
     def select(self, true_value, false_value):
         """``self ? true_value : false_value`` (a non-Boolean condition is tested for non-zero)."""
-        from ._ops import select
-
-        return select(self, true_value, false_value)
+        return _ops.select(self, true_value, false_value)
 
     # -- FlyDSL's named-op proxies (compatibility) ------------------------------------------
     def maximumf(self, other, *, fastmath=None):
@@ -586,3 +580,7 @@ def common_type(a: type[Numeric], b: type[Numeric]) -> type[Numeric]:
         return a if a.width >= b.width else b
     u, s = (a, b) if not a.signed else (b, a)
     return u if u.width >= s.width else s
+
+
+# conversions and operators need the classes above; imported last to close the cycle
+from . import _convert, _ops  # noqa: E402
