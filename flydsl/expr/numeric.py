@@ -418,8 +418,10 @@ class Float(Numeric):
 
     @classmethod
     def from_py(cls, x):
+        # the rounding of a run-time ``truncf``: correctly rounded (bf16 too), fp8 saturating
         with np.errstate(all="ignore"):
-            return float(np.asarray(float(x), dtype=np.float64).astype(cls.numpy_dtype).astype(np.float64))
+            r = arith.float_round(np.asarray(float(x), dtype=np.float64), cls.ir_type)
+            return float(np.asarray(r).astype(np.float64))
 
     @classmethod
     def _py_from_np(cls, a):

@@ -251,6 +251,11 @@ def test_static_conversions_fold():
     assert fx.Float32(1.0 + 2**-11).to(fx.Float16).value == 1.0  # ties to even
     assert fx.Float32(2.5).to(fx.Boolean).value is True and fx.Float32(0.0).to(fx.Boolean).value is False
     assert fx.Int32(5).to(int) == 5 and fx.Float32(1.5).to(float) == 1.5
+    # a Python float rounds as a run-time truncf from f64 would: correctly (no f64->f32->bf16 double
+    # rounding), fp8 saturating
+    x = 1 + 2**-8 + 2**-30
+    assert fx.BFloat16(x).value == fx.Float64(x).to(fx.BFloat16).value == 1.0078125
+    assert fx.Float8E4M3FN(1000.0).value == 448.0 and fx.Float8E5M2(float("inf")).value == 57344.0
 
 
 def test_bitcast_and_select():
