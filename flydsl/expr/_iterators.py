@@ -85,25 +85,17 @@ def concat(parts, dtype) -> Vector:
     return Vector.from_elements(lanes, dtype)
 
 
-def _lanes(vec: Vector, start: int, n: int):
-    """Lanes ``[start, start + n)``: a scalar for one lane, else a Vector."""
-    if n == 1:
-        return vec[start]
-    if start == 0 and n == vec.numel:
-        return Vector._make(vec.ir_value(), (n,), vec.dtype)
-    return vec[start : start + n]
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Runs: a static layout cut into contiguous pieces
 # ---------------------------------------------------------------------------------------------------------
 
 
 def runs(layout, n: int, ddiv):
-    """``[(domain index, length, offset, divisibility)]`` covering ``layout``'s ``n`` elements in order.
+    """``[(lanes, offset, divisibility)]``: ``layout``'s ``n`` elements cut into contiguous runs.
 
-    A run is a piece with static stride 1 (the first mode of the coalesced layout); other layouts, and
-    swizzled ones, give runs of one element.
+    ``lanes`` are the colexicographic domain indices of a run's elements, in address order. A run
+    follows the first mode of the coalesced layout with static stride 1 (any mode: a row-major tile
+    gives one run per row); other layouts, and swizzled ones, give runs of one element.
     """
     from .tensor import _div
 
@@ -111,26 +103,38 @@ def runs(layout, n: int, ddiv):
         c = L.coalesce(layout)
         shapes = list(L.flatten(c.shape)) if type(c.shape) is tuple else [c.shape]
         strides = list(L.flatten(c.stride)) if type(c.stride) is tuple else [c.stride]
-        s0, d0 = shapes[0], strides[0]
-        if type(s0) is int and s0 > 1 and type(d0) is int and d0 == 1:
-            rest_s, rest_d = tuple(shapes[1:]), tuple(strides[1:])
+        k = next((i for i, (s, d) in enumerate(zip(shapes, strides)) if type(d) is int and d == 1), None)
+        if k is not None and all(type(s) is int for s in shapes) and shapes[k] > 1:
+            sk = shapes[k]
+            pre = 1
+            for s in shapes[:k]:
+                pre *= s
+            rest_s = tuple(shapes[:k] + shapes[k + 1 :])
+            rest_d = tuple(strides[:k] + strides[k + 1 :])
             out = []
-            for k in range(n // s0):
-                if rest_s:
-                    crd = L.idx2crd(k, rest_s)
-                    off = L.crd2idx(crd, rest_s, rest_d)
-                    div = _div(crd, rest_s, rest_d, ddiv)
-                else:
-                    off, div = 0, 0
-                out.append((k * s0, s0, off, div))
+            for r in range(n // sk):
+                crd = L.idx2crd(r, rest_s) if rest_s else ()
+                off = L.crd2idx(crd, rest_s, rest_d) if rest_s else 0
+                div = _div(crd, rest_s, rest_d, ddiv) if rest_s else 0
+                lo, hi = r % pre, r // pre  # the run's position in the modes before / after mode k
+                out.append(([lo + pre * (j + sk * hi) for j in range(sk)], off, div))
             return out
     out = []
     for i in range(n):
         crd = L.idx2crd(i, layout.shape)
         off = L.crd2idx(crd, layout)
         div = _div(crd, layout.shape, layout.stride, ddiv) if not isinstance(layout, ComposedLayout) else 1
-        out.append((i, 1, off, div))
+        out.append(([i], off, div))
     return out
+
+
+def _pick(vec: Vector, lanes: list):
+    """The lanes of ``vec`` at ``lanes``: a scalar for one, else a Vector (whole vectors pass through)."""
+    if len(lanes) == 1:
+        return vec[lanes[0]]
+    if lanes == list(range(vec.numel)):
+        return Vector._make(vec.ir_value(), (vec.numel,), vec.dtype)
+    return vec.shuffle(vec, lanes)
 
 
 class _Addressed:
@@ -152,15 +156,24 @@ class _Addressed:
         self.write_vec(off, x, self._run_align(0, 1))
 
     def read_all(self, layout, n, dtype, ddiv) -> Vector:
-        parts = [self.read_vec(off, ln, self._run_align(div, ln)) for _, ln, off, div in runs(layout, n, ddiv)]
-        return concat(parts, dtype)
+        pieces = runs(layout, n, ddiv)
+        parts = [self.read_vec(off, len(lanes), self._run_align(div, len(lanes))) for lanes, off, div in pieces]
+        v = concat(parts, dtype)
+        order = [i for lanes, _, _ in pieces for i in lanes]
+        if order != list(range(n)):
+            inv = [0] * n
+            for pos, i in enumerate(order):
+                inv[i] = pos
+            v = v.shuffle(v, inv)
+        return v
 
     def write_all(self, layout, n, vec, ddiv) -> None:
-        for i, ln, off, div in runs(layout, n, ddiv):
-            self.write_vec(off, _lanes(vec, i, ln), self._run_align(div, ln))
+        for lanes, off, div in runs(layout, n, ddiv):
+            self.write_vec(off, _pick(vec, lanes), self._run_align(div, len(lanes)))
 
     def fill(self, layout, n, x, ddiv) -> None:
-        for _, ln, off, div in runs(layout, n, ddiv):
+        for lanes, off, div in runs(layout, n, ddiv):
+            ln = len(lanes)
             self.write_vec(off, x if ln == 1 else Vector.filled((ln,), x, self.dtype), self._run_align(div, ln))
 
 
@@ -330,15 +343,6 @@ class _Lane:
         self.vec, self.i = vec, i
 
 
-def _block_chain(block) -> list:
-    out = []
-    while block is not None:
-        out.append(block)
-        op = block.parent_op
-        block = op.parent if op is not None else None
-    return out
-
-
 class RegStore:
     """The registers of one register tensor: a list of DSL scalars (``None``: never written, reads 0)."""
 
@@ -354,14 +358,15 @@ class RegStore:
         if v is None:
             return self.dtype(0)
         if type(v) is _Lane:
-            v = self.vals[i] = v.vec[v.i]
+            x = v.vec[v.i]
+            if ir.current_block() is self.home:  # a lane read inside a nested region stays there
+                self.vals[i] = x
+            return x
         return v
 
     def _check_home(self) -> None:
         cur = ir.current_block()
-        if cur is self.home or self.home is None or cur is None:
-            return
-        if self.home in _block_chain(cur):
+        if cur is not self.home and self.home is not None and cur is not None:
             raise TypeError(
                 "registers of a register tensor (make_fragment_like / make_rmem_tensor) are written inside a "
                 "run-time `if`/`for`/`while` body that does not carry the tensor. Registers are values, not "
@@ -374,20 +379,24 @@ class RegStore:
         self.vals[i] = x
 
     def gather(self, offs: list) -> Vector:
-        ents = [self.vals[o] for o in offs]
-        if all(type(e) is _Lane for e in ents):
-            parts, k = [], 0
-            while k < len(ents):
-                v = ents[k].vec
-                if ents[k].i != 0 or k + v.numel > len(ents):
+        """The registers at ``offs`` as one Vector: runs of lanes of one stored vector are taken whole
+        (or with one shuffle), other registers one by one."""
+        parts, k = [], 0
+        while k < len(offs):
+            e = self.vals[offs[k]]
+            if type(e) is not _Lane:
+                parts.append(self.get(offs[k]))
+                k += 1
+                continue
+            lanes = [e.i]
+            while k + len(lanes) < len(offs):
+                n = self.vals[offs[k + len(lanes)]]
+                if type(n) is not _Lane or n.vec is not e.vec or n.i != lanes[-1] + 1:
                     break
-                if any(ents[k + j].vec is not v or ents[k + j].i != j for j in range(v.numel)):
-                    break
-                parts.append(Vector._make(v.ir_value(), (v.numel,), v.dtype))
-                k += v.numel
-            if k == len(ents):
-                return concat(parts, self.dtype)
-        return Vector.from_elements([self.get(o) for o in offs], self.dtype)
+                lanes.append(n.i)
+            parts.append(_pick(e.vec, lanes))
+            k += len(lanes)
+        return concat(parts, self.dtype)
 
     def scatter(self, offs: list, vec: Vector) -> None:
         self._check_home()
@@ -449,16 +458,22 @@ class RegIter:
             self.store.set(o, x)
 
     def read_elems(self, offs, mask=None, other=None):
-        v = self.store.gather([self._index(o) for o in offs])
+        idx = [self._index(o) for o in offs]
         m = _mask_arg(mask)
-        if m is not None and other is not None:
-            v = select_whole(m, v, other)
-        return v if v.numel > 1 else v[0]
+        if len(idx) == 1:
+            v = self.store.get(idx[0])
+            return m.select(v, other) if m is not None and other is not None else v
+        v = self.store.gather(idx)
+        return select_whole(m, v, other) if m is not None and other is not None else v
 
     def write_elems(self, offs, value, mask=None) -> None:
         idx = [self._index(o) for o in offs]
-        vec = value if isinstance(value, Vector) else Vector.from_elements([value], self.dtype)
         m = _mask_arg(mask)
+        if len(idx) == 1:
+            x = value[0] if isinstance(value, Vector) else value
+            self.store.set(idx[0], m.select(x, self.store.get(idx[0])) if m is not None else x)
+            return
+        vec = value if isinstance(value, Vector) else Vector.from_elements([value], self.dtype)
         if m is not None:
             vec = select_whole(m, vec, self.store.gather(idx))
         self.store.scatter(idx, vec)

@@ -230,12 +230,14 @@ def make_layout(*args, stride=None) -> Layout:
 
 
 def make_ordered_layout(shape, order=None) -> Layout:
-    """A compact layout whose modes follow ``order`` (``(1, 0)`` is row-major, ``(0, 1)`` column-major;
-    a scalar order applies to every mode)."""
+    """A compact layout whose modes follow ``order`` (``(1, 0)`` is row-major, ``(0, 1)`` column-major).
+
+    A scalar ``order`` (FlyDSL's ``make_ordered_layout(shape, 0)``) means column-major; equal entries in
+    a tuple order share a starting stride, as in CuTe."""
     s = as_int_tuple(shape, "make_ordered_layout shape")
     o = None if order is None else as_int_tuple(order, "make_ordered_layout order")
     if type(o) is int and type(s) is tuple:
-        o = L.repeat_like(s, o)
+        o = None
     return L.make_ordered_layout(s, o)
 
 

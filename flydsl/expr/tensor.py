@@ -307,13 +307,11 @@ def make_rmem_tensor(shape_or_layout, dtype) -> Tensor:
     Raises:
         TypeError: a run-time shape or stride, or a dtype that is not a Numeric class.
     """
-    from .layout_api import make_ordered_layout
-
     if not (isinstance(dtype, type) and issubclass(dtype, Numeric)):
         raise TypeError(f"make_rmem_tensor: dtype must be a Numeric class (fx.Float32 …), got {dtype!r}")
     lay = shape_or_layout
     if not isinstance(lay, (Layout, ComposedLayout)):
-        lay = make_ordered_layout(shape_or_layout, 0)
+        lay = L.make_layout(as_int_tuple(shape_or_layout, "make_rmem_tensor"))
     if not lay.is_static:
         raise TypeError(
             f"make_rmem_tensor: registers need a compile-time layout, got {lay}; tile the tensor first so "
