@@ -219,6 +219,7 @@ class Numeric(metaclass=_NumericMeta):
 
     # -- queries -----------------------------------------------------------------------------
     def is_static(self) -> bool:
+        """Whether the value is known at compile time (a Python value) rather than at run time."""
         return type(self._v) is not Value
 
     @property
@@ -346,6 +347,8 @@ class Numeric(metaclass=_NumericMeta):
 
 
 class Integer(Numeric):
+    """Base of the integer types (``Int8`` … ``Uint64``, ``Boolean``, ``Index``)."""
+
     __slots__ = ()
     is_integer = True
 
@@ -413,6 +416,8 @@ class Index(Integer):
 
 
 class Float(Numeric):
+    """Base of the float types (``Float16`` … ``Float64`` and the fp8 storage types)."""
+
     __slots__ = ()
     is_float = True
 
