@@ -4,9 +4,10 @@ parameters with scalar arithmetic and launches kernels with ``gpu.launch_func``.
 A host function runs on every kernel call, so it is precompiled once into a list of closures over a
 flat environment. Values are plain Python objects: integers, index values and pointers are Python
 ints wrapped to their width (signed), i1 is bool, floats are numpy scalars of their type, vectors are
-``(1, N)`` arrays. The common integer ops (add, mul, div, rem, shifts, compares, select, casts,
-pointer offsets) have exact Python-int implementations (a few hundred ns each); every other op with
-an ``evaluate`` runs through it on 0-d arrays — the same semantics as on the device.
+``(1, N)`` arrays, buffer resources ``(base, num_records)`` tuples. The common integer ops (add,
+mul, div, rem, shifts, compares, select, casts, pointer offsets) have exact Python-int
+implementations (a few hundred ns each); every other op with an ``evaluate`` runs through it on 0-d
+arrays — the same semantics as on the device.
 
 ``gpu.launch_func`` calls ``launch(kernel, grid, block, smem, stream, args)`` with ``kernel`` the
 symbol (a str), ``grid``/``block`` 3-tuples of ints, ``smem`` and ``stream`` ints, and ``args`` the
@@ -129,7 +130,7 @@ class _HostCompiler:
         return s
 
     def slots_of(self, vals) -> tuple:
-        return tuple(self.slot(v) for v in vals)
+        return tuple([self.slot(v) for v in vals])
 
     def block(self, block) -> _Block:
         ops = block.ops
@@ -386,6 +387,18 @@ def _ptr_same(op: Op, hc):
 
     def step(env):
         env[r] = wrap(int(env[a]))
+
+    return step
+
+
+@_host("ptr.buffer_rsrc")
+def _buffer_rsrc(op: Op, hc):
+    """A buffer resource on the host: the tuple ``(base, num_records)`` (what ``run_kernel`` takes)."""
+    b, n = hc.slots_of(op.operands)
+    r = hc.slot(op.results[0])
+
+    def step(env):
+        env[r] = (int(env[b]), int(env[n]))
 
     return step
 

@@ -17,6 +17,7 @@ active-lane mask (``None`` = all lanes active), the shared/local arenas and the 
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -146,7 +147,7 @@ class Compiler:
         return s
 
     def slots_of(self, vals) -> tuple:
-        return tuple(self.slot(v) for v in vals)
+        return tuple([self.slot(v) for v in vals])
 
     def constant(self, v, value) -> None:
         """Make ``v`` a constant of the environment prototype (computed once, never freed)."""
@@ -233,7 +234,15 @@ def cached_code(kind: str, op: Op, build: Callable):
     if hit is not None and hit[0] is op:
         _CACHE.move_to_end(key)
         return hit[1]
-    code = build(op)
+    # NOTE: compiling allocates many small objects and no cycles worth collecting; without the cyclic
+    # GC rescanning the IR graph it runs twice as fast
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        code = build(op)
+    finally:
+        if enabled:
+            gc.enable()
     _CACHE[key] = (op, code)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)

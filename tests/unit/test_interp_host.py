@@ -129,3 +129,31 @@ def test_host_launch_without_launcher_and_bad_args():
         compile_host(host)([1, 2, 3, 4], None)
     with pytest.raises(InterpError, match="takes 4 arguments, got 1"):
         run_host(host, [1], lambda *a: None)
+
+
+def test_host_buffer_resource_is_passed_to_the_kernel():
+    m = ir.new_module()
+    gm = gpu.build_gpu_module("kernels")
+    m.regions[0].block.append(gm)
+    with KernelBuilder("bcopy", [ir.BufferRsrcType(), F32P]) as kb:
+        rs, out = kb.args
+        tid = gpu.thread_id(dimension="x")
+        v = ptr.buffer_load(rs, arith.muli(tid, arith.const(4, i32)), result_types=[f32])
+        ptr.store(v, ptr.add(out, tid))
+    gm.regions[0].block.append(kb.op)
+    host = func.build_func(func.func, "h", [F32P, F32P, i64])
+    m.regions[0].block.append(host)
+    blk = host.regions[0].blocks[0]
+    with ir.InsertionPoint(blk):
+        src, dst, nbytes = blk.args
+        one = arith.const(1, i32)
+        rsrc = ptr.buffer_rsrc(src, nbytes)
+        gpu.launch_func(
+            one, one, one, arith.const(8, i32), one, one, arith.const(0, i32), arith.const(0, i64), rsrc, dst,
+            kernel=SymbolRef("kernels::bcopy"),
+        )  # fmt: skip
+        func.return_()
+    mem = Memory()
+    x, y = np.arange(8, dtype=np.float32) + 1, np.zeros(8, np.float32)
+    run_host(host, [mem.register(x, "x"), mem.register(y, "y"), 12], _launcher({"bcopy": kb.op}, mem, []))
+    assert y.tolist() == [1, 2, 3, 0, 0, 0, 0, 0]
