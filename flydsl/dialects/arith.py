@@ -334,10 +334,25 @@ def ieee_minimum(a, b):
     return np.where(both_zero & (np.signbit(a) | np.signbit(b)), np.negative(np.zeros_like(r)), r)
 
 
+def ieee_maxnum(a, b):
+    """``maximumNumber``: NaN-ignoring (libm fmax) with ``-0.0 < +0.0``, as NVIDIA's ``max`` (numpy's
+    fmax returns either zero)."""
+    r = np.fmax(a, b)
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero & ~(np.signbit(a) & np.signbit(b)), np.zeros_like(r), r)
+
+
+def ieee_minnum(a, b):
+    """``minimumNumber``: NaN-ignoring (libm fmin) with ``-0.0 < +0.0``, as NVIDIA's ``min``."""
+    r = np.fmin(a, b)
+    both_zero = (a == 0) & (b == 0)
+    return np.where(both_zero & (np.signbit(a) | np.signbit(b)), np.negative(np.zeros_like(r)), r)
+
+
 maximumf = _binop("arith.maximumf", _fl32(ieee_maximum), (P, C), doc="max, NaN-propagating, -0 < +0")
 minimumf = _binop("arith.minimumf", _fl32(ieee_minimum), (P, C), doc="min, NaN-propagating, -0 < +0")
-maxnumf = _binop("arith.maxnumf", _fl32(np.fmax), (P, C), doc="max, NaN-ignoring (libm fmax)")
-minnumf = _binop("arith.minnumf", _fl32(np.fmin), (P, C), doc="min, NaN-ignoring (libm fmin)")
+maxnumf = _binop("arith.maxnumf", _fl32(ieee_maxnum), (P, C), doc="max, NaN-ignoring (libm fmax), -0 < +0")
+minnumf = _binop("arith.minnumf", _fl32(ieee_minnum), (P, C), doc="min, NaN-ignoring (libm fmin), -0 < +0")
 
 negf = OpDef(
     "arith.negf",
@@ -788,5 +803,5 @@ __all__ = [
     "minimumf", "maxnumf", "minnumf", "negf", "cmpi", "cmpf", "select", "extsi", "extui", "trunci", "sitofp",
     "uitofp", "fptosi", "fptoui", "extf", "truncf", "bitcast", "index_cast", "index_castui",
     "CMPI_PREDICATES", "CMPF_PREDICATES", "FP8_MAX", "float_round", "float_round_directed", "ROUNDING_MODES",
-    "ieee_maximum", "ieee_minimum", "IntegerType",
+    "ieee_maximum", "ieee_minimum", "ieee_maxnum", "ieee_minnum", "IntegerType",
 ]  # fmt: skip

@@ -80,7 +80,10 @@ def _fma_f64(a, b, c):
 
 
 def _round_half_away(x):
-    return np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)).astype(x.dtype)
+    # NOTE: not floor(x + 0.5): the sum rounds (0.49999997f + 0.5 == 1.0f, and above 2^23 it is off by one)
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(t), x), t).astype(x.dtype)
 
 
 def _unary(name, ev, doc=""):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import OpDef, Trait, VectorType, numpy_dtype
+from .arith import ieee_maximum, ieee_maxnum, ieee_minimum, ieee_minnum
 
 P = Trait.PURE
 
@@ -255,8 +256,8 @@ REDUCTION_KINDS = (
 
 _RED_FN = {
     "add": np.add, "mul": np.multiply, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "maxsi": np.maximum, "minsi": np.minimum, "maxnumf": np.fmax, "minnumf": np.fmin,
-    "maximumf": np.maximum, "minimumf": np.minimum,
+    "maxsi": np.maximum, "minsi": np.minimum, "maxnumf": ieee_maxnum, "minnumf": ieee_minnum,
+    "maximumf": ieee_maximum, "minimumf": ieee_minimum,  # arith's semantics: -0 < +0, as on NVIDIA GPUs
 }  # fmt: skip
 
 

@@ -1,0 +1,311 @@
+"""CUDA driver runtime: load PTX/cubin into the device's primary context and launch kernels.
+
+Uses the ``cuda-bindings`` driver API (an optional dependency, imported on first use). The primary
+context is the one torch uses, so pointers from torch tensors are valid here and launches can go on
+torch's streams (pass ``torch.cuda.current_stream().cuda_stream`` or the stream object itself).
+
+Launching: :class:`CudaKernel` builds the kernel's ``void*[]`` parameter array once; each
+:meth:`CudaKernel.launch` writes the arguments into its slots and calls ``cuLaunchKernel`` with the
+array's address. Driver errors raise :class:`CudaError` naming the kernel and the driver's message.
+
+    >>> ck = compile_module(mod, Target(arch=device_arch()))
+    >>> k = CudaKernel.from_compiled(ck, "vadd")
+    >>> k.launch((blocks, 1, 1), (128, 1, 1), 0, stream, (a, b, c, n))
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ._cuda_params import ParamPack, pointer_of
+
+__all__ = [
+    "CudaError",
+    "CudaKernel",
+    "CudaModule",
+    "is_available",
+    "device_count",
+    "device_arch",
+    "device_name",
+    "synchronize",
+    "pointer_of",
+]
+
+_LOCK = threading.RLock()
+_STATE: dict = {}
+_DEFAULT_SMEM = 48 * 1024
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver call failed. ``code`` is the CUresult; ``kernel`` the kernel involved, if any."""
+
+    def __init__(self, what: str, code=None, kernel: str | None = None, detail: str = ""):
+        self.code = code
+        self.kernel = kernel
+        self.what = what
+        msg = f"CUDA error in {what}"
+        if kernel:
+            msg += f" (kernel {kernel})"
+        if code is not None:
+            msg += f": {_error_name(code)}: {_error_string(code)}"
+        if detail:
+            msg += f"\n{detail}"
+        super().__init__(msg)
+
+
+def _driver():
+    """The cuda-bindings driver module (imported lazily; a clear error when it is missing)."""
+    d = _STATE.get("driver")
+    if d is None:
+        try:
+            from cuda.bindings import driver as d
+        except ImportError:
+            try:
+                from cuda import cuda as d  # cuda-python < 12.6 layout
+            except ImportError:
+                raise ImportError(
+                    "the CUDA runtime of flydsl needs cuda-bindings: pip install 'cuda-bindings>=12.6' "
+                    "(or run on the CPU interpreter: FLYDSL_RUNTIME_KIND=cpu)"
+                ) from None
+        _STATE["driver"] = d
+        _STATE["success"] = d.CUresult.CUDA_SUCCESS
+    return d
+
+
+def _error_name(code) -> str:
+    try:
+        err, name = _driver().cuGetErrorName(code)
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:  # noqa: BLE001 - reporting must not fail
+        return str(code)
+
+
+def _error_string(code) -> str:
+    try:
+        err, s = _driver().cuGetErrorString(code)
+        return s.decode() if isinstance(s, bytes) else str(s)
+    except Exception:  # noqa: BLE001
+        return "unknown error"
+
+
+def _check(res, what: str, kernel: str | None = None):
+    """Unpack a driver call's ``(CUresult, *values)``; raise CudaError on failure."""
+    err = res[0]
+    ok = _STATE["success"]
+    if err is not ok and err != ok:
+        raise CudaError(what, err, kernel)
+    if len(res) == 1:
+        return None
+    if len(res) == 2:
+        return res[1]
+    return res[1:]
+
+
+def _init() -> None:
+    if _STATE.get("init"):
+        return
+    with _LOCK:
+        if _STATE.get("init"):
+            return
+        d = _driver()
+        _check(d.cuInit(0), "cuInit")
+        _STATE["init"] = True
+
+
+def is_available() -> bool:
+    """True when cuda-bindings, a driver and at least one GPU are present."""
+    try:
+        return device_count() > 0
+    except Exception:  # noqa: BLE001 - any failure means "no usable CUDA"
+        return False
+
+
+def device_count() -> int:
+    _init()
+    return int(_check(_driver().cuDeviceGetCount(), "cuDeviceGetCount"))
+
+
+def _device(ordinal: int):
+    _init()
+    return _check(_driver().cuDeviceGet(ordinal), "cuDeviceGet")
+
+
+def device_arch(ordinal: int = 0) -> str:
+    """The codegen architecture of a device: ``sm_90a`` for compute capability 9.0 (the ``a``
+    variant unlocks wgmma/setmaxnreg), ``sm_100a`` for 10.0, else ``sm_<major><minor>``."""
+    d = _driver()
+    dev = _device(ordinal)
+    A = d.CUdevice_attribute
+    major = _check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+    minor = _check(d.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+    arch = f"sm_{major}{minor}"
+    return arch + "a" if (major, minor) in ((9, 0), (10, 0), (10, 3), (12, 0)) else arch
+
+
+def device_name(ordinal: int = 0) -> str:
+    name = _check(_driver().cuDeviceGetName(256, _device(ordinal)), "cuDeviceGetName")
+    return (name.split(b"\0", 1)[0].decode() if isinstance(name, bytes) else str(name)).strip()
+
+
+def _context(ordinal: int):
+    """Make the device's primary context (shared with torch) current on this thread; returns it."""
+    d = _driver()
+    ctxs = _STATE.setdefault("ctx", {})
+    ctx = ctxs.get(ordinal)
+    if ctx is None:
+        with _LOCK:
+            ctx = ctxs.get(ordinal)
+            if ctx is None:
+                ctx = _check(d.cuDevicePrimaryCtxRetain(_device(ordinal)), "cuDevicePrimaryCtxRetain")
+                ctxs[ordinal] = ctx
+    cur = _check(d.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if cur is None or int(cur) != int(ctx):
+        _check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def synchronize(ordinal: int = 0) -> None:
+    """Wait for all work on the device's primary context."""
+    _context(ordinal)
+    _check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def _stream_handle(stream) -> int:
+    if stream is None:
+        return 0
+    if type(stream) is int:
+        return stream
+    h = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
+    if h is not None:
+        return int(h)
+    proto = getattr(stream, "__cuda_stream__", None)  # cuda.core streams
+    if proto is not None:
+        return int(proto()[1])
+    return int(stream)
+
+
+class CudaModule:
+    """A PTX or cubin image loaded into a device's primary context."""
+
+    def __init__(self, image: str | bytes, device: int = 0):
+        d = _driver()
+        self.device = device
+        _context(device)
+        self.is_ptx = isinstance(image, str)
+        data = (image.encode() + b"\0") if self.is_ptx else bytes(image)
+        res = d.cuModuleLoadData(data)
+        if res[0] != _STATE["success"]:
+            raise CudaError("cuModuleLoadData", res[0], detail=_ptx_diagnostic(image) if self.is_ptx else "")
+        self.handle = res[1]
+        self._functions: dict[str, object] = {}
+
+    def function(self, name: str, kernel: str | None = None):
+        f = self._functions.get(name)
+        if f is None:
+            f = _check(_driver().cuModuleGetFunction(self.handle, name.encode()), "cuModuleGetFunction", kernel or name)
+            self._functions[name] = f
+        return f
+
+    def __del__(self):
+        h = getattr(self, "handle", None)
+        d = _STATE.get("driver")
+        if h is not None and d is not None:
+            try:
+                d.cuModuleUnload(h)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
+
+def _ptx_diagnostic(ptx: str) -> str:
+    """The assembler's message for PTX the driver refused (through nvJitLink when installed)."""
+    try:
+        from ..codegen.compile import ptx_to_cubin
+        from ..codegen.errors import CodegenError
+
+        target = ptx.split(".target", 1)[1].split()[0] if ".target" in ptx else "sm_90a"
+        ptx_to_cubin(ptx, target)
+    except CodegenError as e:
+        return str(e)
+    except Exception:  # noqa: BLE001
+        return ""
+    return ""
+
+
+class CudaKernel:
+    """One kernel of a loaded module, with its parameter array.
+
+    Args:
+        image: PTX text (str) or a cubin (bytes), or a loaded :class:`CudaModule`.
+        name: the kernel's entry name in the image.
+        param_types: one kind per parameter (``"ptr"``, ``"i32"``, ``"f32"``, ``"bf16"``, ``"rsrc"`` …)
+            or :class:`flydsl.codegen.ParamSpec` objects.
+        device: the device ordinal.
+    """
+
+    def __init__(self, image, name: str, param_types, device: int = 0):
+        self.name = name
+        self.module = image if isinstance(image, CudaModule) else CudaModule(image, device)
+        self.device = self.module.device
+        self.func = self.module.function(name)
+        self.params = ParamPack(param_types)
+        self._lock = threading.Lock()
+        self._smem_limit = _DEFAULT_SMEM
+        self._stream_cache = (None, None)
+
+    @classmethod
+    def from_compiled(cls, compiled, name: str, device: int = 0, module: CudaModule | None = None) -> CudaKernel:
+        """A kernel of a :class:`flydsl.codegen.CompiledKernels` (its cubin when present, else PTX)."""
+        info = compiled.kernel(name)
+        if module is None:
+            module = CudaModule(compiled.cubin if compiled.cubin else compiled.ptx, device)
+        return cls(module, info.symbol or info.name, info.params, device)
+
+    def attribute(self, attr: str) -> int:
+        """A ``CU_FUNC_ATTRIBUTE_*`` value, e.g. ``attribute("NUM_REGS")``."""
+        d = _driver()
+        a = getattr(d.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr}")
+        return int(_check(d.cuFuncGetAttribute(a, self.func), "cuFuncGetAttribute", self.name))
+
+    def _allow_smem(self, smem: int) -> None:
+        d = _driver()
+        a = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        _check(d.cuFuncSetAttribute(self.func, a, smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", self.name)
+        self._smem_limit = smem
+
+    def _stream(self, stream):
+        """The CUstream object for a stream (cached for the last one used)."""
+        h = _stream_handle(stream)
+        last_h, obj = self._stream_cache
+        if last_h != h or obj is None:
+            obj = _driver().CUstream(h)
+            self._stream_cache = (h, obj)
+        return obj
+
+    def launch(self, grid, block, smem: int = 0, stream=None, args=(), *, _retry: bool = True) -> None:
+        """Launch on ``grid`` blocks of ``block`` threads with ``smem`` bytes of dynamic shared memory."""
+        gx, gy, gz = _dim3(grid)
+        bx, by, bz = _dim3(block)
+        if smem > self._smem_limit:
+            self._allow_smem(smem)
+        s = self._stream(stream)
+        d = _driver()
+        with self._lock:
+            self.params.set(args, self.name)
+            res = d.cuLaunchKernel(self.func, gx, gy, gz, bx, by, bz, smem, s, self.params.address, 0)
+        err = res[0]
+        ok = _STATE["success"]
+        if err is not ok and err != ok:
+            if _retry and err == d.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # a new thread: set the context
+                _context(self.device)
+                return self.launch(grid, block, smem, stream, args, _retry=False)
+            raise CudaError("cuLaunchKernel", err, self.name, f"grid={grid} block={block} smem={smem}")
+        return None
+
+    __call__ = launch
+
+
+def _dim3(v) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        return v, 1, 1
+    t = tuple(int(x) for x in v)
+    return (t + (1, 1, 1))[:3]
