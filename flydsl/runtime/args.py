@@ -184,6 +184,12 @@ def _check_i32(shape, strides) -> None:
 def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
     shape, strides = ref.shape, ref.strides
     n = len(shape)
+    if n == 1 and strides[0] == 1 and shape[0] <= _I32_MAX:  # the common case, short
+        ptr = ref.ptr
+        key.append(("dyn_tensor", ref.dtype, 1, 0, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
+        vals.append(ref)
+        vals.append(shape[0])
+        return
     if not n:
         key.append(("tensor", ref.dtype, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (False,), (False,), 1))
         vals.append(ref)

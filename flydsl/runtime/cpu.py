@@ -17,6 +17,7 @@ import numpy as np
 
 from ..interp import Memory, compile_host, run_kernel
 from .args import DEFAULT_STREAM, ArgError, TensorRef
+from .launch_plan import launch_plan
 
 __all__ = ["CpuLauncher", "register_tensor"]
 
@@ -66,7 +67,7 @@ class CpuLauncher:
     __slots__ = ("host", "kernels", "arg_names", "warp_size", "param_names", "_mem")
 
     def __init__(self, artifact, warp_size: int):
-        self.host = compile_host(artifact.host_op())
+        self.host = launch_plan(artifact.host_op()) or compile_host(artifact.host_op())
         self.kernels = {name: artifact.kernel_op(name) for name in artifact.kernels}
         self.arg_names = {name: info.get("arg_names") for name, info in artifact.kernels.items()}
         self.param_names = artifact.param_names

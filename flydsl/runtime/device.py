@@ -16,6 +16,7 @@ from ..utils.env import env
 from ..utils.target import Target
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .cpu import CpuLauncher
+from .launch_plan import launch_plan
 
 __all__ = ["Device", "get_device", "CudaLauncher", "DeviceError"]
 
@@ -84,7 +85,7 @@ class CudaLauncher:
 
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
-        self.host = compile_host(artifact.host_op())
+        self.host = launch_plan(artifact.host_op()) or compile_host(artifact.host_op())
         module = CudaModule(artifact.cubin or artifact.ptx)
         self.kernels = {}
         for name, info in artifact.kernels.items():
