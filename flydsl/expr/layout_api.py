@@ -437,6 +437,9 @@ prepend = _view_fn("prepend", L.prepend, "Add a first mode (layouts pad with ``1
 def slice(x, crd):  # noqa: A001
     """Keep the modes where ``crd`` is ``None``: ``fx.slice(t, (None, bid))`` is column ``bid`` of ``t``.
 
+    As in FlyDSL, a result with a single kept mode is that mode (``slice(((8,24),(3,5)), (None, b))`` is
+    ``(8,24)``; CuTe would keep the rank-1 wrapper ``((8,24))``).
+
     Args:
         x: a tensor (the result views the same memory, offset to the fixed coordinates), a layout, or an
             int tuple. FlyDSL's ``(src, coord)`` and CuTe's ``(coord, src)`` orders are both accepted.
@@ -452,7 +455,12 @@ def slice(x, crd):  # noqa: A001
     if isinstance(crd, (Layout, ComposedLayout)):
         x, crd = crd, x
     src = x if isinstance(x, (Layout, ComposedLayout)) else as_int_tuple(x, "slice")
-    return _wrap(L.slice(src, as_int_tuple(crd, "slice")))
+    r = L.slice(src, as_int_tuple(crd, "slice"))
+    if isinstance(r, (Layout, ComposedLayout)):
+        from .tensor import unwrap_single_mode
+
+        return unwrap_single_mode(r)
+    return _wrap(r[0] if type(r) is tuple and len(r) == 1 else r)
 
 
 def dice(x, crd):

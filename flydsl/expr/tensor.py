@@ -40,7 +40,7 @@ from .vector import Vector, as_vector_operand
 __all__ = [
     "Tensor", "IntTupleView", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like",
     "make_identity_tensor", "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca",
-    "memref_load", "memref_store", "memref_load_vec", "memref_store_vec",
+    "memref_load", "memref_store", "memref_load_vec", "memref_store_vec", "unwrap_single_mode",
 ]  # fmt: skip
 
 IntTupleView = IntTuple  # the compiler's name for the shape/stride view
@@ -166,7 +166,7 @@ class Tensor:
         _check_static_bounds(crd, self._layout.shape)
         sub, off = L.slice_and_offset(crd, self._layout)
         it = self._it.advance(off, lambda: _offset_divisibility(crd, self._layout, self._div))
-        return Tensor._make(it, self._dtype, sub, self._div)
+        return Tensor._make(it, self._dtype, unwrap_single_mode(sub), self._div)
 
     def _offset(self, crd):
         """The offset (int, Int32 or coordinate tuple) of a full coordinate."""
@@ -451,6 +451,16 @@ def memref_store_vec(vector, t: Tensor) -> None:
 # ---------------------------------------------------------------------------------------------------------
 # Helpers: coordinates, bounds, divisibility, layout leaves
 # ---------------------------------------------------------------------------------------------------------
+
+
+def unwrap_single_mode(layout):
+    """A slice that keeps one mode is that mode (FlyDSL's rule; CuTe keeps the rank-1 wrapper):
+    ``slice(((8,24),(3,5)), (None, b))`` is ``(8,24)``, so the tile can be divided by a 2-mode tiler."""
+    outer = layout.outer if isinstance(layout, ComposedLayout) else layout
+    if type(outer.shape) is not tuple or len(outer.shape) != 1:
+        return layout
+    one = Layout._make(outer.shape[0], outer.stride[0])
+    return ComposedLayout(layout.inner, layout.offset, one) if isinstance(layout, ComposedLayout) else one
 
 
 def _check_layout(layout):

@@ -5,7 +5,8 @@
   M x N that is not a multiple of the tile;
 * the tiled transpose through swizzled shared memory (``examples/03_transpose.py``);
 * FlyDSL's ``examples/01-vectorAdd.py`` kernel (rocdl buffer tensor, BufferCopy32b, UniversalCopy32b,
-  ``memref_alloca``/``copy_atom_call``), body unmodified;
+  ``memref_alloca``/``copy_atom_call``) and ``examples/02-tiledCopy.py`` kernel (buffer tensors,
+  ``zipped_divide`` + ``slice``, ``make_tiled_copy`` of a raked product), bodies unmodified;
 * the predicated tiled copy of ``examples/02_tiled_copy.py``.
 
 Each case is ``case(device) -> (got, want)``; ``tests/gpu/test_copy_gpu.py`` runs the same bodies on the GPU
@@ -195,6 +196,65 @@ def case_vector_add_rocdl(device, n=128):
     return {"C": _np(C)}, {"C": _np(A) + _np(B)}
 
 
+# -- FlyDSL's examples/02-tiledCopy.py (buffer tensors, zipped_divide + slice, make_tiled_copy) ----------
+
+
+@flyc.kernel
+def copy_kernel(
+    A: fx.Tensor,
+    B: fx.Tensor,
+):
+    tid = fx.thread_idx.x
+    bid = fx.block_idx.x
+
+    block_m = 8
+    block_n = 24
+    tile = fx.make_tile([fx.make_layout(block_m, 1), fx.make_layout(block_n, 1)])
+
+    A = fx.rocdl.make_buffer_tensor(A)
+    B = fx.rocdl.make_buffer_tensor(B)
+
+    bA = fx.zipped_divide(A, tile)
+    bB = fx.zipped_divide(B, tile)
+    bA = fx.slice(bA, (None, bid))
+    bB = fx.slice(bB, (None, bid))
+
+    thr_layout = fx.make_layout((4, 1), (1, 1))
+    val_layout = fx.make_layout((1, 8), (1, 1))
+    copy_atom = fx.make_copy_atom(fx.rocdl.BufferCopy128b(), fx.Float32)
+    layout_thr_val = fx.raked_product(thr_layout, val_layout)
+
+    tile_mn = fx.make_tile(4, 8)
+
+    tiled_copy = fx.make_tiled_copy(copy_atom, layout_thr_val, tile_mn)
+    thr_copy = tiled_copy.get_slice(tid)
+
+    partition_src = thr_copy.partition_S(bA)
+    partition_dst = thr_copy.partition_D(bB)
+
+    frag = fx.make_fragment_like(partition_src)
+
+    fx.copy(copy_atom, partition_src, frag)
+    fx.copy(copy_atom, frag, partition_dst)
+
+
+@flyc.jit
+def tiledCopy(
+    A: fx.Tensor,
+    B: fx.Tensor,
+    stream: Stream = Stream(None),
+):
+    copy_kernel(A, B).launch(grid=(15, 1, 1), block=(4, 1, 1), stream=stream)
+
+
+def case_flydsl_tiled_copy(device):
+    M, N = 8 * 3, 24 * 5
+    A = torch.arange(M * N, dtype=torch.float32).reshape(M, N).to(device)
+    B = torch.zeros(M, N, dtype=torch.float32, device=device)
+    tiledCopy(A, B)
+    return {"B": _np(B)}, {"B": _np(A)}
+
+
 # -- the examples --------------------------------------------------------------------------------------
 
 
@@ -224,6 +284,7 @@ CASES = {
     "transpose": case_transpose,
     "transpose_ragged": case_transpose_ragged,
     "tiled_copy": case_tiled_copy,
+    "flydsl_tiled_copy": case_flydsl_tiled_copy,
 }
 
 

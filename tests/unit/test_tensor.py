@@ -138,6 +138,11 @@ def test_divide_views_keep_the_data_and_divide_the_layout():
         assert fx.select(a, [1, 0]).layout == fx.make_layout((24, 12), (1, 24))
         assert fx.group(fx.flat_divide(a, (4, 8)), 2, 4).layout.shape == (4, 8, (3, 3))
         assert fx.get(a, 1).layout == fx.make_layout(24, 1)
+        # a slice keeping one mode is that mode (FlyDSL), so the tile divides by a 2-mode tiler
+        blk = fx.slice(fx.zipped_divide(a, (4, 8)), (None, 5))
+        assert blk.layout == fx.make_layout((4, 8), (24, 1)) and fx.rank(blk) == 2
+        assert fx.slice(fx.zipped_divide(a.layout, (4, 8)), (None, 5)) == blk.layout
+        assert a[1, None].layout == fx.make_layout(24, 1)
 
 
 @flyc.kernel
