@@ -223,9 +223,12 @@ def numpy_ref(a: np.ndarray) -> TensorRef:
         raise ArgError("UNSUPPORTED_ARG", got=f"a numpy array of dtype {a.dtype}")
     isz = a.itemsize
     bs = a.strides
-    strides = tuple([s // isz for s in bs])
-    if any([s % isz for s in bs]):
-        raise ArgError("UNSUPPORTED_ARG", got="a numpy array whose strides are not multiples of its item size")
+    if len(bs) == 1 and bs[0] == isz:
+        strides = (1,)
+    else:
+        strides = tuple([s // isz for s in bs])
+        if any([s % isz for s in bs]):
+            raise ArgError("UNSUPPORTED_ARG", got="a numpy array whose strides are not multiples of its item size")
     try:  # the cheapest way to the data pointer (writable, contiguous buffers)
         ptr = _addressof(_c_char.from_buffer(a))
     except (TypeError, ValueError, BufferError):
