@@ -338,3 +338,13 @@ def test_128bit_atoms_are_vector_instructions_in_the_ptx(interpreter, tmp_path):
     ptx = _ptx(tmp_path, "transpose_kernel")
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4
     assert ptx.count("st.shared.v4") == 4 and ptx.count("bar.sync") == 1
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_case_compiles_to_ptx(name, interpreter, tmp_path):
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    for fn in (vector_add, vectorAdd, tiledCopy):
+        fn.clear_cache()
+    CASES[name]("cpu")
+    ptx = list((tmp_path / "dump").glob("*/*.ptx"))
+    assert ptx and all(".entry" in p.read_text() for p in ptx)
