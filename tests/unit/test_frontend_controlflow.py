@@ -371,3 +371,21 @@ def test_locations_point_at_user_lines():
     text = print_op(launch_divergent_if.trace(out), locs=True)
     first = inspect.getsourcelines(divergent_if.fn)[1]
     assert f'loc("{__file__}":{first + 5}:' in text  # the `if tid % 2 == 0:` line
+
+
+def test_functions_without_source_warn_and_run_as_python():
+    ns = {"flyc": flyc, "fx": fx, "Tensor": Tensor}
+    exec(
+        "@flyc.kernel\n"
+        "def k(out: Tensor):\n"
+        "    for i in fx.range_constexpr(2):\n"
+        "        out[i] = i + 1\n"
+        "@flyc.jit\n"
+        "def launch(out):\n"
+        "    k(out).launch(grid=1, block=1)\n",
+        ns,
+    )
+    out = np.zeros(2, np.int32)
+    with pytest.warns(UserWarning, match="cannot read the source of k"):
+        ns["launch"](out)
+    assert out.tolist() == [1, 2]

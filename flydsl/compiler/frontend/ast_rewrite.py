@@ -28,6 +28,7 @@ import ast
 import inspect
 import itertools
 import types
+import warnings
 
 from . import dispatch
 from .scope import bindings, find_jump, function_locals, is_call_to, target_names
@@ -375,7 +376,12 @@ def rewrite_function(fn):
     """A new function object running the rewritten body of ``fn`` (``fn`` itself if it has no source)."""
     try:
         fdef = _parse_function(fn)
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    except (OSError, TypeError, SyntaxError, IndentationError) as e:
+        warnings.warn(
+            f"flydsl: cannot read the source of {fn.__qualname__} ({e}); its if/for/while statements run as plain "
+            "Python, so a condition on a run-time value will fail. Define kernels in a .py file.",
+            stacklevel=2,
+        )
         return fn
     code0 = fn.__code__
     filename = code0.co_filename
