@@ -240,7 +240,9 @@ from .tensor import (
     LayoutType,
     MemRefType,
     Tensor,
+    add_offset,
     get_iter,
+    make_fragment_layout_like,
     make_fragment_like,
     make_identity_tensor,
     make_rmem_tensor,
@@ -251,6 +253,7 @@ from .tensor import (
     memref_load_vec,
     memref_store,
     memref_store_vec,
+    recast_iter,
 )
 from .vector import Vector
 
@@ -295,7 +298,7 @@ __all__ = [
     # tensors
     "Tensor", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like", "make_identity_tensor",
     "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca", "memref_load", "memref_store",
-    "memref_load_vec", "memref_store_vec",
+    "memref_load_vec", "memref_store_vec", "make_fragment_layout_like", "add_offset", "recast_iter",
     # copies
     "CopyOp", "CopyAtom", "TiledCopy", "ThrCopy", "UniversalCopy", "UniversalCopy8b", "UniversalCopy16b",
     "UniversalCopy32b", "UniversalCopy64b", "UniversalCopy128b", "make_copy_atom", "make_tiled_copy",

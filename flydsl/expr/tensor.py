@@ -41,6 +41,7 @@ __all__ = [
     "Tensor", "IntTupleView", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like",
     "make_identity_tensor", "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca",
     "memref_load", "memref_store", "memref_load_vec", "memref_store_vec", "unwrap_single_mode",
+    "make_fragment_layout_like", "add_offset", "recast_iter",
 ]  # fmt: skip
 
 IntTupleView = IntTuple  # the compiler's name for the shape/stride view
@@ -365,9 +366,35 @@ def make_identity_tensor(shape) -> Tensor:
     return Tensor._make(_it.CoordIter(L.coprofile(lay)), Int32, lay)
 
 
+def make_fragment_layout_like(t):
+    """The layout :func:`make_fragment_like` gives ``t`` (a tensor or layout)."""
+    from .layout_api import is_tensor
+
+    return _fragment_layout(t.layout if is_tensor(t) else t)
+
+
 def get_iter(t):
     """The iterator of a tensor (``t.iterator``)."""
     return t.iterator
+
+
+def add_offset(iterator, offset):
+    """``iterator`` moved by ``offset`` elements (a pointer, a buffer/register iterator, or a coordinate)."""
+    if getattr(type(iterator), "_is_fly_tensor", False):
+        iterator = iterator.iterator
+    off = as_int_tuple(offset, "add_offset")
+    if isinstance(iterator, (tuple, int)) or isinstance(iterator, Numeric):
+        return L.int_tuple_add(as_int_tuple(iterator, "add_offset"), off)
+    return iterator + off
+
+
+def recast_iter(dtype, iterator):
+    """A pointer iterator reinterpreted as pointing at ``dtype`` elements (``ptr.cast``)."""
+    from .pointer import Pointer
+
+    if not isinstance(iterator, Pointer):
+        raise TypeError(f"recast_iter needs a pointer iterator, got {iterator!r}")
+    return iterator.recast(dtype)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -441,9 +441,13 @@ def test_memref_api():
         v = fx.memref_load_vec(r)
         g = fx.Tensor(fx.make_view(fx.get_iter(_gtensor(t.args[0], 4, 1)), fx.make_layout(4, 1)))
         g.store(v)
+        p = fx.add_offset(g, 2)
+        assert isinstance(p, fx.Pointer) and fx.recast_iter(fx.Int32, p).dtype is fx.Int32
+        assert fx.add_offset((1, 2), (3, 4)) == (4, 6)
+        assert fx.make_fragment_layout_like(fx.make_layout((4, 2), (2, 1))) == fx.make_layout((4, 2), (1, 4))
         with pytest.raises(ValueError, match="Register"):
             fx.memref_alloca(fx.MemRefType.get(fx.Float32, fx.make_layout(4, 1), fx.AddressSpace.Shared))
-    assert t.count("ptr.store") == 1
+    assert t.count("ptr.store") == 1 and t.count("ptr.cast") == 1
 
 
 def test_errors_name_the_problem():
