@@ -389,3 +389,25 @@ def test_functions_without_source_warn_and_run_as_python():
     with pytest.warns(UserWarning, match="cannot read the source of k"):
         ns["launch"](out)
     assert out.tolist() == [1, 2]
+
+
+@flyc.kernel
+def store_loop(out: Tensor, n: fx.Int32):
+    acc = [fx.Int32(0)]
+    for i in range(n):
+        out[i] = i * 2  # a store: `out` is not a loop value
+        acc[0] = acc[0] + i  # a list element: carried
+    out[n] = acc[0]
+
+
+@flyc.jit
+def launch_store_loop(out, n: fx.Int32):
+    store_loop(out, n).launch(grid=1, block=1)
+
+
+def test_stored_tensors_are_not_loop_values_lists_are():
+    out = np.zeros(6, np.int32)
+    text = traced(launch_store_loop, out, 5)
+    assert "iter_args(%arg4 = %0) -> (i32)" in text and text.count("iter_args") == 1
+    launch_store_loop(out, 5)
+    assert out.tolist() == [0, 2, 4, 6, 8, 10]

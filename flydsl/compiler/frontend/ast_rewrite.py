@@ -94,10 +94,15 @@ class Rewriter(ast.NodeTransformer):
         self.scopes: list[_Scope] = []
 
     # -- helpers --------------------------------------------------------------------------------
-    def _site(self, node, kind, names=(), lines_a=(), lines_b=(), n_target=0) -> ast.Constant:
+    def _site(self, node, kind, names=(), lines_a=(), lines_b=(), n_target=0, body=None) -> ast.Constant:
+        """The constant describing a construct for :mod:`.dispatch` (see ``dispatch.Site``)."""
         names = names if isinstance(names, str) else tuple(names)
+        mutated_only = ()
+        if body is not None:  # loops: names only mutated (``t[i] = v``, ``lst.append``), never assigned
+            assigned = bindings(body).assigned
+            mutated_only = tuple(n not in assigned for n in names)
         site = (self.filename, node.lineno, node.col_offset + 1, kind, names, tuple(lines_a), lines_b, n_target)
-        return _const(site, node)
+        return _const(site + (mutated_only,), node)
 
     def _carried(self, *stmt_lists) -> list[str]:
         """Carried names of a construct whose statement lists are given (sorted by first line)."""
@@ -249,7 +254,7 @@ class Rewriter(ast.NodeTransformer):
         tnames = list(target_names(orig.target, {}))
         names = tnames + [n for n in self._carried(body_stmts) if n not in tnames]
         target_text = "" if isinstance(orig.target, ast.Name) else ast.unparse(orig.target).strip("()")
-        site = self._site(node, "for", names, self._lines(body_stmts, names), target_text, len(tnames))
+        site = self._site(node, "for", names, self._lines(body_stmts, names), target_text, len(tnames), body_stmts)
         body_name = self._fresh("for")
         iv = self._fresh("iv")
         bind = ast.copy_location(ast.Assign([orig.target], _name(iv, node)), node)
@@ -303,7 +308,7 @@ class Rewriter(ast.NodeTransformer):
         node = _header(node, node.test)
         cond_fn = self._func(cond_name, names, [], test, node)
         body_fn = self._func(body_name, names, self._stmts(body_stmts), self._tuple(names, node), node)
-        site = self._site(node, "while", names, self._lines(body_stmts, names))
+        site = self._site(node, "while", names, self._lines(body_stmts, names), body=body_stmts)
         call = _call("while_", [_name(cond_name, node), _name(body_name, node), site, self._pre(names, node)], node)
         return [cond_fn, body_fn, self._assign_back(names, call, node)]
 

@@ -11,8 +11,9 @@ the functions here. Each one decides at trace time:
   boundary as yielded values (see :mod:`.carry` for trees, promotion and the undefined sentinel).
 
 ``site`` is a constant tuple the rewriter emits: ``(file, line, col, kind, names, lines_a, lines_b,
-n_target)`` — the statement's location, the carried names and the line where each is first assigned
-in the then-branch/body (``lines_a``) and the else-branch (``lines_b``), 0 when not assigned.
+n_target, mutated_only)`` — the statement's location, the carried names, the line where each is first
+assigned in the then-branch/body (``lines_a``) and the else-branch (``lines_b``, 0 when not assigned),
+and for loops which names are only mutated in the body (a tensor stored into is not a loop value).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import builtins
 import operator
 from collections import namedtuple
+from types import SimpleNamespace
 
 from ...dialects import scf
 from ...expr.numeric import Boolean, Index, Int32, Numeric, as_numeric
@@ -65,7 +67,7 @@ __all__ = [
     "to_i1",
 ]
 
-Site = namedtuple("Site", "file line col kind names lines_a lines_b n_target")
+Site = namedtuple("Site", "file line col kind names lines_a lines_b n_target mutated_only")
 
 
 def _loc(s) -> tuple:
@@ -375,17 +377,26 @@ def range_(rng, *args, init=None):
     return RangeSpec(args, init)
 
 
+_CONTAINERS = (list, dict, SimpleNamespace)
+
+
 class _Carry:
     """The carried names of a loop: trees, their leaves, and the region's block arguments."""
 
-    def __init__(self, site, names, values, kind):
+    def __init__(self, site, names, values, kind, mutated_only=()):
         self.site = site
         self.kind = kind
         self.names = names
-        self.entries = []  # per name: None (not carried) | (skel, leaves, paths, dsl mask)
+        self.entries = []  # per name: None (not carried) | _PASS (same object throughout) | (skel, leaves, ...)
         self.inits: list[Value] = []
-        for name, v in zip(names, values):
-            self.entries.append(None if is_undefined(v) else self._prepare(name, v))
+        flags = list(mutated_only) + [False] * (len(names) - len(mutated_only))
+        for name, v, only in zip(names, values, flags):
+            if is_undefined(v):
+                self.entries.append(None)
+            elif only and not _holds_container(v):
+                self.entries.append(_PASS)  # stored into / methods called, never rebound: not a loop value
+            else:
+                self.entries.append(self._prepare(name, v))
 
     def _prepare(self, name, v):
         leaves, paths = [], []
@@ -405,7 +416,7 @@ class _Carry:
     def rebuild(self, block_args, pre_vals) -> list:
         out, pos = [], 0
         for entry, v in zip(self.entries, pre_vals):
-            if entry is None:
+            if entry is None or entry is _PASS:
                 out.append(v)
                 continue
             skel, leaves, _, mask = entry
@@ -424,7 +435,7 @@ class _Carry:
         s = self.site
         vals = []
         for name, entry, v, line in zip(self.names, self.entries, out_vals, lines):
-            if entry is None:
+            if entry is None or entry is _PASS:
                 continue
             skel, leaves, paths, mask = entry
             got, _ = [], []
@@ -510,6 +521,16 @@ def _suggest(a, b) -> str:
     return f"fx.{common_type(ta, tb).__name__}"
 
 
+_PASS = "pass"
+
+
+def _holds_container(v) -> bool:
+    """A value whose mutation must be carried: a list/dict/namespace, or a tuple holding one."""
+    if type(v) in _CONTAINERS:
+        return True
+    return isinstance(v, tuple) and any(_holds_container(x) for x in v)
+
+
 def _short(x) -> str:
     r = repr(x)
     return r if len(r) <= 40 else r[:37] + "..."
@@ -530,7 +551,7 @@ def for_(it, body_fn, site, pre_vals):
         raise error(E.LOOP_TARGET, _loc(s), target=s.lines_b)
     nt = s.n_target
     lb, ub, step, iv_of = it.bounds(Int32, _loc(s))
-    carry = _Carry(s, s.names[nt:], pre_vals[nt:], "for")
+    carry = _Carry(s, s.names[nt:], pre_vals[nt:], "for", s.mutated_only[nt:])
     op = scf.build_for(lb.ir_value(), ub.ir_value(), step.ir_value(), carry.inits)
     body = op.regions[0].blocks[0]
     with InsertionPoint(body):
@@ -579,7 +600,7 @@ def while_(cond_fn, body_fn, site, pre_vals):
     c = classify(c0, "while", _loc(s))
     if c is not None:
         return _static_while(c, cond_fn, body_fn, s, pre_vals)
-    carry = _Carry(s, s.names, pre_vals, "while")
+    carry = _Carry(s, s.names, pre_vals, "while", s.mutated_only)
     op = scf.build_while(carry.inits, [v.type for v in carry.inits])
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
     with InsertionPoint(before):
