@@ -113,7 +113,10 @@ def _value_conv(a, key, vals):
 
 
 def _self_conv(a, key, vals):
-    key.append(("self", type(a)))
+    """``self`` of a method launcher: its type and its compile-time attributes (read while tracing)."""
+    d = getattr(a, "__dict__", None)
+    attrs = tuple(sorted((k, v) for k, v in d.items() if compile_time_value(v))) if d else ()
+    key.append(("self", type(a), attrs))
 
 
 class _Param:

@@ -235,3 +235,32 @@ def test_errors_are_flydsl_errors_with_the_callers_line():
     with pytest.raises(FlyDSLError) as ei:
         launch_fill(np.zeros(4, np.int32), "text")
     assert str(ei.value).startswith(f"{__file__}:")
+
+
+class Scaler:
+    def __init__(self, scale):
+        self.scale = scale
+
+    @flyc.kernel
+    def kern(self, out: Tensor):
+        def clamp(v):  # a nested helper is rewritten too: its `if` is an scf.if
+            if v > 5:
+                v = fx.Int32(5)
+            return v
+
+        out[fx.thread_idx.x] = clamp(fx.thread_idx.x * self.scale)
+
+    @flyc.jit
+    def launch(self, out):
+        self.kern(out).launch(grid=1, block=4)
+
+
+def test_method_launchers_specialize_on_compile_time_attributes():
+    out = np.zeros(4, np.int32)
+    Scaler(2).launch(out)
+    assert out.tolist() == [0, 2, 4, 5]
+    Scaler(1).launch(out)
+    assert out.tolist() == [0, 1, 2, 3]
+    Scaler(2).launch(out)
+    assert out.tolist() == [0, 2, 4, 5]
+    assert Scaler.launch.cache_info().misses == 2
