@@ -370,8 +370,9 @@ class RegStore:
             raise TypeError(
                 "registers of a register tensor (make_fragment_like / make_rmem_tensor) are written inside a "
                 "run-time `if`/`for`/`while` body that does not carry the tensor. Registers are values, not "
-                "memory: assign or index-store the tensor in that body (`frag[i] = x`) so the compiler carries "
-                "it, or use a predicate (`fx.copy(atom, src, frag, pred=p)`) instead of a run-time branch"
+                "memory: rebind the tensor in that body before writing it (`frag = fx.Tensor(frag)`, a copy the "
+                "compiler then carries), or use a predicate (`fx.copy(atom, src, frag, pred=p)`) instead of a "
+                "run-time branch"
             )
 
     def set(self, i: int, x) -> None:

@@ -52,7 +52,8 @@ class Tensor:
 
     Args:
         ptr: an IR pointer value (``!fly.ptr<elem, space>``) or an ``fx.Pointer`` — or an existing tensor
-            alone (``fx.Tensor(fx.make_view(...))``, FlyDSL's spelling), which is returned as a new handle.
+            alone (``fx.Tensor(fx.make_view(...))``, FlyDSL's spelling): the same view, except that a register
+            tensor is copied (registers are values; the copy belongs to the block being traced).
         dtype: the element type (a Numeric class).
         layout: a ``Layout`` or ``ComposedLayout`` whose leaves are ints or run-time ``Int32``.
         alignment: the byte alignment of ``ptr`` when known exactly (kernel arguments); 0: the element's.
@@ -67,7 +68,9 @@ class Tensor:
 
     def __init__(self, ptr, dtype=None, layout=None, *, alignment: int = 0, divisibility=None):
         if getattr(type(ptr), "_is_fly_tensor", False) and dtype is None and layout is None:
-            self._it, self._dtype, self._layout, self._div = ptr._it, ptr._dtype, ptr._layout, ptr._div
+            copy = getattr(ptr._it, "copy", None)  # registers are values: a copy owned by this block
+            self._it = ptr._it if copy is None else copy()
+            self._dtype, self._layout, self._div = ptr._dtype, ptr._layout, ptr._div
             return  # FlyDSL's fx.Tensor(view)
         if layout is None:
             raise TypeError("Tensor(ptr, dtype, layout) needs a layout (or wrap an existing view: fx.Tensor(view))")
