@@ -7,9 +7,10 @@ comprehensions): every name it reads from its module globals and every closure c
 * kernels / jit functions (anything with ``__fly_function__``) and plain functions defined in user
   files are followed recursively (their source enters the key);
 * user modules referenced by name (``import helpers`` … ``helpers.f()``) enter with their file's hash;
-* compile-time values (ints, floats, bools, strings, None, tuples of these, enums, DSL types, static
-  DSL numbers) enter with their canonical value, and are re-checked on every call (:class:`Deps`
-  ``.changed()``) so that rebinding one recompiles instead of running a stale kernel;
+* compile-time values (ints, floats, bools, strings, None, enums, DSL types, static DSL numbers, and
+  tuples/lists/dicts/sets of these) enter with their canonical value, and are re-checked on every call
+  (:class:`Deps` ``.changed()``: rebinding, or editing a container of up to 64 items in place) so that a
+  change recompiles instead of running a stale kernel;
 * anything else (library functions and objects) is ignored: flydsl's own source is covered by the
   compiler hash, third-party libraries by their version not at all (as Triton and FlyDSL).
 
@@ -36,19 +37,41 @@ def is_user_file(path: str | None) -> bool:
     return bool(path) and not path.startswith("<") and is_user_path(path)
 
 
+_MUTABLE = (list, dict, set)
+_WATCH_MAX = 64  # containers up to this length are re-read by content on every call
+
+
 def compile_time_value(v) -> bool:
     """Values whose content (not identity) shapes the generated code."""
     if v is None or type(v) in (bool, int, float, str, bytes):
         return True
-    if isinstance(v, tuple):
+    if isinstance(v, (tuple, list, set, frozenset)):
         return all(compile_time_value(x) for x in v)
+    if isinstance(v, dict):
+        return all(compile_time_value(k) and compile_time_value(x) for k, x in v.items())
     if isinstance(v, enum.Enum):
         return True
     if isinstance(v, type) and getattr(v, "_is_numeric", False):
         return True
-    if getattr(v, "_is_numeric", False) and not isinstance(v, type):
-        return v.is_static()
+    try:
+        if getattr(v, "_is_numeric", False) and not isinstance(v, type):
+            return v.is_static()
+    except Exception:  # an object whose attribute lookup fails is not a compile-time value
+        return False
     return False
+
+
+def freeze(v):
+    """A hashable, comparable, canonical-serializable form of a compile-time value (containers by content)."""
+    if isinstance(v, list):
+        return ("<list>", tuple(freeze(x) for x in v))
+    if isinstance(v, (set, frozenset)):
+        return ("<set>", tuple(sorted((freeze(x) for x in v), key=repr)))
+    if isinstance(v, dict):
+        return ("<dict>", tuple(sorted(((freeze(k), freeze(x)) for k, x in v.items()), key=repr)))
+    if isinstance(v, tuple) and type(v) is tuple:
+        return tuple(freeze(x) for x in v)
+    return v
 
 
 class Deps:
@@ -61,21 +84,24 @@ class Deps:
         self._refs: list = []  # (dict or cell, key) to re-read the values
 
     def current_values(self) -> tuple:
+        """The values now; mutable containers as their frozen content (so in-place edits show)."""
         out = []
         for holder, key in self._refs:
             if key is None:
                 try:
-                    out.append(holder.cell_contents)
+                    v = holder.cell_contents
                 except ValueError:
-                    out.append(_MISSING)
+                    v = _MISSING
             else:
-                out.append(holder.get(key, _MISSING))
+                v = holder.get(key, _MISSING)
+            # small containers are compared by content on every call; big ones (tables) by identity only
+            out.append(freeze(v) if type(v) in _MUTABLE and len(v) <= _WATCH_MAX else v)
         return tuple(out)
 
     def changed(self, snapshot: tuple) -> bool:
-        """True when a compile-time global/closure value was rebound since ``snapshot``."""
+        """True when a compile-time global/closure value was rebound (or a container edited) since ``snapshot``."""
         cur = self.current_values()
-        return any(a is not b for a, b in zip(cur, snapshot))
+        return any(a is not b and (type(a) is not tuple or a != b) for a, b in zip(cur, snapshot))
 
 
 def _source_of(obj) -> str:
@@ -132,7 +158,7 @@ class _Walker:
 
     def value(self, v, label: str, ref) -> None:
         if compile_time_value(v):
-            self.deps.values.append((label, v))
+            self.deps.values.append((label, freeze(v)))
             self.deps._refs.append(ref)
             return
         inner = getattr(v, "__fly_function__", None)

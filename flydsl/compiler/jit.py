@@ -313,6 +313,7 @@ class JitFunction:
         entry = _Entry(art, target)
         self._mem[k] = entry
         self._last = (k, entry)
+        self._dep_vals = self._deps.current_values()  # after tracing, which may itself edit a container
         return entry
 
     def _compile(self, args, key_parts, target, want_ptx: bool) -> Artifact:

@@ -140,3 +140,29 @@ def test_canonical_form_is_process_independent():
     with pytest.raises(TypeError, match="no canonical form for object"):
         canonical(object())
     assert len(compiler_hash()) == 64 and compiler_hash() == compiler_hash()
+
+
+CONFIG = {"scale": 2, "offsets": [1, 2]}
+
+
+@flyc.kernel
+def configured(out: Tensor):
+    out[0] = CONFIG["scale"] * 10 + CONFIG["offsets"][-1]
+
+
+@flyc.jit
+def launch_configured(out):
+    configured(out).launch(grid=1, block=1)
+
+
+def test_editing_a_global_container_in_place_recompiles():
+    out = np.zeros(1, np.int32)
+    launch_configured(out)
+    assert out[0] == 22
+    k = launch_configured.cache_key(out)
+    CONFIG["offsets"].append(7)
+    try:
+        launch_configured(out)
+        assert out[0] == 27 and launch_configured.cache_key(out) != k
+    finally:
+        CONFIG["offsets"].pop()
