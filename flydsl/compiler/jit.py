@@ -37,7 +37,7 @@ from .kernel import resolve_signature
 from .pipeline import codegen, compile_module
 from .trace import TraceContext, current, select_target, tracing
 
-__all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "user_error"]
+__all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "user_error", "dsl_error"]
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize", "disk_size"])
 
@@ -214,7 +214,7 @@ class JitFunction:
                 return None
             entry.run(vals)
         except Exception as e:
-            raise_user_error(e)
+            raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
         return None
 
     def _prepare(self, args, kwargs):
@@ -375,7 +375,7 @@ class JitFunction:
                 raise self._arg_error(e, len(key)) from None
             return self._trace_module(args, key, select_target())[0]
         except Exception as e:
-            raise_user_error(e)
+            raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
 
     def cache_key(self, *args, **kwargs) -> str:
         """The disk-cache key (hex) of the specialization for these arguments (nothing is compiled).
@@ -393,7 +393,7 @@ class JitFunction:
             k = (tuple(key), snapshot(_ENV_KEY)[1:])
             return disk_key(self.deps_hex(), k, select_target().arch, self.compile_hints)
         except Exception as e:
-            raise_user_error(e)
+            raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
 
     def cache_info(self) -> CacheInfo:
         """``CacheInfo(hits, misses, currsize, disk_size)``; ``disk_size`` is None with the disk cache off."""
@@ -465,17 +465,23 @@ def user_error(e: BaseException) -> FlyDSLError:
     return err
 
 
-def raise_user_error(e: BaseException):
-    """Re-raise ``e`` as a located DSL error (at the caller of the jit function when nothing closer)."""
+def dsl_error(e: BaseException) -> FlyDSLError:
+    """``e`` as a located DSL error, ready to ``raise`` from the API entry point that caught it.
+
+    Located at the caller of the entry point when nothing closer is known. The internal traceback is
+    dropped (``FLYDSL_DEBUG_SHOW_STACKTRACE=1`` keeps it as the error's cause).
+    """
     err = user_error(e)
     if err.loc is None:
         f = user_frame(sys._getframe(1))
         err.loc = frame_location(f) if f is not None else None
     if env.debug_show_stacktrace:
-        if err is e:
-            raise err
-        raise err from e
-    raise err.with_traceback(None) from None
+        if err is not e:
+            err.__cause__ = e
+        return err
+    err.__cause__ = None
+    err.__suppress_context__ = True
+    return err.with_traceback(None)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -509,7 +515,7 @@ class CompiledFunction:
                 vals.append(DEFAULT_STREAM)
             self._entry.run(vals)
         except Exception as e:
-            raise_user_error(e)
+            raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
 
     @property
     def ir(self) -> str:
@@ -549,7 +555,7 @@ class _Compile:
         try:
             entry, _, compile_only = jf._prepare(bound + args, kwargs)
         except Exception as e:
-            raise_user_error(e)
+            raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
         if compile_only:
             return None
         return CompiledFunction(jf, entry)
