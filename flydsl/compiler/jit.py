@@ -28,7 +28,7 @@ from . import errors as E
 from .abi import make_param, param_arg_names, param_types
 from .artifact import Artifact
 from .cache import DiskCache, deps_digest, disk_key
-from .deps import collect, compile_time_value
+from .deps import collect, compile_time_value, freeze
 from .diagnostics import FlyDSLError, wrap_exception
 from .errors import error
 from .frames import frame_location, traceback_location, user_frame
@@ -243,7 +243,7 @@ class JitFunction:
         snap = snapshot(_ENV_KEY)
         if self._dep_vals is not None and self._deps.changed(self._dep_vals):
             self._on_drift()
-        k = (tuple(key), snap[1:])
+        k = (tuple(key), snap[1:], freeze(self.compile_hints) if self.compile_hints else None)
         entry = self._mem.get(k)
         if entry is None:
             entry = self._miss(k, args, key, snap)
@@ -390,7 +390,8 @@ class JitFunction:
             key = []
             for conv, a in zip(self._convs, args):
                 conv(a, key, [])
-            k = (tuple(key), snapshot(_ENV_KEY)[1:])
+            hints = freeze(self.compile_hints) if self.compile_hints else None
+            k = (tuple(key), snapshot(_ENV_KEY)[1:], hints)
             return disk_key(self.deps_hex(), k, select_target().arch, self.compile_hints)
         except Exception as e:
             raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)

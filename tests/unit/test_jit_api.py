@@ -264,3 +264,17 @@ def test_method_launchers_specialize_on_compile_time_attributes():
     Scaler(2).launch(out)
     assert out.tolist() == [0, 2, 4, 5]
     assert Scaler.launch.cache_info().misses == 2
+
+
+def test_compile_hints_are_part_of_the_specialization():
+    @flyc.jit
+    def launch(out, value: fx.Int32):
+        fill(out, value).launch(grid=1, block=4)
+
+    out = np.zeros(4, np.int32)
+    base = launch.cache_key(out, 1)
+    launch(out, 1)
+    launch.compile_hints["fast_fp_math"] = True
+    assert launch.cache_key(out, 1) != base
+    launch(out, 2)
+    assert launch.cache_info().misses == 2 and out.tolist() == [2] * 4
