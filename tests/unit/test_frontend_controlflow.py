@@ -411,3 +411,28 @@ def test_stored_tensors_are_not_loop_values_lists_are():
     assert "iter_args(%arg4 = %0) -> (i32)" in text and text.count("iter_args") == 1
     launch_store_loop(out, 5)
     assert out.tolist() == [0, 2, 4, 6, 8, 10]
+
+
+@flyc.kernel
+def registers(out: Tensor, n: fx.Int32):
+    tid = fx.thread_idx.x
+    acc = fx.make_rmem_tensor(2, fx.Int32)  # register tensors are values changed in place
+    acc.fill(0)
+    for i in range(n):
+        acc[0] = acc[0] + i
+    if tid > 1:
+        acc[1] = tid
+    out[tid, 0] = acc[0]
+    out[tid, 1] = acc[1]
+
+
+@flyc.jit
+def launch_registers(out, n: fx.Int32):
+    registers(out, n).launch(grid=1, block=4)
+
+
+def test_register_tensors_mutated_in_place_are_carried():
+    out = np.zeros((4, 2), np.int32)
+    launch_registers(out, 5)
+    assert out[:, 0].tolist() == [10] * 4
+    assert out[:, 1].tolist() == [0, 0, 2, 3]

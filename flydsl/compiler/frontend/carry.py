@@ -19,6 +19,7 @@ from ..errors import LOOP_VAR_AFTER_LOOP, error
 from ..frames import frame_location, user_frame
 
 __all__ = [
+    "is_value_like",
     "Undefined",
     "UNBOUND",
     "is_undefined",
@@ -97,9 +98,18 @@ def loop_var_sentinel(name: str, site_line: int) -> Undefined:
 LEAF = None  # skeleton of a leaf
 
 
+def is_value_like(x) -> bool:
+    """A leaf changed in place that is nevertheless a value (``__fly_copy__`` returns a new object)."""
+    cp = getattr(type(x), "__fly_copy__", None)
+    return cp is not None and cp(x) is not x
+
+
 def copy_tree(x):
-    """Fresh containers, same leaves (each branch of an ``if`` mutates its own copy)."""
+    """Fresh containers, same leaves (each branch of an ``if`` mutates its own copy). A leaf with
+    ``__fly_copy__`` (a register tensor: a value that is changed in place) is copied too."""
     t = type(x)
+    if hasattr(t, "__fly_copy__"):
+        return x.__fly_copy__()
     if t is list:
         return [copy_tree(v) for v in x]
     if t is dict:

@@ -38,6 +38,7 @@ from .carry import (
     is_dsl_leaf,
     is_py_scalar,
     is_undefined,
+    is_value_like,
     leaf_sig,
     leaf_values,
     loop_var_sentinel,
@@ -525,8 +526,9 @@ _PASS = "pass"
 
 
 def _holds_container(v) -> bool:
-    """A value whose mutation must be carried: a list/dict/namespace, or a tuple holding one."""
-    if type(v) in _CONTAINERS:
+    """A value whose mutation must be carried: a list/dict/namespace, a value-like leaf (register
+    tensor), or a tuple holding one."""
+    if type(v) in _CONTAINERS or is_value_like(v):
         return True
     return isinstance(v, tuple) and any(_holds_container(x) for x in v)
 
