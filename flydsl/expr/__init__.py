@@ -255,6 +255,7 @@ from .tensor import (
     memref_store_vec,
     recast_iter,
 )
+from .typing import Constexpr, Stream
 from .vector import Vector
 
 __all__ = [
@@ -296,6 +297,7 @@ __all__ = [
     "int_tuple_mod", "int_tuple_product", "int_tuple_product_each", "int_tuple_product_like", "composed_get_inner",
     "composed_get_offset", "composed_get_outer",
     # tensors
+    "Constexpr", "Stream",
     "Tensor", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like", "make_identity_tensor",
     "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca", "memref_load", "memref_store",
     "memref_load_vec", "memref_store_vec", "make_fragment_layout_like", "add_offset", "recast_iter",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -74,21 +72,17 @@ def test_host_function_launches_kernel():
     assert run_host(host, args[:3] + [0], _launcher({"vadd": kernel}, mem, calls)) == [0] and calls == []
 
 
-def test_host_function_is_precompiled_and_fast():
+def test_host_function_is_precompiled_once():
+    # speed is measured by benchmarks/launch_overhead.py, not asserted here
     _, _, host = _module()
     hf = compile_host(host)
     assert compile_host(host) is hf  # cached
     calls = []
     launch = lambda *a: calls.append(a)  # noqa: E731
     args = [0x1000, 0x2000, 0x3000, 5000]
-    hf(args, launch)
-    n = 2000
-    t0 = time.perf_counter()
-    for _ in range(n):
+    for _ in range(3):
         hf(args, launch)
-    per_call = (time.perf_counter() - t0) / n
-    assert len(calls) == n + 1 and calls[-1][1] == (40, 1, 1)
-    assert per_call < 100e-6, f"host function call took {per_call * 1e6:.1f} us"
+    assert len(calls) == 3 and calls[-1][1] == (40, 1, 1)
 
 
 def test_host_loops_calls_and_fallback_ops():

@@ -331,11 +331,6 @@ def accumulate(A: fx.Tensor, B: fx.Tensor, K: fx.Int32):
     accumulate_kernel(A, B, K).launch(grid=(1, 1, 1), block=(1, 1, 1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the compiler passes names a loop body only mutates (acc.store) through uncarried; register tensors "
-    "are values and need carrying (requested from the compiler: carry leaves that define __fly_copy__)",
-)
 def test_registers_are_carried_through_a_runtime_loop():
     a = np.random.default_rng(3).standard_normal((7, 4)).astype(np.float32)
     b = np.zeros(4, np.float32)
