@@ -266,6 +266,13 @@ SMEM_SIZE = _d(
     "use less shared memory per block (smaller tiles)",
 )
 
+SMEM_TOO_SMALL = _d(
+    "FLY217",
+    DSLValueError,
+    "kernel '{name}' allocates {need} bytes of dynamic shared memory, but the launch gives only smem={smem}",
+    "pass smem={need} or more to .launch(), or leave smem out to use what the kernel allocates",
+)
+
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
 
 TRACE_BUDGET = _d(

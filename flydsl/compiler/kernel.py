@@ -18,6 +18,7 @@ from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr.gpu import known_block_size_scope, reset_shared_usage
 from ..expr.numeric import Int32, Numeric, as_numeric
+from ..expr.smem import DYNAMIC_SMEM_ATTR
 from ..expr.typing import Constexpr, Stream
 from ..ir import InsertionPoint, SymbolRef, Value, i64
 from . import errors as E
@@ -176,6 +177,14 @@ class KernelLauncher:
             if kbs is not None and kbs != declared:
                 raise error(E.KNOWN_BLOCK_SIZE, loc, name=self.kfn.fn.__name__, kbs=list(declared), block=list(kbs))
             kbs = declared
+        params = self._params(loc)
+        name = self._kernel(ctx, params, kbs)
+        # smem=None: what the kernel's dynamic SharedAllocator asked for (0 without one)
+        need = ctx.kernel_ops[name].attrs.get(DYNAMIC_SMEM_ATTR, 0)
+        if smem is None:
+            smem = need
+        elif type(smem) is int and smem < need:
+            raise error(E.SMEM_TOO_SMALL, loc, name=self.kfn.fn.__name__, need=need, smem=smem)
         if type(smem) is int and smem > ctx.target.smem_dynamic_max:
             raise error(
                 E.SMEM_SIZE,
@@ -185,10 +194,8 @@ class KernelLauncher:
                 target=ctx.target.arch,
                 cap=ctx.target.smem_dynamic_max,
             )
-        params = self._params(loc)
-        name = self._kernel(ctx, params, kbs)
         host_vals = [v for p in params for v in p.values]
-        ops = [_i32(x) for x in g] + [_i32(x) for x in b] + [_i32(smem or 0), _stream(stream, ctx)]
+        ops = [_i32(x) for x in g] + [_i32(x) for x in b] + [_i32(smem), _stream(stream, ctx)]
         gpu.launch_func(*ops, *host_vals, kernel=SymbolRef(name))
         return None
 
@@ -230,6 +237,7 @@ class KernelLauncher:
         fop = dfunc.build_func(gpu.func, name, types, **attrs)
         fop.loc = _def_loc(self.kfn.fn)
         ctx.gpu_module.regions[0].block.append(fop)
+        ctx.kernel_ops[name] = fop
         ctx.kernel_arg_names[name] = [n for p in params for n in p.arg_names()]
         entry = fop.regions[0].blocks[0]
         args, pos = [], 0

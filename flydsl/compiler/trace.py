@@ -47,6 +47,7 @@ class TraceContext:
         self.kernels: dict = {}  # specialization key -> kernel name
         self.kernel_names: set[str] = set()
         self.kernel_arg_names: dict[str, list[str]] = {}
+        self.kernel_ops: dict = {}  # kernel name -> its gpu.func op
         self.kernel_counter = 0
         self.kernel_stack: list[KernelScope] = []
 

@@ -291,11 +291,31 @@ def dyn_view(A: fx.Tensor, B: fx.Tensor):
     dyn_view_kernel(A, B).launch(grid=(1, 1, 1), block=(16, 1, 1), smem=1040)
 
 
-def test_dynamic_shared_memory_view():
+@flyc.jit
+def dyn_view_auto(A: fx.Tensor, B: fx.Tensor):
+    dyn_view_kernel(A, B).launch(grid=(1, 1, 1), block=(16, 1, 1))  # smem from the allocator
+
+
+@flyc.jit
+def dyn_view_short(A: fx.Tensor, B: fx.Tensor):
+    dyn_view_kernel(A, B).launch(grid=(1, 1, 1), block=(16, 1, 1), smem=512)
+
+
+@pytest.mark.parametrize("launcher", [dyn_view, dyn_view_auto])
+def test_dynamic_shared_memory_view(launcher):
     a = np.arange(256, dtype=np.float32).reshape(16, 16)
     b = np.zeros_like(a)
-    dyn_view(flyc.from_dlpack(a), flyc.from_dlpack(b))
+    launcher(flyc.from_dlpack(a), flyc.from_dlpack(b))
     np.testing.assert_array_equal(b, a[::-1])
+
+
+def test_launch_smem_smaller_than_the_allocator_is_an_error():
+    a = np.zeros((16, 16), np.float32)
+    with pytest.raises(flyc.FlyDSLError) as e:
+        dyn_view_short(flyc.from_dlpack(a), flyc.from_dlpack(a.copy()))
+    msg = str(e.value)
+    assert "allocates 1040 bytes of dynamic shared memory, but the launch gives only smem=512" in msg
+    assert "test_smem.py" in msg and "pass smem=1040 or more" in msg
 
 
 def test_pointer_and_alignment_of_a_storage():

@@ -396,7 +396,23 @@ def case_kernel_arg_static():
 def case_smem_size():
     @flyc.jit
     def launcher(out):
-        k101(out).launch(grid=1, block=4, smem=1 << 30)
+        k217(out).launch(grid=1, block=4, smem=1 << 30)
+
+    launcher(OUT)
+
+
+@flyc.kernel
+def k217(out: Tensor):
+    alloc = fx.SharedAllocator(static=False)
+    buf = alloc.allocate(fx.Array[fx.Float32, 64, 16]).peek()
+    buf[fx.thread_idx.x] = 1.0
+    out[fx.thread_idx.x] = buf[fx.thread_idx.x]
+
+
+def case_smem_too_small():
+    @flyc.jit
+    def launcher(out):
+        k217(out).launch(grid=1, block=4, smem=64)
 
     launcher(OUT)
 
