@@ -1,0 +1,94 @@
+"""LayerNorm: ``Y = (X - mean(X)) * rsqrt(var(X) + eps) * W + B``, row by row (biased variance, as torch).
+
+``build_layernorm_module(N, dtype_str, eps=1e-5)`` returns ``launch(X, W, B, Y, M, stream=None)``
+(FlyDSL's signature). f32/f16/bf16 data, weight and bias; f32 statistics.
+
+* Variance without cancellation: each thread computes its values' mean and sum of squared deviations
+  from that mean (exact two-pass over registers), and partials merge with Chan et al.'s rule
+  ``(n, mean, M2) + (n', mean', M2')``, in one shuffle/shared-memory reduction per row. Unlike
+  ``E[x^2] - E[x]^2``, rows with a large mean and a small spread keep their precision.
+* Rows of up to 16K elements stay in registers (one read, one write); W and B are loaded before the
+  reduction so their latency hides behind it. Longer rows: pass 1 merges chunk statistics the same way,
+  pass 2 re-reads and writes.
+"""
+
+from __future__ import annotations
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+from flydsl.expr.typing import Constexpr, Stream
+from kernels.norm.norm_common import (
+    DTYPES,
+    RowFragments,
+    combine_mean_m2,
+    plan_rows,
+    row_reduce,
+    tree_sum,
+    vector_width,
+)
+
+__all__ = ["build_layernorm_module"]
+
+FAST = "afn,contract"
+
+
+def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_options):
+    """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
+    ``norm_common.plan_rows``."""
+    dtype = DTYPES[dtype_str]
+
+    @flyc.kernel
+    def layernorm_kernel(X: fx.Tensor, W: fx.Tensor, B: fx.Tensor, Y: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]):
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        row0 = fx.block_idx.x * plan.rows
+        frag = RowFragments(plan, dtype, row0, rows - row0)
+
+        def chunk_stats(x, c):
+            """(count, mean, sum of squared deviations) of this thread's values of chunk c."""
+            mask = frag.lane_mask(c)
+            if fx.const_expr(mask is None):
+                n = fx.Float32(x.numel)
+                mean = tree_sum(x) * (1.0 / x.numel)
+                d = x - mean
+            else:  # values past the row's end were not loaded (they are 0): leave them out
+                n = tree_sum(mask.select(1.0, 0.0))
+                mean = tree_sum(x) / fx.max(n, 1.0)
+                d = mask.select(x - mean, 0.0)
+            return n, mean, tree_sum(d * d)
+
+        with fx.fastmath(FAST):
+            if fx.const_expr(plan.chunks == 1):
+                x = frag.load(X, 0).to(fx.Float32)
+                w = frag.load(W, 0, broadcast=True)
+                b = frag.load(B, 0, broadcast=True)
+                _, mean, m2 = row_reduce(chunk_stats(x, 0), combine_mean_m2, plan)
+                rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
+                frag.store(Y, 0, (x - mean) * rstd * w.to(fx.Float32) + b.to(fx.Float32))
+            else:
+                stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
+                for c in range(plan.chunks):
+                    stats = combine_mean_m2(stats, chunk_stats(frag.load(X, c).to(fx.Float32), c))
+                _, mean, m2 = row_reduce(stats, combine_mean_m2, plan)
+                rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
+                for c in range(plan.chunks):
+                    x = frag.load(X, c).to(fx.Float32)
+                    w = frag.load(W, c, broadcast=True).to(fx.Float32)
+                    b = frag.load(B, c, broadcast=True).to(fx.Float32)
+                    frag.store(Y, c, (x - mean) * rstd * w + b)
+
+    @flyc.jit
+    def launch_layernorm(
+        Input: fx.Tensor,
+        Gamma: fx.Tensor,
+        Beta: fx.Tensor,
+        Output: fx.Tensor,
+        m_in: fx.Int32,
+        stream: Stream = Stream(None),
+    ):
+        vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        layernorm_kernel(Input, Gamma, Beta, Output, m_in, vec).launch(
+            grid=((m_in + plan.rows - 1) // plan.rows, 1, 1), block=(plan.block_threads, 1, 1), stream=stream
+        )
+
+    return launch_layernorm

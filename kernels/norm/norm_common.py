@@ -1,0 +1,238 @@
+"""What the row kernels (softmax, RMSNorm, LayerNorm) share: how a block covers its rows, the per-thread
+row fragment (128-bit loads and stores through a tiled copy), and warp/block reductions.
+
+A block owns ``rows`` consecutive rows; ``threads`` consecutive threads share one row, each holding
+``vecs`` vectors of ``vec`` elements per chunk of ``threads * vecs * vec`` columns. When the row fits in
+one chunk (``chunks == 1``), it stays in registers between the reduction and the output: the kernel reads
+and writes every element once. Longer rows take two passes over the chunks (statistics, then output).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flydsl.expr as fx
+
+__all__ = [
+    "DTYPES",
+    "MASKED_MIN",
+    "RowPlan",
+    "plan_rows",
+    "vector_width",
+    "RowFragments",
+    "row_reduce",
+    "tree_sum",
+    "combine_add",
+    "combine_max_sum",
+    "combine_mean_m2",
+]
+
+DTYPES = {"f32": fx.Float32, "f16": fx.Float16, "bf16": fx.BFloat16}
+# Softmax's value for masked-off elements: below any real input and finite even times log2(e), so that a
+# thread holding no valid element computes exp2(0) = 1 (not exp2(inf - inf) = NaN), which the merge with
+# the row's real maximum then scales to 0.
+MASKED_MIN = {"f32": -1e38, "f16": -65504.0, "bf16": -1e38}
+
+WARP = 32
+VEC_BYTES = 16  # one 128-bit access
+
+
+def vector_width(n: int, elem_bytes: int, align_bytes: int = VEC_BYTES) -> int:
+    """Elements per access: the largest power of two that divides ``n`` (every row starts aligned), fits
+    in 128 bits and in the tensors' known alignment."""
+    v = max(1, min(VEC_BYTES, align_bytes) // elem_bytes)
+    while n % v:
+        v //= 2
+    return v
+
+
+def _pow2_at_least(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+@dataclasses.dataclass(frozen=True)
+class RowPlan:
+    n: int  # row length
+    vec: int  # elements per access
+    threads: int  # threads per row (a power of two)
+    rows: int  # rows per block
+    vecs: int  # accesses per thread per chunk
+    chunks: int  # 1: the row stays in registers; more: two passes
+
+    @property
+    def chunk_cols(self) -> int:
+        return self.threads * self.vecs * self.vec
+
+    @property
+    def block_threads(self) -> int:
+        return self.threads * self.rows
+
+    @property
+    def ragged(self) -> bool:
+        """Some accesses of the last chunk lie past the row's end (they are predicated off)."""
+        return self.chunks * self.chunk_cols != self.n
+
+
+def plan_rows(
+    n: int,
+    elem_bytes: int,
+    vec: int,
+    *,
+    elems_per_thread: int = 32,
+    block_threads: int = 256,
+    register_limit: int = 16384,
+    max_row_threads: int = 1024,
+    chunk_threads: int = 512,
+) -> RowPlan:
+    """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
+    flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
+    one chunk, longer rows in chunks of ``chunk_threads`` threads; small rows packed ``rows`` to a block of
+    about ``block_threads`` threads."""
+    vecs_target = max(1, elems_per_thread // vec)
+    n_vecs = -(-n // vec)
+    if n <= register_limit:
+        threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
+        vecs, chunks = -(-n_vecs // threads), 1
+    else:
+        threads, vecs = chunk_threads, vecs_target
+        chunks = -(-n_vecs // (threads * vecs))
+    rows = max(1, block_threads // threads)
+    return RowPlan(n, vec, threads, rows, vecs, chunks)
+
+
+class RowFragments:
+    """Per-thread views of a block's rows, chunk by chunk: ``load(T, c)`` returns this thread's values of
+    chunk ``c`` of tensor ``T`` (rows x n, row-major) as one flat Vector, ``store(T, c, v)`` writes them;
+    ``load(W, c, broadcast=True)`` reads a length-n vector ``W`` (a weight) at the same columns.
+
+    One tiled copy (``plan.rows x plan.threads`` threads, ``1 x vec`` values each) moves every vector with
+    one ``vec``-wide access (``ld.global.v4``/``st.global.v4`` for 128 bits); accesses past the row's end
+    or past the last row are predicated off, and their registers keep ``fill``.
+    """
+
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left):
+        self.plan = plan
+        atom = fx.make_copy_atom(fx.UniversalCopy(plan.vec * dtype.width), dtype)
+        self.tiled = fx.make_tiled_copy_tv(
+            atom, fx.make_ordered_layout((plan.rows, plan.threads), (1, 0)), fx.make_layout((1, plan.vec))
+        )
+        self.thr = self.tiled.get_slice(fx.thread_idx.x)
+        self.rows_left = rows_left
+        # NOTE: the row offset is the only run-time part of an address: the (rows, chunk, chunks) views are
+        # static, so the hot path has no index arithmetic beyond one multiply-add per thread.
+        self.offset = fx.Int64(row0) * plan.n
+        self.layout = fx.make_layout((plan.rows, plan.chunk_cols, plan.chunks), (plan.n, 1, plan.chunk_cols))
+        self.bcast = fx.make_layout((plan.rows, plan.chunk_cols, plan.chunks), (0, 1, plan.chunk_cols))
+        self.crd = self.thr.partition_S(fx.make_identity_tensor((plan.rows, plan.chunk_cols)))[(0, None), None, None]
+
+    def _view(self, t, c, broadcast=False):
+        if broadcast:
+            return fx.make_view(t.iterator, self.bcast)[None, None, c]
+        return fx.make_view(t.iterator + self.offset, self.layout)[None, None, c]
+
+    def pred(self, c=0):
+        """None when every access of chunk ``c`` is in bounds, else one Boolean per access."""
+        p = self.plan
+        if p.rows == 1 and not p.ragged:
+            return None
+        pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
+        cols_left = p.n - c * p.chunk_cols
+        for i in fx.range_constexpr(fx.size(pred)):
+            pred[i] = fx.elem_less(self.crd[i], (self.rows_left, cols_left))
+        return pred
+
+    def lane_mask(self, c=0):
+        """None when every value of chunk ``c`` lies inside the row, else a Boolean Vector, one lane per value."""
+        if not self.plan.ragged:
+            return None
+        pred = self.pred(c)
+        lanes = [pred[i] for i in range(fx.size(pred)) for _ in range(self.plan.vec)]
+        return fx.Vector.from_elements(lanes, dtype=fx.Boolean)
+
+    def load(self, t, c=0, fill=None, broadcast=False):
+        src = self.thr.partition_S(self._view(t, c, broadcast))
+        regs = fx.make_fragment_like(src)
+        pred = self.pred(c)
+        if fill is not None and pred is not None:
+            regs.fill(fill)
+        fx.copy(self.tiled, src, regs, pred=pred)
+        return regs.load()
+
+    def store(self, t, c, values):
+        dst = self.thr.partition_D(self._view(t, c))
+        regs = fx.make_fragment_like(dst)
+        regs.store(values.to(t.dtype))
+        fx.copy(self.tiled, regs, dst, pred=self.pred(c))
+
+
+# -- reductions ------------------------------------------------------------------------------------------
+
+
+def tree_sum(v):
+    """The sum of a Vector's lanes as a balanced tree of vector adds: log2(n) dependent adds instead of the
+    n of an ordered ``v.reduce("add")``."""
+    n = v.numel
+    while n > 1:
+        h = n // 2
+        s = v[:h] + v[h : 2 * h]
+        if n % 2:
+            s = s.insert(0, s[0] + v[n - 1])
+        v, n = s, h
+    return v[0]
+
+
+# A row reduction carries a tuple of Float32 partials; ``combine(a, b)`` merges two tuples.
+
+
+def combine_add(a, b):
+    return tuple(x + y for x, y in zip(a, b))
+
+
+LOG2E = 1.4426950408889634
+
+
+def combine_max_sum(a, b):
+    """Softmax partials (max m, sum of exp(x - m)): rescale both sums to the larger max."""
+    (ma, sa), (mb, sb) = a, b
+    m = fx.max(ma, mb)
+    fm = "afn"
+    return m, sa * fx.exp2((ma - m) * LOG2E, fastmath=fm) + sb * fx.exp2((mb - m) * LOG2E, fastmath=fm)
+
+
+def combine_mean_m2(a, b):
+    """Chan et al.'s parallel variance: partials (count, mean, sum of squared deviations from the mean)."""
+    (na, ma, qa), (nb, mb, qb) = a, b
+    n = na + nb
+    d = mb - ma
+    wb = nb / fx.max(n, 1.0)  # 0 when both are empty
+    return n, ma + d * wb, qa + qb + d * d * na * wb
+
+
+def _butterfly(vals, combine, width):
+    off = width // 2
+    while off >= 1:
+        vals = combine(vals, tuple(fx.shuffle_xor(v, off) for v in vals))
+        off //= 2
+    return vals
+
+
+def row_reduce(vals, combine, plan: RowPlan):
+    """Reduce per-thread partials over the ``plan.threads`` threads of each row; every thread gets the result.
+
+    Within a warp: XOR shuffles. Across the warps of a row: each warp's lane 0 writes its result to shared
+    memory, one barrier, then every warp reads all of its row's partials and reduces them itself (so no
+    second barrier and no broadcast).
+    """
+    vals = _butterfly(tuple(vals), combine, min(plan.threads, WARP))
+    if plan.threads <= WARP:
+        return vals
+    tid = fx.thread_idx.x
+    lane, warp = tid % WARP, tid // WARP
+    nw, bw = plan.threads // WARP, plan.block_threads // WARP  # warps per row, per block
+    smem = fx.alloc_shared(fx.Float32, len(vals) * bw)
+    for k, v in enumerate(vals):
+        (smem + (k * bw + warp)).store(v, mask=lane == 0)
+    fx.barrier()
+    first = warp - warp % nw  # the row's first warp
+    vals = tuple(smem[k * bw + first + lane % nw] for k in range(len(vals)))
+    return _butterfly(vals, combine, nw)

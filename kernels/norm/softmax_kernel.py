@@ -1,0 +1,83 @@
+"""Row-wise softmax: ``C[i, :] = exp(A[i, :] - max(A[i, :])) / sum(exp(A[i, :] - max(A[i, :])))``.
+
+f32/f16/bf16 in and out, f32 arithmetic. ``build_softmax_module(M, N, dtype_str)`` returns the launcher
+``launch_fn(A, C, M, stream=None)`` (FlyDSL's signature; ``M`` is the run-time row count).
+
+* Rows of up to 16K elements stay in registers: every element is read once and written once.
+* One reduction per row, not two: each thread reduces its values to (max m, sum of exp(x - m)); pairs
+  merge by rescaling to the larger max (the online-softmax rule), through XOR shuffles within a warp and
+  shared memory across warps. Each thread then scales its exps by ``exp(m - M) / S``: one exp per element.
+* exp is ``ex2.approx`` on ``x * log2(e)`` (``afn``: a few ulp, far below bf16/f16 rounding).
+* Longer rows: pass 1 runs the same online rule over chunks of the row, pass 2 re-reads and writes.
+"""
+
+from __future__ import annotations
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+from flydsl.expr.typing import Constexpr, Stream
+from kernels.norm.norm_common import (
+    DTYPES,
+    LOG2E,
+    MASKED_MIN,
+    RowFragments,
+    combine_max_sum,
+    plan_rows,
+    row_reduce,
+    tree_sum,
+    vector_width,
+)
+
+__all__ = ["build_softmax_module"]
+
+FAST = "afn,contract"  # ex2.approx; x * log2e - m * log2e as one fma
+
+
+def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options):
+    """A launcher for softmax over rows of ``N`` elements of ``dtype_str`` (``M`` is not baked in).
+
+    ``plan_options`` go to :func:`kernels.norm.norm_common.plan_rows` (``elems_per_thread``,
+    ``block_threads``, ``register_limit``...).
+    """
+    del M  # the row count is a run-time argument
+    dtype = DTYPES[dtype_str]
+    masked_min = MASKED_MIN[dtype_str]
+
+    @flyc.kernel
+    def softmax_kernel(A: fx.Tensor, C: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]):
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        row0 = fx.block_idx.x * plan.rows
+        frag = RowFragments(plan, dtype, row0, rows - row0)
+
+        with fx.fastmath(FAST):
+            if fx.const_expr(plan.chunks == 1):
+                x = frag.load(A, 0, fill=masked_min).to(fx.Float32)
+                m = x.reduce("max")
+                e = fx.exp2(x * LOG2E - m * LOG2E)
+                big_m, s = row_reduce((m, tree_sum(e)), combine_max_sum, plan)
+                scale = fx.exp2((m - big_m) * LOG2E) / s
+                frag.store(C, 0, e * scale)
+            else:
+                m = fx.Float32(masked_min)
+                s = fx.Float32(0.0)
+                for c in range(plan.chunks):
+                    x = frag.load(A, c, fill=masked_min).to(fx.Float32)
+                    m_new = fx.max(m, x.reduce("max"))
+                    e = fx.exp2(x * LOG2E - m_new * LOG2E)
+                    s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
+                    m = m_new
+                big_m, s = row_reduce((m, s), combine_max_sum, plan)
+                inv_s = 1.0 / s
+                for c in range(plan.chunks):
+                    x = frag.load(A, c).to(fx.Float32)
+                    frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+
+    @flyc.jit
+    def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
+        vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        softmax_kernel(A, C, M, vec).launch(
+            grid=((M + plan.rows - 1) // plan.rows, 1, 1), block=(plan.block_threads, 1, 1), stream=stream
+        )
+
+    return launch_softmax
