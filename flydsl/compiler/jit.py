@@ -19,6 +19,7 @@ from collections import namedtuple
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
+from ..expr._fastmath import compile_default, default_from_hints
 from ..expr.numeric import Numeric
 from ..expr.typing import Constexpr, Stream
 from ..ir import InsertionPoint, i64, new_module
@@ -190,6 +191,14 @@ class JitFunction:
     def __fly_function__(self):
         return self.fn
 
+    def with_hints(self, hints: dict) -> JitFunction:
+        """A new jit function over the same body with ``hints`` merged into the compile hints (its own
+        caches; the original is unchanged)."""
+        jf = JitFunction(self.fn)
+        jf.compile_hints = {**self.compile_hints, **hints}
+        jf._body = self._body
+        return jf
+
     def body(self):
         """The AST-rewritten function (built on first use)."""
         if self._body is None:
@@ -344,7 +353,8 @@ class JitFunction:
         module.regions[0].block.append(gmod)
         ctx = TraceContext(name, module, host, gmod, target)
         entry = host.regions[0].blocks[0]
-        with tracing(ctx), InsertionPoint(entry):
+        fm_default = default_from_hints(self.compile_hints) if self.compile_hints else None
+        with tracing(ctx), InsertionPoint(entry), compile_default(fm_default):
             dsl_args, pos = [], 0
             for part, a in zip(key_parts, args):
                 n = len(param_types(part))
@@ -550,7 +560,8 @@ class _Compile:
     def __call__(self, fn, *args, **kwargs):
         jf, bound = _unwrap(fn)
         if self.hints:
-            jf.compile_hints = {**jf.compile_hints, **self.hints}
+            jf = jf.with_hints(self.hints)
+            fn = functools.partial(jf.__call__, *bound) if bound else jf
         if not args and not kwargs:
             return fn
         try:

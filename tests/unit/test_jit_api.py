@@ -208,9 +208,11 @@ def test_compile_returns_a_compiled_function(monkeypatch):
     compiled(out, 6)
     assert out.tolist() == [6] * 4
     assert "gpu.func @fill_0" in compiled.ir
-    assert flyc.compile[{"fast_fp_math": True}](launch_fill) is launch_fill
-    assert launch_fill.compile_hints["fast_fp_math"] is True
-    launch_fill.compile_hints.clear()
+    fast = flyc.compile[{"fast_fp_math": True}](launch_fill)
+    assert fast is not launch_fill and fast.compile_hints == {"fast_fp_math": True}
+    assert launch_fill.compile_hints == {}  # the original keeps its hints
+    fast(out, 7)
+    assert out.tolist() == [7] * 4
 
 
 def test_compile_only_returns_none_without_launching(monkeypatch):
@@ -278,3 +280,24 @@ def test_compile_hints_are_part_of_the_specialization():
     assert launch.cache_key(out, 1) != base
     launch(out, 2)
     assert launch.cache_info().misses == 2 and out.tolist() == [2] * 4
+
+
+@flyc.kernel
+def _exp_kernel(a: fx.Tensor, b: fx.Tensor):
+    t = fx.thread_idx.x
+    b[t] = fx.exp(a[t]) * 2.0
+
+
+@flyc.jit
+def _exp_launch(a: fx.Tensor, b: fx.Tensor):
+    _exp_kernel(a, b).launch(grid=1, block=4)
+
+
+def test_fastmath_compile_hint_is_the_ambient_default():
+    a, b = np.ones(4, np.float32), np.zeros(4, np.float32)
+    plain = str(_exp_launch.trace(a, b))
+    fast = str(flyc.compile[{"fastmath": "fast"}](_exp_launch).trace(a, b))
+    contract = str(flyc.compile[{"fast_fp_math": True}](_exp_launch).trace(a, b))
+    assert "fastmath" not in plain
+    assert 'math.exp %2 {fastmath = "fast"}' in fast and 'arith.mulf %3, %4 {fastmath = "fast"}' in fast
+    assert 'fastmath = "fast"' in contract
