@@ -300,7 +300,8 @@ def printf(fmt: str, *args) -> None:
     Each placeholder takes one argument and may carry a Python format spec (``{:x}``, ``{:>8.3f}``); DSL
     values and Python numbers are printed by the device as the C printf the spec maps to (a Vector as
     ``[a, b, …]``); strings and other Python objects are written into the text at trace time. ``{{`` and
-    ``}}`` print braces.
+    ``}}`` print braces. Each call prints one line: a newline is added unless the format ends with one
+    (as FlyDSL's ``fx.printf``). Inside a ``@flyc.jit`` function it prints on the host at every call.
 
     Raises:
         ValueError: a placeholder count that differs from the argument count, or a malformed field.
@@ -317,7 +318,10 @@ def printf(fmt: str, *args) -> None:
             out.append(field)
             operands.append(v.ir_value())
         out.append(tail)
-    _g.printf(*operands, format="".join(out))
+    text = "".join(out)
+    if not text.endswith("\n"):
+        text += "\n"
+    _g.printf(*operands, format=text)
 
 
 def _escape(text: str) -> str:

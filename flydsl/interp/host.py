@@ -16,6 +16,7 @@ host values of the kernel arguments (ints for integers and pointers, numpy scala
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -507,5 +508,33 @@ def _while(op: Op, hc):
             vals = _run(after, env)
         for o, v in zip(outs, fwd):
             env[o] = v
+
+    return step
+
+
+@_host("gpu.printf")
+def _printf(op: Op, hc):
+    """``fx.printf`` in a ``@flyc.jit`` function: printed on the host at every call, formatted exactly as
+    the device formats it (one line per call)."""
+    from .printf import format_lane_values
+
+    fmt = op.attrs["format"]
+    ins = hc.slots_of(op.operands)
+    types = [v.type for v in op.operands]
+    kinds = []
+    for t in types:
+        e = t.elem if isinstance(t, VectorType) else t
+        kinds.append((isinstance(t, VectorType), e, isinstance(e, PointerType)))
+
+    def step(env):
+        cols = []
+        for s, t in zip(ins, types):
+            v = env[s]
+            cols.append(
+                np.asarray(v, dtype=np.int64).reshape(1)
+                if isinstance(t, PointerType)
+                else np.asarray(to_numpy(t, v)).reshape((1, -1) if isinstance(t, VectorType) else (1,))
+            )
+        sys.stdout.write(format_lane_values(op, fmt, kinds, cols, 1)[0])
 
     return step

@@ -100,7 +100,7 @@ def test_printf():
             fx.printf("{} {}", i)
         with pytest.raises(ValueError, match="placeholders"):
             fx.printf("{0}", i)
-    assert 'format = "i={} n={:>4} s=a{{b}} v={:.2f} {{x}}"' in t.text
+    assert 'format = "i={} n={:>4} s=a{{b}} v={:.2f} {{x}}\\n"' in t.text  # one line per call
     assert t.count("gpu.printf") == 1 and '"gpu.printf"(%arg0, %0, %arg1)' in t.text
 
 

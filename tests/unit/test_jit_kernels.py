@@ -8,6 +8,9 @@ import pytest
 from compiler_util import cpu_device  # noqa: F401
 from e2e_cases import CASES
 
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
 pytestmark = pytest.mark.usefixtures("cpu_device")
 
 
@@ -18,3 +21,34 @@ def test_case_on_the_interpreter(name):
     for k in want:
         assert got[k].dtype == want[k].dtype, k
         np.testing.assert_array_equal(got[k], want[k], err_msg=f"{name}: {k}")
+
+
+@flyc.kernel
+def _printing_kernel(a: fx.Tensor, n: fx.Int32):
+    t = fx.thread_idx.x
+    if t < n:
+        a[t] = t
+    fx.printf("[kernel] bid={}, tid={}", fx.block_idx.x, t)
+
+
+@flyc.jit
+def _printing_launcher(a: fx.Tensor, n: fx.Int32):
+    g = (n + 1) // 2
+    fx.printf("> launcher: n={}, grid_x={}", n, g)
+    _printing_kernel(a, n).launch(grid=1, block=2)
+
+
+def test_printf_in_the_launcher_prints_on_the_host_each_call(capsys):
+    a = np.zeros(4, np.int32)
+    _printing_launcher(a, 3)
+    _printing_launcher(a, 5)
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "> launcher: n=3, grid_x=2",
+        "[kernel] bid=0, tid=0",
+        "[kernel] bid=0, tid=1",
+        "> launcher: n=5, grid_x=3",
+        "[kernel] bid=0, tid=0",
+        "[kernel] bid=0, tid=1",
+    ]
+    assert a.tolist() == [0, 1, 0, 0]
