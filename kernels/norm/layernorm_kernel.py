@@ -59,11 +59,13 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         with fx.fastmath(FAST):
             if fx.const_expr(plan.chunks == 1):
                 x = frag.load(X, 0).to(fx.Float32)
-                w = frag.load(W, 0, broadcast=True)
-                b = frag.load(B, 0, broadcast=True)
                 _, mean, m2 = row_reduce(chunk_stats(x, 0), combine_mean_m2, plan)
                 rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
-                frag.store(Y, 0, (x - mean) * rstd * w.to(fx.Float32) + b.to(fx.Float32))
+                # NOTE: W and B are loaded after the reduction: loaded before it, they would hold 2 x 32 more
+                # registers through it (80 instead of 62 at 8192 bf16: 3 blocks per SM instead of 4) and ran 3% slower.
+                w = frag.load(W, 0, broadcast=True).to(fx.Float32)
+                b = frag.load(B, 0, broadcast=True).to(fx.Float32)
+                frag.store(Y, 0, (x - mean) * rstd * w + b)
             else:
                 stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
                 for c in range(plan.chunks):

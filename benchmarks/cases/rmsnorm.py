@@ -1,0 +1,185 @@
+"""RMSNorm ``y = x * rsqrt(mean(x^2) + eps) * w``: flydsl (``kernels/norm/rmsnorm_kernel.py``) against torch
+eager (``torch.nn.functional.rms_norm``), ``torch.compile`` of the formula (on the 32768 x 8192 shapes) and a
+Triton kernel written the way a user would (one program per row, the row in registers). Also the fused
+residual add (``s = x + r`` written back, ``y = rmsnorm(s) * w``) on the headline shape.
+
+``nbytes``: ``2 * M * N * elem + N * elem`` (x read, y written, the weight once); with the fused add,
+``4 * M * N * elem + N * elem``. ``FLYDSL_BENCH_VARIANTS=1`` adds flydsl tuning variants (see ``variants``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+import torch.nn.functional as F
+
+from ..harness import Case
+
+EPS = 1e-6
+DTYPES = ("bf16", "f16", "f32")
+HEADLINE = (32768, 8192, "bf16")
+SWEEP = [(4096, n, dt) for dt in DTYPES for n in (1024, 4096, 8192, 16384)] + [(1024, 32768, "bf16")]
+QUICK = [HEADLINE, (4096, 4096, "f32")]
+COMPILE = {HEADLINE}
+ATOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 3e-2}
+
+
+def variants(M, N, dt) -> dict:
+    """flydsl tuning variants (``FLYDSL_BENCH_VARIANTS=1``): 16 values per thread on the headline shape,
+    blocks of 128 threads where that changes how many rows share a block."""
+    from kernels.norm.norm_common import plan_rows, vector_width
+
+    if (M, N, dt) == HEADLINE:
+        return {"flydsl-ept16": {"elems_per_thread": 16}}
+    size = 4 if dt == "f32" else 2
+    plans = [plan_rows(N, size, vector_width(N, size), block_threads=bt) for bt in (256, 128)]
+    return {"flydsl-bt128": {"block_threads": 128}} if plans[0] != plans[1] else {}
+
+
+@functools.lru_cache(maxsize=1)
+def triton_rmsnorm():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def rmsnorm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, s_ptr, n_cols, eps, ADD: tl.constexpr, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n_cols
+        x = tl.load(x_ptr + row * n_cols + offs, mask=mask, other=0.0)
+        if ADD:
+            x = x + tl.load(r_ptr + row * n_cols + offs, mask=mask, other=0.0)
+            tl.store(s_ptr + row * n_cols + offs, x, mask=mask)
+        x = x.to(tl.float32)
+        rstd = tl.rsqrt(tl.sum(x * x, axis=0) / n_cols + eps)
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * n_cols + offs, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
+
+    def launch(x, w, y, r=None, s=None):
+        M, N = x.shape
+        block = triton.next_power_of_2(N)
+        add = r is not None
+        warps = min(32, max(4, block // 1024))
+        rmsnorm_kernel[(M,)](x, r if add else x, w, y, s if add else y, N, EPS, ADD=add, BLOCK=block, num_warps=warps)
+
+    return launch
+
+
+def _formula(x, w):
+    """RMSNorm as a user writes it in torch (what torch.compile fuses)."""
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+
+def cases(quick: bool) -> list[Case]:
+    import flydsl.compiler as flyc
+    from kernels.norm.rmsnorm_kernel import build_fused_add_rmsnorm_module, build_rmsnorm_module
+
+    dt_torch = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    nan = float("nan")
+    out = []
+    for M, N, dt in QUICK if quick else [HEADLINE, *SWEEP]:
+        t = dt_torch[dt]
+
+        def make_inputs(M=M, N=N, t=t):
+            x = torch.randn(M, N, device="cuda", dtype=t)
+            w = torch.rand(N, device="cuda", dtype=t)
+            return x, w, torch.full_like(x, nan), torch.full_like(x, nan)  # x, w, flydsl's y, triton's y
+
+        def flydsl(inp, M=M, N=N, dt=dt, plan=None):
+            x, w, y, _ = inp
+            compiled = flyc.compile(build_rmsnorm_module(N, dt, EPS, **(plan or {})), x, w, y, M)
+            return lambda: compiled(x, w, y, M)
+
+        def torch_eager(inp, N=N):
+            x, w = inp[:2]
+            return lambda: F.rms_norm(x, (N,), w, EPS)
+
+        def torch_compile(inp):
+            x, w = inp[:2]
+            fn = torch.compile(_formula)
+            fn(x, w)
+            return lambda: fn(x, w)
+
+        def triton(inp):
+            x, w, _, yt = inp
+            launch = triton_rmsnorm()
+            return lambda: launch(x, w, yt)
+
+        def check(inp, N=N, dt=dt):
+            x, w, y, yt = inp
+            want = F.rms_norm(x.float(), (N,), w.float(), EPS)
+            for name, got in (("flydsl", y), ("triton", yt)):
+                if name != "flydsl" and got.isnan().all():
+                    continue  # that alternative did not run here (reported as failed)
+                err = (got.float() - want).abs().max().item()
+                if not err <= ATOL[dt]:
+                    raise AssertionError(f"{name} rmsnorm max error {err:.3e} > {ATOL[dt]}")
+
+        impls = {"flydsl": flydsl, "torch": torch_eager, "triton": triton}
+        if (M, N, dt) in COMPILE and not quick:  # compiling takes seconds per shape
+            impls["torch.compile"] = torch_compile
+        if os.environ.get("FLYDSL_BENCH_VARIANTS"):
+            for name, plan in variants(M, N, dt).items():
+                impls[name] = functools.partial(flydsl, plan=plan)
+        out.append(Case("rmsnorm", (M, N), dt, (2 * M * N + N) * t.itemsize, make_inputs, impls, check))
+
+    M, N, dt = HEADLINE
+    out.append(_fused_add_case(M, N, dt, dt_torch[dt], flyc, build_fused_add_rmsnorm_module, quick))
+    return out
+
+
+def _fused_add_case(M, N, dt, t, flyc, build, quick):
+    nan = float("nan")
+
+    def make_inputs():
+        x = torch.randn(M, N, device="cuda", dtype=t)
+        r = torch.randn(M, N, device="cuda", dtype=t)
+        w = torch.rand(N, device="cuda", dtype=t)
+        outs = [torch.full_like(x, nan) for _ in range(4)]  # flydsl's y and sum, triton's y and sum
+        return x, r, w, *outs
+
+    def flydsl(inp):
+        x, r, w, y, s = inp[:5]
+        compiled = flyc.compile(build(N, dt, EPS), x, r, w, y, s, M)
+        return lambda: compiled(x, r, w, y, s, M)
+
+    def torch_eager(inp):
+        x, r, w = inp[:3]
+
+        def run():
+            s = x + r
+            return F.rms_norm(s, (N,), w, EPS), s
+
+        return run
+
+    def torch_compile(inp):
+        x, r, w = inp[:3]
+        fn = torch.compile(lambda x, r, w: (_formula(x + r, w), x + r))
+        fn(x, r, w)
+        return lambda: fn(x, r, w)
+
+    def triton(inp):
+        x, r, w, _, _, yt, st = inp
+        launch = triton_rmsnorm()
+        return lambda: launch(x, w, yt, r, st)
+
+    def check(inp):
+        x, r, w, y, s, yt, st = inp
+        want_s = x + r
+        want = F.rms_norm(want_s.float(), (N,), w.float(), EPS)
+        for name, got, got_s in (("flydsl", y, s), ("triton", yt, st)):
+            if name != "flydsl" and got.isnan().all():
+                continue
+            if not torch.equal(got_s, want_s):
+                raise AssertionError(f"{name}: residual sum differs from x + r")
+            err = (got.float() - want).abs().max().item()
+            if not err <= ATOL[dt]:
+                raise AssertionError(f"{name} fused add rmsnorm max error {err:.3e} > {ATOL[dt]}")
+
+    impls = {"flydsl": flydsl, "torch": torch_eager, "triton": triton}
+    if not quick:
+        impls["torch.compile"] = torch_compile
+    return Case("rmsnorm+add", (M, N), dt, (4 * M * N + N) * t.itemsize, make_inputs, impls, check)
