@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ..harness import Case
+from ._graph import graphed
 
 EPS = 1e-6
 DTYPES = ("bf16", "f16", "f32")
@@ -27,15 +28,8 @@ ATOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 3e-2}
 
 
 def variants(M, N, dt) -> dict:
-    """flydsl tuning variants (``FLYDSL_BENCH_VARIANTS=1``): 16 values per thread on the headline shape,
-    blocks of 128 threads where that changes how many rows share a block."""
-    from kernels.norm.norm_common import plan_rows, vector_width
-
-    if (M, N, dt) == HEADLINE:
-        return {"flydsl-ept16": {"elems_per_thread": 16}}
-    size = 4 if dt == "f32" else 2
-    plans = [plan_rows(N, size, vector_width(N, size), block_threads=bt) for bt in (256, 128)]
-    return {"flydsl-bt128": {"block_threads": 128}} if plans[0] != plans[1] else {}
+    """flydsl tuning variants (``FLYDSL_BENCH_VARIANTS=1``): 32 values per thread on the headline shape."""
+    return {"flydsl-ept32": {"elems_per_thread": 32}} if (M, N, dt) == HEADLINE else {}
 
 
 @functools.lru_cache(maxsize=1)
@@ -96,9 +90,11 @@ def cases(quick: bool) -> list[Case]:
             w = torch.rand(N, device="cuda", dtype=t)
             return x, w, torch.full_like(x, nan), torch.full_like(x, nan)  # x, w, flydsl's y, triton's y
 
-        def flydsl(inp, M=M, N=N, dt=dt, plan=None):
+        def flydsl(inp, M=M, N=N, dt=dt, plan=None, graph=False):
             x, w, y, _ = inp
             compiled = flyc.compile(launcher(N, dt, tuple(sorted((plan or {}).items()))), x, w, y, M)
+            if graph:  # launch on the capturing stream (a Stream(None) argument is the legacy default stream)
+                return graphed(lambda: compiled(x, w, y, M, torch.cuda.current_stream()))
             return lambda: compiled(x, w, y, M)
 
         def torch_eager(inp, N=N):
@@ -129,6 +125,10 @@ def cases(quick: bool) -> list[Case]:
         impls = {"flydsl": flydsl, "torch": torch_eager, "triton": triton}
         if (M, N, dt) in COMPILE and not quick:  # compiling takes seconds per shape
             impls["torch.compile"] = torch_compile
+        if (M, N, dt) != HEADLINE:  # kernels shorter than a host launch: also time CUDA-graph replays
+            impls["flydsl:graph"] = functools.partial(flydsl, graph=True)
+            impls["torch:graph"] = lambda inp, f=torch_eager: graphed(f(inp))
+            impls["triton:graph"] = lambda inp, f=triton: graphed(f(inp))
         if os.environ.get("FLYDSL_BENCH_VARIANTS"):
             for name, plan in variants(M, N, dt).items():
                 impls[name] = functools.partial(flydsl, plan=plan)

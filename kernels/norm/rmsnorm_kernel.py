@@ -26,6 +26,9 @@ FAST = "afn,contract"
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
+    # 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
+    # rows of more than 512 threads reduce too slowly (1024 threads: 20% slower)
+    plan_options = {"elems_per_thread": 16, "max_row_threads": 512, **plan_options}
     dtype = DTYPES[dtype_str]
 
     @flyc.kernel

@@ -40,6 +40,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     ``block_threads``, ``register_limit``...).
     """
     del M  # the row count is a run-time argument
+    # 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
+    # rows of more than 512 threads reduce too slowly (1024 threads: 30% slower)
+    plan_options = {"elems_per_thread": 16, "max_row_threads": 512, **plan_options}
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
