@@ -133,6 +133,10 @@ def _gpu_name() -> str:
 
 
 def _commit() -> str:
+    import os
+
+    if os.environ.get("FLYDSL_BENCH_COMMIT"):  # the GPU machine gets a copy of the tree without .git
+        return os.environ["FLYDSL_BENCH_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     except Exception:
