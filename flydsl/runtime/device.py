@@ -131,6 +131,19 @@ def _param_kinds(kernel_op) -> list[str]:
 
 
 def _current_torch_stream() -> int:
-    import torch
+    """The raw handle of torch's current stream on the current device (the fast private call when torch
+    has it: ``torch.cuda.current_stream()`` builds a Python object per call)."""
+    f = _RAW_STREAM[0]
+    if f is None:
+        import torch
 
-    return torch.cuda.current_stream().cuda_stream
+        c = torch._C
+        if hasattr(c, "_cuda_getCurrentRawStream") and hasattr(c, "_cuda_getDevice"):
+            get, dev = c._cuda_getCurrentRawStream, c._cuda_getDevice
+            f = _RAW_STREAM[0] = lambda: get(dev())
+        else:
+            f = _RAW_STREAM[0] = lambda: torch.cuda.current_stream().cuda_stream
+    return f()
+
+
+_RAW_STREAM: list = [None]
