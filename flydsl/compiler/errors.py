@@ -273,6 +273,14 @@ SMEM_TOO_SMALL = _d(
     "pass smem={need} or more to .launch(), or leave smem out to use what the kernel allocates",
 )
 
+BAD_ANNOTATION = _d(
+    "FLY218",
+    DSLNameError,
+    "parameter '{name}' of '{fn}': its annotation `{ann}` does not evaluate ({why})",
+    "import what the annotation names (e.g. `import flydsl.expr as fx` for `fx.Constexpr[int]`), or remove it; "
+    "an annotation that cannot be read would silently make the parameter a run-time value",
+)
+
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
 
 TRACE_BUDGET = _d(

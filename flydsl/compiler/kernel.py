@@ -39,11 +39,34 @@ def _caller_loc():
 
 
 def resolve_signature(fn) -> inspect.Signature:
-    """The signature with string annotations (``from __future__ import annotations``) evaluated."""
+    """The signature with string annotations (``from __future__ import annotations``) evaluated in the
+    function's globals and closure.
+
+    Raises:
+        DSLNameError (FLY218): an annotation that does not evaluate, naming the parameter — never ignored,
+            since an unread ``fx.Constexpr[...]`` would silently turn into a run-time argument.
+    """
+    code = fn.__code__
+    cells = fn.__closure__ or ()
+    local = {}
+    for name, cell in zip(code.co_freevars, cells):
+        try:
+            local[name] = cell.cell_contents
+        except ValueError:  # an unfilled cell
+            pass
     try:
-        return inspect.signature(fn, eval_str=True)
+        return inspect.signature(fn, eval_str=True, locals=local)
     except Exception:
-        return inspect.signature(fn)
+        sig = inspect.signature(fn)
+    for p in sig.parameters.values():
+        if isinstance(p.annotation, str):
+            try:
+                eval(p.annotation, fn.__globals__, local)  # noqa: S307 - the user's own annotation
+            except Exception as e:
+                loc = _def_line(fn)
+                why = f"{type(e).__name__}: {e}"
+                raise error(E.BAD_ANNOTATION, loc, name=p.name, fn=fn.__name__, ann=p.annotation, why=why) from None
+    return sig
 
 
 class KernelFunction:
@@ -256,6 +279,21 @@ class KernelLauncher:
         finally:
             ctx.kernel_stack.pop()
         return name
+
+
+def _def_line(fn):
+    """(file, line, col) of the ``def`` itself (``co_firstlineno`` is the first decorator's line)."""
+    code = fn.__code__
+    line = code.co_firstlineno
+    try:
+        src, start = inspect.getsourcelines(fn)
+        for i, text in enumerate(src):
+            stripped = text.lstrip()
+            if stripped.startswith(("def ", "async def ")):
+                return (code.co_filename, start + i, len(text) - len(stripped) + 1)
+    except (OSError, TypeError):
+        pass
+    return (code.co_filename, line, 1)
 
 
 def _def_loc(fn):

@@ -417,6 +417,18 @@ def case_smem_too_small():
     launcher(OUT)
 
 
+def case_bad_annotation():
+    @flyc.kernel
+    def k218(out: Tensor, width: fx.Constexpr[intt]):  # noqa: F821 - the typo is the test
+        out[0] = width
+
+    @flyc.jit
+    def launcher(out):
+        k218(out, 4).launch(grid=1, block=1)
+
+    launcher(OUT)
+
+
 # -- tracing limits, devices ------------------------------------------------------------------------
 
 
