@@ -1,15 +1,16 @@
 """LLVM lowering of the ``vector`` dialect (flat ``<N x T>`` vectors).
 
 Reductions use ``llvm.vector.reduce.*``; float add/mul reductions are the *ordered* forms (lane 0
-first, no reassociation), matching the interpreter bit for bit. An accumulator operand is combined
-after the lanes are reduced: ``acc op reduce(v)``.
+first, no reassociation), matching the interpreter bit for bit — unless the op's ``fastmath`` allows
+``reassoc``, which lets LLVM reduce as a tree (the result may then differ in rounding). An accumulator
+operand is combined after the lanes are reduced: ``acc op reduce(v)``.
 """
 
 from __future__ import annotations
 
 from ..ir import Op
 from .errors import CodegenError
-from .intrinsics import mangle, reject_fp8
+from .intrinsics import fastmath_flags, mangle, reject_fp8
 from .llvm_emitter import FunctionEmitter, emitter
 from .llvm_types import const_literal, is_fp8, llvm_type
 
@@ -140,11 +141,13 @@ def emit_reduction(fe: FunctionEmitter, op: Op) -> None:
     if ety == "i1" and red in ("add", "mul"):
         red = "xor" if red == "add" else "and"
     name = f"llvm.vector.reduce.{red}.{mangle(vty)}"
+    # float reductions carry the op's fast-math flags: with `reassoc` LLVM may use a tree, not a chain
+    flags = fastmath_flags(op) if is_f else ""
     if red in ("fadd", "fmul"):
         start = const_literal(-0.0 if red == "fadd" else 1.0, e)
-        r = fe.call(name, ety, [(ety, start), (vty, fe.val(v))])
+        r = fe.call(name, ety, [(ety, start), (vty, fe.val(v))], flags=flags)
     else:
-        r = fe.call(name, ety, [(vty, fe.val(v))])
+        r = fe.call(name, ety, [(vty, fe.val(v))], flags=flags)
     if len(op.operands) == 2:
         acc = fe.val(op.operands[1])
         how = _COMBINE[red]

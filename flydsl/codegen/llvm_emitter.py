@@ -313,15 +313,18 @@ class FunctionEmitter:
         self.lines[index] = "  " + line
 
     # -- common instruction helpers -------------------------------------------------------------
-    def call(self, name: str, ret: str, args: list[tuple[str, str]], attrs: str = "", decl_attrs: str = "") -> str:
-        """Call (declaring on first use) ``name``; returns the result (or "" for void)."""
+    def call(
+        self, name: str, ret: str, args: list[tuple[str, str]], attrs: str = "", decl_attrs: str = "", flags: str = ""
+    ) -> str:
+        """Call (declaring on first use) ``name``; returns the result (or "" for void). ``flags``: LLVM
+        fast-math flags with a trailing space (``"reassoc "``), for calls returning a float."""
         sym = self.m.declare(name, ret, [t for t, _ in args], decl_attrs)
         arglist = ", ".join(f"{t} {v}" for t, v in args)
         tail = f" {attrs}" if attrs else ""
         if ret == "void":
             self.emit(f"call void {sym}({arglist}){tail}")
             return ""
-        return self.assign(f"call {ret} {sym}({arglist}){tail}")
+        return self.assign(f"call {flags}{ret} {sym}({arglist}){tail}")
 
     def cast(self, kind: str, value: str, src: str, dst: str) -> str:
         if src == dst:

@@ -193,6 +193,18 @@ def test_float_reductions_are_ordered(elem):
     assert "reassoc" not in text and "@llvm.vector.reduce.fadd" in text and "@llvm.vector.reduce.fmaximum" in text
 
 
+def test_float_reduction_keeps_its_fastmath_flags():
+    V = VectorType(32, T.f32)
+    P = PointerType(T.f32, "global")
+
+    def body(a):
+        v = ptr.load(a, result_types=[V])
+        ptr.store(vector.reduction(v, kind="add", fastmath="reassoc,contract"), a)
+
+    text = check(build_kernel([P], body), archs=("sm_90a",))
+    assert "call reassoc contract float @llvm.vector.reduce.fadd.v32f32" in text
+
+
 def test_dense_vector_constant_lanes():
     V = VectorType(4, T.i32)
     P = PointerType(T.i32, "global")
