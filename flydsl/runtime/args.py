@@ -376,8 +376,12 @@ def _np_scalar(x, key, vals):
 
 
 def _stream(x, key, vals):
+    """A stream argument. ``Stream(None)`` (FlyDSL's default) means "the default stream", which the device
+    resolves per call to torch's current stream when torch CUDA tensors are passed (so a launch inside
+    ``torch.cuda.stream(s)`` or a CUDA-graph capture goes to that stream), else to stream 0."""
     key.append("stream")
-    vals.append(stream_handle(x))
+    v = x.value if isinstance(x, Stream) else x
+    vals.append(DEFAULT_STREAM if v is None else stream_handle(x))
 
 
 def _none(x, key, vals):

@@ -96,6 +96,7 @@ class CudaLauncher:
     def __call__(self, vals: list) -> None:
         args = list(vals)
         torch_stream = False
+        default_at = -1
         for i, v in enumerate(args):
             if type(v) is TensorRef:
                 if not v.is_cuda:
@@ -110,7 +111,9 @@ class CudaLauncher:
                 torch_stream = torch_stream or type(v.obj).__module__.startswith("torch")
                 args[i] = v.ptr
             elif v is DEFAULT_STREAM:
-                args[i] = _current_torch_stream() if torch_stream else 0
+                default_at = i
+        if default_at >= 0:  # the default stream: torch's current one when torch tensors are passed
+            args[default_at] = _current_torch_stream() if torch_stream else 0
         self.host(args, self._launch)
 
     def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:

@@ -101,3 +101,30 @@ def test_host_memory_on_the_gpu_is_an_error(fake_cuda):
         "error[FLY401]: argument 'b': a tensor in host (CPU) memory cannot be used by a kernel running on the "
         "cuda device" in str(ei.value)
     )
+
+
+class FakeTorchCudaTensor(FakeCudaTensor):
+    """Looks like a torch tensor to the launcher (the default stream then follows torch's current one)."""
+
+
+FakeTorchCudaTensor.__module__ = "torch.fake"
+
+
+def test_default_stream_follows_torchs_current_stream(fake_cuda, monkeypatch):
+    monkeypatch.setitem(CONVERTERS, FakeTorchCudaTensor, _fake_tensor)
+    monkeypatch.setattr(device_mod, "_current_torch_stream", lambda: 0x5151)
+
+    @flyc.jit
+    def with_default(a, b, c, n: fx.Int32, stream: fx.Stream = fx.Stream(None)):
+        vadd(a, b, c, n).launch(grid=1, block=128, stream=stream)
+
+    @flyc.jit
+    def implicit(a, b, c, n: fx.Int32):
+        vadd(a, b, c, n).launch(grid=1, block=128)
+
+    t, u = FakeTorchCudaTensor(0x40000, 8), FakeCudaTensor(0x50000, 8)
+    with_default(t, t, t, 8)  # FlyDSL's `stream: fx.Stream = fx.Stream(None)`
+    implicit(t, t, t, 8)  # no stream parameter: the implicit one
+    with_default(u, u, u, 8)  # no torch tensor: stream 0
+    with_default(t, t, t, 8, stream=fx.Stream(0x99))  # an explicit stream wins
+    assert [entry[4] for entry in fake_cuda["launches"]] == [0x5151, 0x5151, 0, 0x99]
