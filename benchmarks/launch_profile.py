@@ -45,7 +45,7 @@ def main() -> None:
     kname, kernel = next(iter(launcher.kernels.items()))
     s = torch.cuda.current_stream()
     raw = s.cuda_stream
-    args = [a.data_ptr(), b.data_ptr(), c.data_ptr(), n]
+    args = [a.data_ptr(), n, b.data_ptr(), n, c.data_ptr(), n, n]  # each tensor: pointer, dynamic extent
     rows = [
         ("torch.add (reference)", lambda: torch.add(a, b, out=c)),
         ("torch.cuda.current_stream().cuda_stream", lambda: torch.cuda.current_stream().cuda_stream),
