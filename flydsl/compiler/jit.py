@@ -181,6 +181,8 @@ class JitFunction:
         self._convs: tuple = ()
         self._sig = None
         self._implicit_stream = True
+        self._min_pos: int | None = None
+        self._tail_defaults: tuple = ()
         self._mem: dict = {}
         self._deps = None
         self._deps_hex: str | None = None
@@ -231,7 +233,11 @@ class JitFunction:
         if self._params is None:
             self._init_params()
         if kwargs or len(args) != len(self._convs):
-            args = self._bind(args, kwargs)
+            lo = self._min_pos
+            if not kwargs and lo is not None and lo <= len(args) < len(self._convs):
+                args = args + self._tail_defaults[len(args) - lo :]  # trailing defaults without inspect.bind
+            else:
+                args = self._bind(args, kwargs)
         key, vals = [], []
         table = CONVERTERS
         i = 0
@@ -266,6 +272,13 @@ class JitFunction:
         self._params = [_Param(p, i == 0) for i, p in enumerate(ps)]
         self._convs = tuple(p.conv for p in self._params)
         self._implicit_stream = not any(p.is_stream for p in self._params)
+        # the fast path for positional calls that leave trailing defaults out
+        positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in ps)
+        n_req = sum(1 for p in ps if p.default is p.empty)
+        if positional and all(p.default is not p.empty for p in ps[n_req:]):
+            self._min_pos, self._tail_defaults = n_req, tuple(p.default for p in ps[n_req:])
+        else:
+            self._min_pos, self._tail_defaults = None, ()
         self._deps = collect(self.fn)
         self._dep_vals = self._deps.current_values()
 
