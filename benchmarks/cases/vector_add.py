@@ -79,7 +79,7 @@ def triton_add():
 
 
 def cases(quick: bool) -> list[Case]:
-    sizes = [1 << 28] if quick else [1 << 24, 1 << 28, 100_000_004]
+    sizes = [1 << 26, 1 << 28] if quick else [1 << 24, 1 << 26, 1 << 28, 100_000_004]  # 2^26: the size
     nan = float("nan")
     out = []
     for n in sizes:
