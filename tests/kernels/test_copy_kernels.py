@@ -348,3 +348,29 @@ def test_every_case_compiles_to_ptx(name, interpreter, tmp_path):
     CASES[name]("cpu")
     ptx = list((tmp_path / "dump").glob("*/*.ptx"))
     assert ptx and all(".entry" in p.read_text() for p in ptx)
+
+
+# -- examples/04_buffer_copy.py: buffer_load/buffer_store with bounds ------------------------------------
+
+
+@pytest.mark.parametrize("n", [4096, 10_001, 3])
+def test_buffer_copy_example_keeps_guard_memory(n):
+    ex = load_example("04_buffer_copy")
+    src = np.arange(n + 8, dtype=np.float32)
+    dst = np.full(n + 8, -8192.0, np.float32)
+    ex.buffer_copy(src, dst, n)
+    np.testing.assert_array_equal(dst[:n], src[:n])
+    assert np.all(dst[n:] == -8192.0)
+
+
+def test_buffer_copy_ptx_is_one_16_byte_access_in_bounds(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    ex = load_example("04_buffer_copy")
+    src = np.zeros(64, np.float32)
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("FLYDSL_DUMP_IR", "1")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    ex.buffer_copy(src, src.copy(), 64)
+    (ptx_file,) = tmp_path.glob("*/*final_isa.ptx")
+    text = ptx_file.read_text()
+    assert "ld.global.v4.b32" in text and "st.global.v4.b32" in text
