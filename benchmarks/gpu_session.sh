@@ -26,6 +26,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 step example_01 python3 examples/01_vector_add.py
 step example_02 python3 examples/02_tiled_copy.py
 step example_03 python3 examples/03_transpose.py
+step example_04 python3 examples/04_buffer_copy.py
+step graph_capture python3 -m benchmarks.graph_check
 step gpu_tests python3 -m pytest -q -m gpu -p no:cacheprovider --timeout 240 $TESTS
 export FLYDSL_RUNTIME_CACHE_DIR=$(mktemp -d)
 step cold_compile python3 -m benchmarks.cold_start compile
@@ -33,6 +35,7 @@ step cache_fill env COMPILE_ONLY=1 python3 -m benchmarks.cold_start fill
 step cache_hit python3 -m benchmarks.cold_start hit
 unset FLYDSL_RUNTIME_CACHE_DIR
 step launch_overhead python3 -m benchmarks.launch_overhead
+step launch_profile python3 -m benchmarks.launch_profile
 if [ -n "${BENCH:-}" ]; then
   step bench python3 -m benchmarks.run $BENCH --out "$OUT/results"
   cp "$OUT"/results/* "$OUT"/ 2>/dev/null && rm -rf "$OUT/results"
@@ -42,5 +45,5 @@ echo "---------------- summary ----------------"
 cat "$SUM"
 grep -E "PASS|FAIL|bandwidth:|passed|failed|error" "$LOG" | grep -v "^=====" | tail -25
 grep -E '"mode"' "$LOG"
-grep -E "host path|cuda call|torch|per call" "$LOG" | tail -8
-grep -E "^\| (vector_add|copy2d|transpose)" "$LOG" | tail -20
+grep -E "host path|cuda call|torch|per call|jit call|CudaKernel" "$LOG" | tail -12
+grep -E "^\[bench\]" "$LOG" | tail -20
