@@ -1,9 +1,10 @@
-"""Compilation targets: what each GPU architecture can do (the table every layer consults).
+"""Compilation targets as the front end sees them: warp size, shared-memory limits, the default fp8 format.
 
 The compiler picks the target before tracing (``ARCH``/``FLYDSL_GPU_ARCH``, else the CUDA device's
-compute capability, else ``sm_90a``) and installs it with :func:`use_target`; the front end reads the
-warp size and shared-memory capacity from :func:`current_target`; codegen checks capabilities before
-emitting an instruction, so LLVM never sees something it cannot select.
+compute capability, else ``sm_90a``) and installs it with :func:`use_target`; the front end reads it with
+:func:`current_target`. What each architecture's *instructions* need (minimum sm and PTX versions) is
+codegen's table (``flydsl/codegen/nvptx.py``: ``CAPABILITIES``, ``ARCH_MIN_PTX``), measured against LLVM
+22 — one source of truth each.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ class Target:
     warp_size: int
     smem_static_max: int  # bytes of static shared memory per block
     smem_dynamic_max: int  # bytes of shared memory per block with the opt-in attribute
-    features: frozenset = field(default_factory=frozenset)
-    ptx_version: int = 0  # lowest PTX ISA version (×10) that supports the arch
+    features: frozenset = field(default_factory=frozenset)  # front-end facts only (e.g. "fp8_fnuz")
 
     @property
     def sm(self) -> int:
@@ -38,20 +38,14 @@ class Target:
         return f"{self.backend}:{self.arch}"
 
 
-_NV_COMMON = {"shfl", "vote", "atomic_f32_add", "f16", "tanh_approx"}
-_NV80 = _NV_COMMON | {"bf16", "cp_async", "mma_sync", "ldmatrix", "redux"}
-_NV89 = _NV80 | {"fp8_cvt", "fp8_mma"}
-_NV90 = _NV89 | {"tma", "mbarrier_tx", "cluster", "stmatrix", "fence_proxy"}
-_NV90A = _NV90 | {"wgmma", "setmaxnreg"}
-
 KNOWN_ARCHS: dict[str, Target] = {
-    "sm_80": Target("nvptx", "sm_80", 32, 48 * 1024, 163 * 1024, frozenset(_NV80), 70),
-    "sm_86": Target("nvptx", "sm_86", 32, 48 * 1024, 99 * 1024, frozenset(_NV80), 71),
-    "sm_89": Target("nvptx", "sm_89", 32, 48 * 1024, 99 * 1024, frozenset(_NV89), 78),
-    "sm_90": Target("nvptx", "sm_90", 32, 48 * 1024, 227 * 1024, frozenset(_NV90), 78),
-    "sm_90a": Target("nvptx", "sm_90a", 32, 48 * 1024, 227 * 1024, frozenset(_NV90A), 80),
-    "gfx942": Target("amdgcn", "gfx942", 64, 64 * 1024, 64 * 1024, frozenset({"fp8_fnuz", "mfma"})),
-    "gfx950": Target("amdgcn", "gfx950", 64, 160 * 1024, 160 * 1024, frozenset({"fp8_ocp", "mfma", "mfma_scale"})),
+    "sm_80": Target("nvptx", "sm_80", 32, 48 * 1024, 163 * 1024),
+    "sm_86": Target("nvptx", "sm_86", 32, 48 * 1024, 99 * 1024),
+    "sm_89": Target("nvptx", "sm_89", 32, 48 * 1024, 99 * 1024),
+    "sm_90": Target("nvptx", "sm_90", 32, 48 * 1024, 227 * 1024),
+    "sm_90a": Target("nvptx", "sm_90a", 32, 48 * 1024, 227 * 1024),
+    "gfx942": Target("amdgcn", "gfx942", 64, 64 * 1024, 64 * 1024, frozenset({"fp8_fnuz"})),
+    "gfx950": Target("amdgcn", "gfx950", 64, 160 * 1024, 160 * 1024),
 }
 
 
