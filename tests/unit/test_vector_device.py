@@ -91,3 +91,17 @@ def test_seed_program_end_to_end(device):
     np.testing.assert_array_equal(b[:, 1], [-((5 - t) // 2) for t in range(32)])
     assert (b[:, 2] == r1).all()
     assert (b[:, 3] == int(np.array([up]).view(np.int16)[0])).all()
+
+
+def test_seed_program_compile_only_dump_returns_at_once(monkeypatch, tmp_path):
+    """Issue #3: FLYDSL_RUNTIME_ENABLE_CACHE=0 COMPILE_ONLY=1 FLYDSL_DUMP_IR=1 writes 00_origin.mlir and returns."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("FLYDSL_DUMP_IR", "1")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    scale = np.zeros(32, np.float32)
+    assert seed(scale, np.zeros(32, np.float32), np.zeros(128, np.int32)) is None
+    origin = tmp_path / "seed_kernel_0" / "00_origin.mlir"
+    text = origin.read_text()
+    assert text.count("vector.extract") >= 4 * M_REPEAT and "ptr.buffer_load" in text
+    assert sorted(p.name for p in origin.parent.iterdir())[-1].endswith("final_isa.ptx")
