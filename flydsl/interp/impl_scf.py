@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Op
+from ..utils.env import env as env_vars
 from .machine import Compiler, impl, is_uniform, lookup_symbol, merge, run_region, value_dtype
 
 __all__ = ["call_function"]
@@ -132,7 +133,18 @@ def while_(op: Op, cc: Compiler):
         active = mask
         vals = [env[i] for i in inits]
         results = None
+        limit = env_vars.interp_max_while_iterations
+        n = 0
         while True:
+            n += 1
+            if n > limit:
+                raise lanes.fault(
+                    op,
+                    f"scf.while ran {limit} iterations without its condition becoming false — an infinite loop? "
+                    "(on the GPU it would hang; raise FLYDSL_INTERP_MAX_WHILE_ITERATIONS if the loop is really "
+                    "this long)",
+                    None,
+                )
             lanes.mask = active
             _bind(env, before.arg_slots, vals)
             out = run_region(before, env, lanes)

@@ -59,6 +59,12 @@ _VARS = [
     EnvVar("FLYDSL_TRACE_MAX_DEPTH", "int", 0, "Python recursion limit while tracing (0: the interpreter's)"),
     EnvVar("FLYDSL_EXTRA_SOURCE_DIRS", "str", "", "':'-separated folders whose .py files enter the cache key"),
     EnvVar("FLYDSL_INTERP_MAX_LANES", "int", 1 << 20, "CPU interpreter: threads executed together per batch"),
+    EnvVar(
+        "FLYDSL_INTERP_MAX_WHILE_ITERATIONS",
+        "int",
+        1_000_000,
+        "CPU interpreter: an scf.while running longer is reported as a probable infinite loop",
+    ),
     EnvVar("FLYDSL_LIBDEVICE", "path", "", "path to libdevice.10.bc (NVIDIA math library), if not found"),
 ]
 

@@ -52,3 +52,25 @@ def test_printf_in_the_launcher_prints_on_the_host_each_call(capsys):
         "[kernel] bid=0, tid=1",
     ]
     assert a.tolist() == [0, 1, 0, 0]
+
+
+@flyc.kernel
+def _spinning_kernel(out: fx.Tensor):
+    i = fx.thread_idx.x
+    while i >= 0:  # never false: a bug the GPU would hang on
+        i = i | 1
+    out[0] = i
+
+
+@flyc.jit
+def _spinning(out: fx.Tensor):
+    _spinning_kernel(out).launch(grid=1, block=2)
+
+
+def test_an_infinite_while_loop_is_reported_not_hung(monkeypatch):
+    monkeypatch.setenv("FLYDSL_INTERP_MAX_WHILE_ITERATIONS", "1000")
+    with pytest.raises(Exception) as e:
+        _spinning(np.zeros(1, np.int32))
+    msg = str(e.value)
+    assert "scf.while ran 1000 iterations without its condition becoming false" in msg
+    assert "test_jit_kernels.py" in msg and "FLYDSL_INTERP_MAX_WHILE_ITERATIONS" in msg
