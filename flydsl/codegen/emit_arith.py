@@ -118,48 +118,41 @@ def emit_mulhi(fe: FunctionEmitter, op: Op) -> None:
     fe.define(op.results[0], fe.assign(f"trunc {wty} {hi} to {ty}"))
 
 
-@emitter("arith.floordivsi")
-def emit_floordivsi(fe: FunctionEmitter, op: Op) -> None:
-    """q = a sdiv b, minus one when the remainder is nonzero and its sign differs from b's."""
+def _emit_rounded_div(fe: FunctionEmitter, op: Op, sign_pred: str | None, adjust: str) -> None:
+    """``q = a div b``, then ``q adjust 1`` when the remainder ``r`` is nonzero and, for the signed forms,
+    ``icmp sign_pred (r xor b), 0`` holds (that test compares the signs of ``r`` and ``b``).
+    ``sign_pred=None`` is the unsigned form (``udiv``/``urem``, no sign test)."""
     a, b = op.operands
     t = a.type
     ty, bt = llvm_type(t), _bool_ty(t)
-    q = fe.assign(f"sdiv {ty} {fe.val(a)}, {fe.val(b)}")
-    r = fe.assign(f"srem {ty} {fe.val(a)}, {fe.val(b)}")
-    nz = fe.assign(f"icmp ne {ty} {r}, {_splat(fe, t, 0)}")
-    x = fe.assign(f"xor {ty} {r}, {fe.val(b)}")
-    neg = fe.assign(f"icmp slt {ty} {x}, {_splat(fe, t, 0)}")
-    adj = fe.assign(f"and {bt} {nz}, {neg}")
+    div, rem = ("sdiv", "srem") if sign_pred is not None else ("udiv", "urem")
+    q = fe.assign(f"{div} {ty} {fe.val(a)}, {fe.val(b)}")
+    r = fe.assign(f"{rem} {ty} {fe.val(a)}, {fe.val(b)}")
+    adj = fe.assign(f"icmp ne {ty} {r}, {_splat(fe, t, 0)}")
+    if sign_pred is not None:
+        x = fe.assign(f"xor {ty} {r}, {fe.val(b)}")
+        signs = fe.assign(f"icmp {sign_pred} {ty} {x}, {_splat(fe, t, 0)}")
+        adj = fe.assign(f"and {bt} {adj}, {signs}")
     one = fe.assign(f"zext {bt} {adj} to {ty}")
-    fe.define(op.results[0], fe.assign(f"sub {ty} {q}, {one}"))
+    fe.define(op.results[0], fe.assign(f"{adjust} {ty} {q}, {one}"))
+
+
+@emitter("arith.floordivsi")
+def emit_floordivsi(fe: FunctionEmitter, op: Op) -> None:
+    """q = a sdiv b, minus one when the remainder is nonzero and its sign differs from b's."""
+    _emit_rounded_div(fe, op, "slt", "sub")
 
 
 @emitter("arith.ceildivsi")
 def emit_ceildivsi(fe: FunctionEmitter, op: Op) -> None:
     """q = a sdiv b, plus one when the remainder is nonzero and has b's sign."""
-    a, b = op.operands
-    t = a.type
-    ty, bt = llvm_type(t), _bool_ty(t)
-    q = fe.assign(f"sdiv {ty} {fe.val(a)}, {fe.val(b)}")
-    r = fe.assign(f"srem {ty} {fe.val(a)}, {fe.val(b)}")
-    nz = fe.assign(f"icmp ne {ty} {r}, {_splat(fe, t, 0)}")
-    x = fe.assign(f"xor {ty} {r}, {fe.val(b)}")
-    same = fe.assign(f"icmp sge {ty} {x}, {_splat(fe, t, 0)}")
-    adj = fe.assign(f"and {bt} {nz}, {same}")
-    one = fe.assign(f"zext {bt} {adj} to {ty}")
-    fe.define(op.results[0], fe.assign(f"add {ty} {q}, {one}"))
+    _emit_rounded_div(fe, op, "sge", "add")
 
 
 @emitter("arith.ceildivui")
 def emit_ceildivui(fe: FunctionEmitter, op: Op) -> None:
-    a, b = op.operands
-    t = a.type
-    ty, bt = llvm_type(t), _bool_ty(t)
-    q = fe.assign(f"udiv {ty} {fe.val(a)}, {fe.val(b)}")
-    r = fe.assign(f"urem {ty} {fe.val(a)}, {fe.val(b)}")
-    nz = fe.assign(f"icmp ne {ty} {r}, {_splat(fe, t, 0)}")
-    one = fe.assign(f"zext {bt} {nz} to {ty}")
-    fe.define(op.results[0], fe.assign(f"add {ty} {q}, {one}"))
+    """q = a udiv b, plus one when the remainder is nonzero."""
+    _emit_rounded_div(fe, op, None, "add")
 
 
 # -- float binary ops -----------------------------------------------------------------------------
