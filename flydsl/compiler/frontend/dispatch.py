@@ -474,12 +474,8 @@ class _Carry:
                 a="None",
                 b=f"{describe(x)} before the loop, None at the end of the body",
             )
-        if not is_dsl_leaf(y) or leaf_sig(x) != leaf_sig(y):
-            raise error(
-                E.LOOP_TYPE_CHANGE, _loc(s), name=path, kind=self.kind, site_line=s.line, a=describe(x), b=describe(y)
-            )
-        vals = leaf_values(y)
-        if len(vals) != n:
+        vals = leaf_values(y) if is_dsl_leaf(y) and leaf_sig(x) == leaf_sig(y) else None
+        if vals is None or len(vals) != n:
             raise error(
                 E.LOOP_TYPE_CHANGE, _loc(s), name=path, kind=self.kind, site_line=s.line, a=describe(x), b=describe(y)
             )
@@ -640,44 +636,39 @@ def _as_bool(x) -> Numeric:
     return x if type(x) is Boolean else x.to(Boolean)
 
 
-def and_(a, *rest):
-    """``a and b and ...``: Python semantics while the left side is static, i1 logic after."""
+def _short_circuit(a, rest, kind: str, decisive: bool, combine):
+    """``a and/or b ...`` left to right: Python semantics while the left side is static, i1 logic after.
+
+    ``decisive`` is the truth value that ends the chain (``False`` for ``and``, ``True`` for ``or``): a
+    static left side with that value is the result, the other static value hands over to the right
+    side; a run-time left side is combined with the right one by ``combine`` on ``Boolean``s.
+    """
     for fn in rest:
-        c = classify(a, "and")
-        if c is False:
+        c = classify(a, kind)
+        if c is decisive:
             return a
         b = fn()
-        if c is True:
+        if c is not None:
             a = b
             continue
-        cb = classify(b, "and")
+        cb = classify(b, kind)
         if cb is None:
-            a = _as_bool(a) & _as_bool(b)
-        elif not cb:
-            return Boolean(False)
+            a = combine(_as_bool(a), _as_bool(b))
+        elif cb is decisive:
+            return Boolean(decisive)
         else:
             a = _as_bool(a)
     return a
+
+
+def and_(a, *rest):
+    """``a and b and ...``: Python semantics while the left side is static, i1 logic after."""
+    return _short_circuit(a, rest, "and", False, operator.and_)
 
 
 def or_(a, *rest):
     """``a or b or ...``: Python semantics while the left side is static, i1 logic after."""
-    for fn in rest:
-        c = classify(a, "or")
-        if c is True:
-            return a
-        b = fn()
-        if c is False:
-            a = b
-            continue
-        cb = classify(b, "or")
-        if cb is None:
-            a = _as_bool(a) | _as_bool(b)
-        elif cb:
-            return Boolean(True)
-        else:
-            a = _as_bool(a)
-    return a
+    return _short_circuit(a, rest, "or", True, operator.or_)
 
 
 def not_(a):
