@@ -55,52 +55,47 @@ def _block_id(lanes, d: int) -> np.ndarray:
     return v
 
 
-@impl("gpu.thread_id")
-def thread_id(op: Op, cc: Compiler):
-    """``gpu.thread_id x|y|z`` (i32)."""
+def _block_dim(lanes, d: int) -> np.ndarray:
+    return np.asarray(lanes.block[d], np.int32)
+
+
+def _grid_dim(lanes, d: int) -> np.ndarray:
+    return np.asarray(lanes.grid[d], np.int32)
+
+
+def _dim_query(op: Op, cc: Compiler, value):
+    """The step of a ``gpu.<query> x|y|z`` op: ``value(lanes, dimension)`` into its result."""
     d = _DIM[op.attrs["dimension"]]
     r = cc.slot(op.results[0])
 
     def step(env, lanes):
-        env[r] = _thread_id(lanes, d)
+        env[r] = value(lanes, d)
 
     return step
+
+
+@impl("gpu.thread_id")
+def thread_id(op: Op, cc: Compiler):
+    """``gpu.thread_id x|y|z`` (i32)."""
+    return _dim_query(op, cc, _thread_id)
 
 
 @impl("gpu.block_id")
 def block_id(op: Op, cc: Compiler):
     """``gpu.block_id x|y|z`` (i32)."""
-    d = _DIM[op.attrs["dimension"]]
-    r = cc.slot(op.results[0])
-
-    def step(env, lanes):
-        env[r] = _block_id(lanes, d)
-
-    return step
+    return _dim_query(op, cc, _block_id)
 
 
 @impl("gpu.block_dim")
 def block_dim(op: Op, cc: Compiler):
     """``gpu.block_dim x|y|z``: uniform."""
-    d = _DIM[op.attrs["dimension"]]
-    r = cc.slot(op.results[0])
-
-    def step(env, lanes):
-        env[r] = np.asarray(lanes.block[d], np.int32)
-
-    return step
+    return _dim_query(op, cc, _block_dim)
 
 
 @impl("gpu.grid_dim")
 def grid_dim(op: Op, cc: Compiler):
     """``gpu.grid_dim x|y|z``: uniform."""
-    d = _DIM[op.attrs["dimension"]]
-    r = cc.slot(op.results[0])
-
-    def step(env, lanes):
-        env[r] = np.asarray(lanes.grid[d], np.int32)
-
-    return step
+    return _dim_query(op, cc, _grid_dim)
 
 
 @impl("gpu.lane_id")
