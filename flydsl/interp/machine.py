@@ -270,10 +270,8 @@ def run_region(rc: RegionCode, env: list, lanes: Lanes) -> list:
                     env[s] = None
     except InterpError:
         raise
-    except VectorIndexError as e:
-        raise lanes.fault(op, str(e), None) from e
     except Exception as e:
-        raise lanes.fault(op, f"internal error: {type(e).__name__}: {e}", None) from e
+        raise _step_fault(lanes, op, e) from e
     return [env[s] for s in rc.yields]
 
 
@@ -291,11 +289,17 @@ def _run_checked(rc: RegionCode, env: list, lanes: Lanes) -> list:
                     env[s] = None
     except InterpError:
         raise
-    except VectorIndexError as e:
-        raise lanes.fault(op, str(e), None) from e
     except Exception as e:
-        raise lanes.fault(op, f"internal error: {type(e).__name__}: {e}", None) from e
+        raise _step_fault(lanes, op, e) from e
     return [env[s] for s in rc.yields]
+
+
+def _step_fault(lanes: Lanes, op: Op | None, e: Exception) -> InterpError:
+    """The fault reported for an exception escaping ``op``'s step: a run-time vector index out of
+    range is the user's error; anything else is an internal one."""
+    if isinstance(e, VectorIndexError):
+        return lanes.fault(op, str(e), None)
+    return lanes.fault(op, f"internal error: {type(e).__name__}: {e}", None)
 
 
 def _check_value(op: Op, t: Type, v, T: int) -> None:
