@@ -288,15 +288,6 @@ mulhiui = _binop("arith.mulhiui", _mulhi(False), (P, C), doc="high half of the u
 # ---------------------------------------------------------------------------------------------
 
 
-def _fl(fn):
-    """Float op computed in the type itself (numpy rounds once per op for f16/bf16/f32/f64)."""
-
-    def ev(op, a, b):
-        return fn(a, b).astype(a.dtype, copy=False)
-
-    return ev
-
-
 def _fl32(fn):
     """Float op computed in f32 (or f64 for f64) and rounded back."""
 
@@ -307,10 +298,6 @@ def _fl32(fn):
         return fn(a.astype(np.float32), b.astype(np.float32)).astype(dt)
 
     return ev
-
-
-def _fmaximum(a, b):
-    return np.maximum(a, b)
 
 
 addf = _binop("arith.addf", _fl32(np.add), (P, C), doc="IEEE add, round to nearest even")
