@@ -153,30 +153,27 @@ def _popcount(op, a):
     return bits.sum(axis=-1).astype(a.dtype)
 
 
-def _ctlz(op, a):
+def _count_zeros(op, a, leading: bool):
+    """Zero bits before the first one, from the top (``leading``) or the bottom; the width for 0."""
     t = op.results[0].type
     w = t.element_type.bitwidth
     from ._base import as_unsigned
 
     u = as_unsigned(a, t).astype(np.uint64)
     n = np.zeros(u.shape, dtype=np.int64)
-    for i in range(w - 1, -1, -1):
+    for k in range(w):
+        i = w - 1 - k if leading else k
         hit = ((u >> np.uint64(i)) & np.uint64(1)).astype(bool)
-        n = np.where((n == w - 1 - i) & ~hit, n + 1, n)
+        n = np.where((n == k) & ~hit, n + 1, n)
     return n.astype(a.dtype)
+
+
+def _ctlz(op, a):
+    return _count_zeros(op, a, leading=True)
 
 
 def _cttz(op, a):
-    t = op.results[0].type
-    w = t.element_type.bitwidth
-    from ._base import as_unsigned
-
-    u = as_unsigned(a, t).astype(np.uint64)
-    n = np.zeros(u.shape, dtype=np.int64)
-    for i in range(w):
-        hit = ((u >> np.uint64(i)) & np.uint64(1)).astype(bool)
-        n = np.where((n == i) & ~hit, n + 1, n)
-    return n.astype(a.dtype)
+    return _count_zeros(op, a, leading=False)
 
 
 absi = _unary("math.absi", _absi)
