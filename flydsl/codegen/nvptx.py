@@ -298,24 +298,27 @@ class NVPTXHooks(TargetHooks):
         return self._join(fe, parts, n, "i8")
 
     # -- cache hints ----------------------------------------------------------------------------
-    def _words(self, nbytes: int) -> tuple[int, str, str] | None:
-        """(count, PTX type, constraint) of the registers that move ``nbytes``."""
+    def _hinted_words(self, op, t, space: int, cache: str, hints) -> tuple[int, str, str, str] | None:
+        """(count, PTX type, constraint, LLVM type) of the registers that move a value of type ``t`` in a
+        cache-hinted access; None when the hint does not apply: not global memory, ``cache`` not in
+        ``hints``, a size other than 2/4/8/16 bytes, or an access of more than 2 bytes that is not
+        aligned to its size."""
+        nbytes = store_size(t)
+        align = op.attrs.get("align") or 0
+        if space != 1 or cache not in hints or (nbytes > 2 and align < nbytes):
+            return None
         if nbytes in (4, 8, 16):
-            return nbytes // 4, "b32", "r"
+            return nbytes // 4, "b32", "r", "i32"
         if nbytes == 2:
-            return 1, "b16", "h"
+            return 1, "b16", "h", "i16"
         return None
 
     def cached_load(self, fe, op, ptr: str, llty: str, space: int, cache: str) -> str | None:
         """``ld.global.<cache>`` through inline PTX (global memory, aligned accesses of 2-16 bytes)."""
-        t = op.results[0].type
-        nbytes = store_size(t)
-        words = self._words(nbytes)
-        align = op.attrs.get("align") or 0
-        if space != 1 or cache not in _LOAD_HINTS or words is None or (nbytes > 2 and align < nbytes):
+        words = self._hinted_words(op, op.results[0].type, space, cache, _LOAD_HINTS)
+        if words is None:
             return None
-        k, pty, con = words
-        wty = "i32" if pty == "b32" else "i16"
+        k, pty, con, wty = words
         regs = ", ".join(f"${i}" for i in range(k))
         vec = f".v{k}" if k > 1 else ""
         asm = f"ld.global.{cache}{vec}.{pty} {{{regs}}}, [${k}];" if k > 1 else f"ld.global.{cache}.{pty} $0, [$1];"
@@ -331,14 +334,10 @@ class NVPTXHooks(TargetHooks):
         return fe.cast("bitcast", r, wty, llty)
 
     def cached_store(self, fe, op, value: str, ptr: str, llty: str, space: int, cache: str) -> bool:
-        t = op.operands[0].type
-        nbytes = store_size(t)
-        words = self._words(nbytes)
-        align = op.attrs.get("align") or 0
-        if space != 1 or cache not in _STORE_HINTS or words is None or (nbytes > 2 and align < nbytes):
+        words = self._hinted_words(op, op.operands[0].type, space, cache, _STORE_HINTS)
+        if words is None:
             return False
-        k, pty, con = words
-        wty = "i32" if pty == "b32" else "i16"
+        k, pty, con, wty = words
         if k > 1:
             vec = fe.cast("bitcast", value, llty, f"<{k} x {wty}>")
             regs = [fe.assign(f"extractelement <{k} x {wty}> {vec}, i64 {i}") for i in range(k)]
