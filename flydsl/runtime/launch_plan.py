@@ -84,23 +84,15 @@ class _Gen:
                 return False
             self.names[o.results[0]] = lit
             return True
-        if n in _INT_BIN:
+        if n in _INT_BIN or n in _SHIFTS:
             w = _width(o.results[0].type)
             if w is None or w == 1:
                 return False
             f = f"F_{n.replace('.', '_')}"
-            self.ns[f] = _INT_BIN[n]
+            # the binary ops take the result's mask, the shifts its width
+            self.ns[f], last = (_INT_BIN[n], (1 << w) - 1) if n in _INT_BIN else (_SHIFTS[n], w)
             a, b = (self.name(x) for x in o.operands)
-            self.define(o.results[0], self.wrap(f"{f}({a}, {b}, {(1 << w) - 1})", w))
-            return True
-        if n in _SHIFTS:
-            w = _width(o.results[0].type)
-            if w is None or w == 1:
-                return False
-            f = f"F_{n.replace('.', '_')}"
-            self.ns[f] = _SHIFTS[n]
-            a, b = (self.name(x) for x in o.operands)
-            self.define(o.results[0], self.wrap(f"{f}({a}, {b}, {w})", w))
+            self.define(o.results[0], self.wrap(f"{f}({a}, {b}, {last})", w))
             return True
         if n == "arith.cmpi":
             w = _width(o.operands[0].type)
