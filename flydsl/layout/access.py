@@ -365,30 +365,18 @@ def get_1d_coord(idx, layout):
 # ---------------------------------------------------------------------------------------------
 
 
-def _lift_slice(c, t):
-    if c is None:
-        return (t,)
+def _lift(c, t, keep_none: bool):
+    """The modes of ``t`` that coordinate ``c`` keeps, concatenated one level deep: where ``c`` is
+    ``None`` (``keep_none``: :func:`slice`) or where it is not (:func:`dice`)."""
     if type(c) is tuple:
         if type(t) is not tuple or len(c) != len(t):
-            raise ValueError(f"slice: coordinate {format_int_tuple(c)} does not match {format_int_tuple(t)}")
+            what = "slice" if keep_none else "dice"
+            raise ValueError(f"{what}: coordinate {format_int_tuple(c)} does not match {format_int_tuple(t)}")
         out = ()
         for ci, ti in zip(c, t):
-            out += _lift_slice(ci, ti)
+            out += _lift(ci, ti, keep_none)
         return out
-    return ()
-
-
-def _lift_dice(c, t):
-    if c is None:
-        return ()
-    if type(c) is tuple:
-        if type(t) is not tuple or len(c) != len(t):
-            raise ValueError(f"dice: coordinate {format_int_tuple(c)} does not match {format_int_tuple(t)}")
-        out = ()
-        for ci, ti in zip(c, t):
-            out += _lift_dice(ci, ti)
-        return out
-    return (t,)
+    return (t,) if (c is None) == keep_none else ()
 
 
 def _none_to_zero(c):
@@ -424,7 +412,7 @@ def slice_and_offset(a, b):
         return ComposedLayout(x.inner, iadd(x.offset, off), sub), 0
     if crd is None:
         return x, 0
-    sub = Layout._make(_lift_slice(crd, x.shape), _lift_slice(crd, x.stride))
+    sub = Layout._make(_lift(crd, x.shape, keep_none=True), _lift(crd, x.stride, keep_none=True))
     off = crd2idx(_none_to_zero(crd), x)
     return sub, off
 
@@ -440,7 +428,7 @@ def slice(a, b):
         return slice_and_offset(crd, x)[0]
     if crd is None:
         return x
-    return _lift_slice(crd, x)
+    return _lift(crd, x, keep_none=True)
 
 
 def dice(a, b):
@@ -451,10 +439,10 @@ def dice(a, b):
     if isinstance(x, Layout):
         if crd is None:
             return Layout._make((), ())
-        return Layout._make(_lift_dice(crd, x.shape), _lift_dice(crd, x.stride))
+        return Layout._make(_lift(crd, x.shape, keep_none=False), _lift(crd, x.stride, keep_none=False))
     if crd is None:
         return ()
-    return _lift_dice(crd, x)
+    return _lift(crd, x, keep_none=False)
 
 
 # ---------------------------------------------------------------------------------------------
