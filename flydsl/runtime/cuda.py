@@ -208,13 +208,14 @@ class CudaModule:
         return f
 
     def __del__(self):
-        h = getattr(self, "handle", None)
-        d = _STATE.get("driver")
-        if h is not None and d is not None:
-            try:
+        # at interpreter shutdown the module globals (``_STATE`` included) may already be None
+        try:
+            h = getattr(self, "handle", None)
+            d = _STATE.get("driver")
+            if h is not None and d is not None:
                 d.cuModuleUnload(h)
-            except Exception:  # noqa: BLE001 - interpreter shutdown
-                pass
+        except Exception:  # noqa: BLE001 - nothing to report while the process exits
+            pass
 
 
 def _ptx_diagnostic(ptx: str) -> str:
