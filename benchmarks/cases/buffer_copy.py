@@ -3,19 +3,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 from ..harness import Case
-
-_EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "04_buffer_copy.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("flydsl_example_04_buffer_copy", _EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from ._common import load_example
 
 
 def cases(quick: bool) -> list[Case]:
@@ -23,7 +12,7 @@ def cases(quick: bool) -> list[Case]:
 
     import flydsl.compiler as flyc
 
-    ex = _example()
+    ex = load_example("04_buffer_copy")
     sizes = [1 << 26, 1 << 28] if quick else [1 << 24, 1 << 26, 1 << 28, 100_000_003]
     out = []
     for n in sizes:

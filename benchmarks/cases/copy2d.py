@@ -3,19 +3,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 from ..harness import Case
-
-_EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "02_tiled_copy.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("flydsl_example_02_tiled_copy", _EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from ._common import load_example
 
 
 def cases(quick: bool) -> list[Case]:
@@ -23,7 +12,7 @@ def cases(quick: bool) -> list[Case]:
 
     import flydsl.compiler as flyc
 
-    ex = _example()
+    ex = load_example("02_tiled_copy")
     shapes = [(8192, 8192)] if quick else [(4096, 4096), (8192, 8192), (16384, 16384), (1000, 100004)]
     out = []
     for M, N in shapes:

@@ -15,14 +15,14 @@ import torch
 import torch.nn.functional as F
 
 from ..harness import Case
+from ._common import NORM_COMPILE as COMPILE
+from ._common import NORM_HEADLINE as HEADLINE
+from ._common import NORM_QUICK as QUICK
+from ._common import NORM_SWEEP as SWEEP
 from ._graph import graphed
 
 EPS = 1e-5
-DTYPES = ("bf16", "f16", "f32")
-HEADLINE = (32768, 8192, "bf16")
-SWEEP = [(4096, n, dt) for dt in DTYPES for n in (1024, 4096, 8192, 16384)] + [(1024, 32768, "bf16")]
-QUICK = [HEADLINE, (4096, 4096, "f32")]
-COMPILE = {HEADLINE}
+
 ATOL = {"f32": 1e-4, "f16": 2e-2, "bf16": 6e-2}  # |y| reaches ~8 here: half a bf16 ulp is 3e-2
 
 

@@ -7,19 +7,8 @@ of the measured device-to-device copy bandwidth.
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 from ..harness import Case
-
-_EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "03_transpose.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("flydsl_example_03_transpose", _EXAMPLE)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from ._common import load_example
 
 
 def cases(quick: bool) -> list[Case]:
@@ -27,7 +16,7 @@ def cases(quick: bool) -> list[Case]:
 
     import flydsl.compiler as flyc
 
-    ex = _example()
+    ex = load_example("03_transpose")
     shapes = [(8192, 8192)] if quick else [(4096, 4096), (8192, 8192), (16384, 16384), (4096, 16384), (8100, 8100)]
     out = []
     for M, N in shapes:
