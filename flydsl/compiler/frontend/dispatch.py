@@ -71,6 +71,14 @@ __all__ = [
 Site = namedtuple("Site", "file line col kind names lines_a lines_b n_target mutated_only")
 
 
+def _structure_change(site, kind, name, a, b):
+    """FLY105: a carried variable's nesting (list/tuple/dict shape) differs between two places."""
+    return error(
+        E.STRUCTURE_CHANGE, _loc(site), name=name, kind=kind, site_line=site.line,
+        a=skeleton_text(a), b=skeleton_text(b),
+    )  # fmt: skip
+
+
 def _loc(s) -> tuple:
     return (s.file, s.line, s.col)
 
@@ -170,16 +178,7 @@ class _Merge:
         la, pa, lb, pb = [], [], [], []
         sa, sb = flatten(a, name, la, pa), flatten(b, name, lb, pb)
         if sa != sb:
-            s = self.site
-            raise error(
-                E.STRUCTURE_CHANGE,
-                _loc(s),
-                name=name,
-                kind=s.kind,
-                site_line=s.line,
-                a=skeleton_text(sa),
-                b=skeleton_text(sb),
-            )
+            raise _structure_change(self.site, self.site.kind, name, sa, sb)
         leaves = [self._leaf(path, x, y) for path, x, y in zip(pa, la, lb)]
         self.trees.append(("tree", sa, leaves))
 
@@ -444,15 +443,7 @@ class _Carry:
                 raise error(E.DEFINED_IN_ONE_BRANCH, _loc(s), name=name, site_line=s.line, def_line=line)
             gskel = flatten(v, name, got, _)
             if gskel != skel:
-                raise error(
-                    E.STRUCTURE_CHANGE,
-                    _loc(s),
-                    name=name,
-                    kind=self.kind,
-                    site_line=s.line,
-                    a=skeleton_text(skel),
-                    b=skeleton_text(gskel),
-                )
+                raise _structure_change(s, self.kind, name, skel, gskel)
             for path, x, y, n in zip(paths, leaves, got, mask):
                 if n:
                     vals.extend(self._leaf_yield(path, x, y, n))
