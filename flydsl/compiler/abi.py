@@ -1,4 +1,4 @@
-"""From a specialization key part (see :mod:`flydsl.runtime.args`) to the host function's parameter
+"""From a specialization key part (see :mod:`.specialize`) to the host function's parameter
 types and to the DSL value the traced body receives.
 
 ==================================  ======================================  ==========================

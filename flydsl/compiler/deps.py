@@ -19,9 +19,11 @@ comprehensions): every name it reads from its module globals and every closure c
 
 from __future__ import annotations
 
+import copy
 import enum
 import hashlib
 import inspect
+import operator
 import sys
 import types
 
@@ -74,6 +76,14 @@ def freeze(v):
     return v
 
 
+def _never() -> bool:
+    return False
+
+
+def _always() -> bool:
+    return True
+
+
 class Deps:
     """The dependencies of one function (see the module docstring)."""
 
@@ -97,6 +107,46 @@ class Deps:
             # small containers are compared by content on every call; big ones (tables) by identity only
             out.append(freeze(v) if type(v) in _MUTABLE and len(v) <= _WATCH_MAX else v)
         return tuple(out)
+
+    def watcher(self):
+        """A function answering, cheaply, "is every compile-time value still the very object it is now (and
+        every watched container's content equal)?" — the fast path's per-call check. ``False`` does not
+        mean changed (a value rebound to an equal one): ask :meth:`changed`, then make a new watcher.
+
+        Generated code: the values are read with one ``itemgetter`` per module dict and one ``attrgetter``
+        over the cells, and compared by identity in C (``map(operator.is_, ...)``): a few hundred ns for
+        dozens of values; a function without compile-time values gets a constant ``True``.
+        """
+        groups: dict = {}
+        cells = []
+        for holder, key in self._refs:
+            if key is None:
+                cells.append(holder)
+            else:
+                groups.setdefault(id(holder), (holder, []))[1].append(key)
+        try:
+            getters = [(h, operator.itemgetter(*keys, keys[0])) for h, keys in groups.values()]
+            now = [g(h) for h, g in getters]
+            cell_now = tuple(c.cell_contents for c in cells)
+        except (KeyError, ValueError):  # a name deleted or a cell emptied since collect(): never unchanged
+            return _never
+        watched = [v for vals in (*now, cell_now) for v in vals if type(v) in _MUTABLE and len(v) <= _WATCH_MAX]
+        ns = {"is_": operator.is_, "eq": operator.eq, "CG": operator.attrgetter("cell_contents"), "CELLS": cells,
+              "CV": cell_now, "W": watched, "COPIES": copy.deepcopy(watched)}  # fmt: skip
+        terms = []
+        for i, ((h, g), vals) in enumerate(zip(getters, now)):
+            ns[f"G{i}"], ns[f"H{i}"], ns[f"V{i}"] = g, h, vals
+            terms.append(f"all(map(is_, G{i}(H{i}), V{i}))")
+        if cells:
+            terms.append("all(map(is_, map(CG, CELLS), CV))")
+        if watched:
+            terms.append("all(map(eq, W, COPIES))")
+        if not terms:
+            return _always
+        src = "def unchanged():\n    try:\n        return " + " and ".join(terms)
+        src += "\n    except (KeyError, ValueError):\n        return False\n"
+        exec(compile(src, "<dependency watch>", "exec"), ns)
+        return ns["unchanged"]
 
     def changed(self, snapshot: tuple) -> bool:
         """True when a compile-time global/closure value was rebound (or a container edited) since ``snapshot``."""

@@ -1,10 +1,11 @@
 """``@flyc.jit``: a host launcher traced into ``func.func`` (+ its kernels), compiled, cached, launched.
 
-A call converts the arguments (:mod:`flydsl.runtime.args`) into a key and ABI values, looks the key up
-in the in-memory cache, and on a hit launches at once (the *hot path*: conversion, one dict lookup,
-packing, launch). On a miss it consults the disk cache (:mod:`.cache`), else traces the AST-rewritten
-body into a new module — host function arguments built from the key (:mod:`.abi`), kernels traced as
-they are launched (:mod:`.kernel`) — runs the pipeline (:mod:`.pipeline`) and stores the result.
+A cached call runs the dispatcher of its argument pattern (:mod:`.fastpath`: cheap attributes → fast key,
+one dict lookup, the launch plan, the driver). Otherwise the full path converts the arguments
+(:mod:`.specialize`) into a key and ABI values, looks the key up in the in-memory cache and launches.
+On a miss it consults the disk cache (:mod:`.cache`), else traces the AST-rewritten body into a new
+module — host function arguments built from the key (:mod:`.abi`), kernels traced as they are launched
+(:mod:`.kernel`) — runs the pipeline (:mod:`.pipeline`) and stores the result.
 
 Called while another trace is running, a jit function just calls its (rewritten) body: it composes
 as a helper. ``COMPILE_ONLY=1`` does everything but launch and returns None.
@@ -13,29 +14,28 @@ as a helper. ``COMPILE_ONLY=1`` does everything but launch and returns None.
 from __future__ import annotations
 
 import functools
-import inspect
 import sys
 from collections import namedtuple
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._fastmath import compile_default, default_from_hints
-from ..expr.numeric import Numeric
-from ..expr.typing import Constexpr, Stream
 from ..ir import InsertionPoint, i64, new_module
-from ..runtime.args import CONVERTERS, DEFAULT_STREAM, ArgError, convert_arg
-from ..utils.env import CODEGEN_AFFECTING, env, snapshot
+from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
+from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
 from . import errors as E
 from .abi import make_param, param_arg_names, param_types
 from .artifact import Artifact
 from .cache import DiskCache, deps_digest, disk_key
-from .deps import collect, compile_time_value, freeze
+from .deps import collect, freeze
 from .diagnostics import FlyDSLError, wrap_exception
 from .errors import error
+from .fastpath import NOFAST, OTHER_PATTERN, make_binder, make_dispatcher, pattern_of
 from .frames import frame_location, traceback_location, user_frame
 from .frontend import rewrite_function
 from .kernel import resolve_signature
 from .pipeline import codegen, compile_module
+from .specialize import Param
 from .trace import TraceContext, current, select_target, tracing
 
 __all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "user_error", "dsl_error"]
@@ -44,102 +44,14 @@ CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize", "disk_size"])
 
 # COMPILE_ONLY first (not part of the key), then what selects code and device
 _ENV_KEY = ("COMPILE_ONLY", "ARCH", "FLYDSL_GPU_ARCH", "FLYDSL_RUNTIME_KIND", *CODEGEN_AFFECTING)
+_ENV_FAST = snapshot_reader(_ENV_KEY) or (lambda: snapshot(_ENV_KEY))
 _TRUE = frozenset(("1", "true", "yes", "on"))
+_MAX_PATTERNS = 16  # argument patterns with a dispatcher per jit function
 
 
 def _caller_loc():
     f = user_frame(sys._getframe(2))
     return frame_location(f) if f is not None else None
-
-
-# ---------------------------------------------------------------------------------------------------
-# parameters and their converters
-# ---------------------------------------------------------------------------------------------------
-
-
-def _const_key(v):
-    """The key of a compile-time value: the value itself, or a capture-free function's code."""
-    if callable(v) and hasattr(v, "__code__") and not isinstance(v, type):
-        code = v.__code__
-        if code.co_freevars:
-            raise ArgError("UNSUPPORTED_ARG", got="a function that captures variables (use a plain lambda)")
-        return ("fn", code.co_code, code.co_consts, code.co_names, v.__defaults__)
-    hash(v)
-    return v
-
-
-def _constexpr_conv(ann):
-    def conv(a, key, vals):
-        if not ann.accepts(a):
-            t = ann.value_type
-            want = t if isinstance(t, str) else t.__name__
-            raise ArgError("CONSTEXPR_TYPE", want=want, got=f"{type(a).__name__} {a!r}")
-        key.append(("const", _const_key(a)))
-
-    return conv
-
-
-def _numeric_conv(cls):
-    lo, hi = (-(1 << (cls.width - 1)), (1 << (cls.width - 1)) - 1) if cls.is_integer and cls.signed else (1, 0)
-
-    def conv(a, key, vals):
-        if type(a) is int and lo <= a <= hi:  # the common case, without building a Numeric
-            key.append(cls)
-            vals.append(a)
-            return
-        try:
-            x = a if type(a) is cls else cls(a)
-        except (TypeError, ValueError):
-            raise ArgError("UNSUPPORTED_ARG", got=f"{type(a).__name__} {a!r} (declared {cls.__name__})") from None
-        if not x.is_static():
-            raise ArgError("UNSUPPORTED_ARG", got=f"a run-time {cls.__name__} (outside of a trace)")
-        key.append(cls)
-        vals.append(x._v)
-
-    return conv
-
-
-def _stream_conv(a, key, vals):
-    CONVERTERS[Stream](a if isinstance(a, Stream) else Stream(a), key, vals)
-
-
-def _value_conv(a, key, vals):
-    fn = CONVERTERS.get(type(a))
-    if fn is not None:
-        fn(a, key, vals)
-    elif isinstance(a, (str, tuple, type)) or (compile_time_value(a) and not isinstance(a, Numeric)):
-        key.append(("const", _const_key(a)))  # str, tuple, enum, DSL type: compile-time by nature
-    else:
-        convert_arg(a, key, vals)
-
-
-def _self_conv(a, key, vals):
-    """``self`` of a method launcher: its type and its compile-time attributes (read while tracing)."""
-    d = getattr(a, "__dict__", None)
-    attrs = tuple(sorted((k, v) for k, v in d.items() if compile_time_value(v))) if d else ()
-    key.append(("self", type(a), attrs))
-
-
-class _Param:
-    __slots__ = ("name", "conv", "default", "is_stream")
-
-    def __init__(self, p: inspect.Parameter, first: bool):
-        ann = p.annotation
-        self.name = p.name
-        self.default = p.default
-        self.is_stream = ann is Stream
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(f"@flyc.jit does not support *{p.name} / **{p.name} parameters")
-        if Constexpr.is_constexpr_annotation(ann):
-            self.conv = _constexpr_conv(ann)
-        elif self.is_stream:
-            self.conv = _stream_conv
-        elif isinstance(ann, type) and issubclass(ann, Numeric) and ann.width:
-            self.conv = _numeric_conv(ann)
-        elif first and p.name == "self":
-            self.conv = _self_conv
-        else:
-            self.conv = _value_conv
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -177,16 +89,19 @@ class JitFunction:
         self.misses = 0
         self.compiles = 0  # misses that traced and compiled (the others were found on disk)
         self._body = None
-        self._params: list[_Param] | None = None
+        self._params: list[Param] | None = None
         self._convs: tuple = ()
         self._sig = None
         self._implicit_stream = True
-        self._min_pos: int | None = None
-        self._tail_defaults: tuple = ()
+        self._nargs = -1  # the parameter count, once known (a call with another count is bound first)
+        self._binder = None
         self._mem: dict = {}
         self._deps = None
         self._deps_hex: str | None = None
         self._dep_vals: tuple | None = None
+        self._watch = _unknown
+        self._dispatch = _first_call
+        self._dispatchers: dict = {}  # argument pattern -> dispatcher (see fastpath)
         self._last: tuple | None = None
 
     @property
@@ -220,35 +135,62 @@ class JitFunction:
         if current() is not None:
             return self.body()(*args, **kwargs)
         try:
-            entry, vals, compile_only = self._prepare(args, kwargs)
+            if kwargs or len(args) != self._nargs:
+                args = self._bind(args, kwargs)
+            try:
+                r = self._dispatch(args)
+                if r is OTHER_PATTERN:
+                    r = self._switch_pattern(args)
+            except ArgError:  # the full path raises it with the parameter's name
+                r = NOFAST
+            if r is None:  # launched through the fast path
+                return None
+            entry, vals, compile_only = self._prepare(args, {}, bound=True)
             if compile_only:
                 return None
             entry.run(vals)
+            if type(r) is tuple:
+                self._register(r, entry, vals)
         except Exception as e:
             raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
         return None
 
-    def _prepare(self, args, kwargs):
-        """(entry, ABI values, COMPILE_ONLY) for one call: the hot path up to the launch."""
+    def _switch_pattern(self, args):
+        """Run the dispatcher of ``args``' pattern (made on first sight; at most ``_MAX_PATTERNS`` kept)."""
         if self._params is None:
             self._init_params()
-        if kwargs or len(args) != len(self._convs):
-            lo = self._min_pos
-            if not kwargs and lo is not None and lo <= len(args) < len(self._convs):
-                args = args + self._tail_defaults[len(args) - lo :]  # trailing defaults without inspect.bind
-            else:
-                args = self._bind(args, kwargs)
+        pat = pattern_of(args, self._params)
+        d = self._dispatchers.get(pat)
+        if d is None:
+            if len(self._dispatchers) >= _MAX_PATTERNS:
+                return NOFAST
+            fast: dict = {}
+            d = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, fast)
+            d.fast = fast
+            self._dispatchers[pat] = d
+        self._dispatch = d
+        r = d(args)
+        return NOFAST if r is OTHER_PATTERN else r
+
+    def _register(self, fkey: tuple, entry, vals: list) -> None:
+        """After a launch through the full path: the fast path's entry for the same fast key."""
+        launcher = entry.launcher
+        default_stream = getattr(launcher, "default_stream", None)
+        if default_stream is None:  # a device without a raw-value launch (the interpreter)
+            return
+        torch_tensors = any(type(v) is TensorRef and type(v.obj).__module__.startswith("torch") for v in vals)
+        self._dispatch.fast[fkey] = (launcher.run, default_stream(torch_tensors))
+
+    def _prepare(self, args, kwargs, bound: bool = False):
+        """(entry, ABI values, COMPILE_ONLY) for one call: the full path up to the launch."""
+        if self._params is None:
+            self._init_params()
+        if not bound and (kwargs or len(args) != self._nargs):
+            args = self._bind(args, kwargs)
         key, vals = [], []
-        table = CONVERTERS
         i = 0
         try:
             for conv, a in zip(self._convs, args):
-                if conv is _value_conv:
-                    fn = table.get(type(a))
-                    if fn is not None:
-                        fn(a, key, vals)
-                        i += 1
-                        continue
                 conv(a, key, vals)
                 i += 1
         except ArgError as e:
@@ -256,8 +198,11 @@ class JitFunction:
         if self._implicit_stream:
             vals.append(DEFAULT_STREAM)
         snap = snapshot(_ENV_KEY)
-        if self._dep_vals is not None and self._deps.changed(self._dep_vals):
-            self._on_drift()
+        if not self._watch():
+            if self._deps.changed(self._dep_vals):
+                self._on_drift()
+            else:  # rebound to equal values: watch the new objects
+                self._watch = self._deps.watcher()
         k = (tuple(key), snap[1:], freeze(self.compile_hints) if self.compile_hints else None)
         entry = self._mem.get(k)
         if entry is None:
@@ -269,26 +214,28 @@ class JitFunction:
     def _init_params(self) -> None:
         sig = self._sig = resolve_signature(self.fn)
         ps = list(sig.parameters.values())
-        self._params = [_Param(p, i == 0) for i, p in enumerate(ps)]
+        self._params = [Param(p, i == 0) for i, p in enumerate(ps)]
         self._convs = tuple(p.conv for p in self._params)
         self._implicit_stream = not any(p.is_stream for p in self._params)
-        # the fast path for positional calls that leave trailing defaults out
-        positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in ps)
-        n_req = sum(1 for p in ps if p.default is p.empty)
-        if positional and all(p.default is not p.empty for p in ps[n_req:]):
-            self._min_pos, self._tail_defaults = n_req, tuple(p.default for p in ps[n_req:])
-        else:
-            self._min_pos, self._tail_defaults = None, ()
+        self._binder = make_binder(self._params, [p.default for p in ps])
+        self._nargs = len(ps)
         self._deps = collect(self.fn)
         self._dep_vals = self._deps.current_values()
+        self._watch = self._deps.watcher()
 
     def _bind(self, args, kwargs) -> tuple:
+        """Every argument in parameter order, defaults filled (Python's own binding: :func:`make_binder`)."""
+        if self._params is None:
+            self._init_params()
         try:
-            b = self._sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise error(E.ARG_BINDING, _caller_loc(), name=self.fn.__name__, detail=str(e)) from None
-        b.apply_defaults()
-        return tuple(b.arguments.values())
+            return self._binder(*args, **kwargs)
+        except TypeError:
+            try:  # the message of inspect's binding: it names the parameter the same way on every Python
+                self._sig.bind(*args, **kwargs)
+                detail = "invalid arguments"
+            except TypeError as e:
+                detail = str(e)
+            raise error(E.ARG_BINDING, _caller_loc(), name=self.fn.__name__, detail=detail) from None
 
     def _arg_error(self, e: ArgError, index: int) -> FlyDSLError:
         fields = dict(e.fields)
@@ -298,10 +245,16 @@ class JitFunction:
 
     def _on_drift(self) -> None:
         """A compile-time global/closure value was rebound: forget what was compiled with the old one."""
-        self._mem.clear()
+        self._forget()
         self._deps = collect(self.fn)
         self._dep_vals = self._deps.current_values()
+        self._watch = self._deps.watcher()
         self._deps_hex = None
+
+    def _forget(self) -> None:
+        self._mem.clear()
+        for d in self._dispatchers.values():
+            d.fast.clear()
 
     def deps_hex(self) -> str:
         """The digest of the function's dependencies (source, helpers, compile-time values)."""
@@ -336,6 +289,7 @@ class JitFunction:
         self._mem[k] = entry
         self._last = (k, entry)
         self._dep_vals = self._deps.current_values()  # after tracing, which may itself edit a container
+        self._watch = self._deps.watcher()
         return entry
 
     def _compile(self, args, key_parts, target, want_ptx: bool) -> Artifact:
@@ -386,9 +340,7 @@ class JitFunction:
         Nothing is compiled, cached or launched; for inspection and tests (like ``jax.make_jaxpr``).
         """
         try:
-            if self._params is None:
-                self._init_params()
-            if kwargs or len(args) != len(self._convs):
+            if kwargs or len(args) != self._nargs:
                 args = self._bind(args, kwargs)
             key = []
             try:
@@ -406,9 +358,7 @@ class JitFunction:
         Two calls, or two processes, get the same key exactly when the compiled code must be the same.
         """
         try:
-            if self._params is None:
-                self._init_params()
-            if kwargs or len(args) != len(self._convs):
+            if kwargs or len(args) != self._nargs:
                 args = self._bind(args, kwargs)
             key = []
             for conv, a in zip(self._convs, args):
@@ -426,7 +376,7 @@ class JitFunction:
 
     def clear_cache(self) -> None:
         """Forget the in-memory specializations (the disk cache is left alone)."""
-        self._mem.clear()
+        self._forget()
 
 
 class _Result:
@@ -514,32 +464,22 @@ def dsl_error(e: BaseException) -> FlyDSLError:
 
 
 class CompiledFunction:
-    """A compiled specialization (``flyc.compile``): call it with the same positional arguments.
+    """A compiled specialization (``flyc.compile``): call it like the jit function.
 
-    The key lookup is skipped; Constexpr arguments are ignored (their values are baked in).
+    A call takes the jit function's path (its fast path when the arguments have the types, dtypes and
+    alignment they had): arguments that need another specialization (other dtypes, alignment, Constexpr
+    values) get it, compiled or found in the cache, instead of running this one on values it was not
+    compiled for.
     """
 
-    __slots__ = ("jit_function", "_entry", "_convs", "_implicit", "_defaults")
+    __slots__ = ("jit_function", "_entry")
 
     def __init__(self, jf: JitFunction, entry: _Entry):
         self.jit_function = jf
         self._entry = entry
-        self._convs = jf._convs
-        self._implicit = jf._implicit_stream
-        self._defaults = [p.default for p in jf._params]
 
-    def __call__(self, *args):
-        try:
-            if len(args) < len(self._convs):
-                args = args + tuple(self._defaults[len(args) :])
-            key, vals = [], []
-            for conv, a in zip(self._convs, args):
-                conv(a, key, vals)
-            if self._implicit:
-                vals.append(DEFAULT_STREAM)
-            self._entry.run(vals)
-        except Exception as e:
-            raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
+    def __call__(self, *args, **kwargs):
+        return self.jit_function(*args, **kwargs)
 
     @property
     def ir(self) -> str:
@@ -594,3 +534,13 @@ def jit(fn=None):
     if fn is None:
         return jit
     return JitFunction(fn)
+
+
+def _unknown() -> bool:
+    """The dependency watch before the dependencies are collected: nothing is known to be unchanged."""
+    return False
+
+
+def _first_call(args):
+    """The dispatcher before the first call: every pattern is another pattern."""
+    return OTHER_PATTERN

@@ -1,22 +1,11 @@
-"""Launcher arguments: Python values → (specialization key part, flat host-ABI values).
+"""Launcher arguments as the runtime sees them: tensors (torch, numpy, DLPack) read into :class:`TensorRef`
+facts (data pointer, numpy element type, shape, strides in elements, device), and the static-layout
+:class:`TensorAdaptor` of ``flyc.from_torch_tensor``.
 
-Every argument of a ``@flyc.jit`` call is converted once per call by a converter chosen by its Python
-type (:data:`CONVERTERS`). A converter appends the argument's *key part* (what the compiled code
-depends on: dtypes, static shapes, alignment, Constexpr values — never data values) and its *ABI
-values* (what the host function receives, in order). The host ABI of a parameter:
-
-=====================  =========================================================================
-tensor (dynamic)        data pointer, every shape dim (i32), every stride except the unit one (i32)
-tensor (static)         data pointer, then only the dims/strides marked dynamic (i32)
-int / float / bool      one value: ``Int32`` (``Int64`` outside i32), ``Float32``, ``Boolean``
-fx numeric              one value of its own type
-stream                  one ``i64`` handle (0 = default stream)
-fx.Constexpr            nothing: the value is part of the key and passed to the body as is
-=====================  =========================================================================
-
-A tensor's pointer slot holds a :class:`TensorRef` until the device resolves it (a CUDA pointer, or an
-interpreter address for the CPU device). Key parts are tuples of ints, strings and Numeric classes;
-:func:`flydsl.compiler.cache.canonical` turns them into the disk key.
+What a value means to the compiled code — its specialization key part and its host-ABI values — is the
+compiler's business (:mod:`flydsl.compiler.specialize`); this module knows no DSL type. A tensor's pointer
+slot among the ABI values holds its :class:`TensorRef` until the device resolves it (a CUDA pointer, or an
+interpreter address for the CPU device); :data:`DEFAULT_STREAM` stands for the stream the device chooses.
 """
 
 from __future__ import annotations
@@ -26,43 +15,25 @@ from ctypes import c_char as _c_char
 
 import numpy as np
 
-from ..expr.numeric import (
-    BFloat16,
-    Boolean,
-    Float8E4M3FN,
-    Float8E4M3FNUZ,
-    Float8E5M2,
-    Float8E5M2FNUZ,
-    Float16,
-    Float32,
-    Float64,
-    Int8,
-    Int16,
-    Int32,
-    Int64,
-    Numeric,
-    Uint8,
-    Uint16,
-    Uint32,
-    Uint64,
-)
-from ..expr.typing import Stream, stream_handle
-
 __all__ = [
     "TensorRef",
     "TensorAdaptor",
     "from_torch_tensor",
     "from_dlpack",
-    "convert_arg",
-    "CONVERTERS",
+    "torch_ref",
+    "numpy_ref",
+    "dlpack_ref",
     "ArgError",
     "NP_DTYPES",
     "torch_dtype_map",
     "DEFAULT_STREAM",
     "alignment_of",
+    "unit_axis",
+    "check_i32",
+    "I32_MAX",
 ]
 
-_I32_MAX = (1 << 31) - 1
+I32_MAX = (1 << 31) - 1
 
 
 class ArgError(Exception):
@@ -77,27 +48,24 @@ class ArgError(Exception):
 DEFAULT_STREAM = object()  # placeholder for the implicit stream, resolved by the device
 
 
-def _np_dtypes() -> dict:
+def _np_dtypes() -> frozenset:
     import ml_dtypes
 
-    m = {
-        np.dtype(np.float32): Float32, np.dtype(np.float64): Float64, np.dtype(np.float16): Float16,
-        np.dtype(np.int8): Int8, np.dtype(np.int16): Int16, np.dtype(np.int32): Int32, np.dtype(np.int64): Int64,
-        np.dtype(np.uint8): Uint8, np.dtype(np.uint16): Uint16, np.dtype(np.uint32): Uint32,
-        np.dtype(np.uint64): Uint64, np.dtype(np.bool_): Boolean,
-        np.dtype(ml_dtypes.bfloat16): BFloat16, np.dtype(ml_dtypes.float8_e4m3fn): Float8E4M3FN,
-        np.dtype(ml_dtypes.float8_e5m2): Float8E5M2, np.dtype(ml_dtypes.float8_e4m3fnuz): Float8E4M3FNUZ,
-        np.dtype(ml_dtypes.float8_e5m2fnuz): Float8E5M2FNUZ,
-    }  # fmt: skip
-    return m
+    names = ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+             "uint64", "bool")  # fmt: skip
+    extra = (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fnuz,
+             ml_dtypes.float8_e5m2fnuz)  # fmt: skip
+    return frozenset([np.dtype(n) for n in names] + [np.dtype(t) for t in extra])
 
 
-NP_DTYPES: dict = _np_dtypes()
+NP_DTYPES: frozenset = _np_dtypes()
+"""The numpy element types a tensor argument may have (ml_dtypes for bf16 and the fp8 formats)."""
+
 _TORCH_DTYPES: dict | None = None
 
 
 def torch_dtype_map() -> dict:
-    """torch dtype → Numeric class (empty when torch is not installed)."""
+    """torch dtype → numpy dtype (ml_dtypes for bf16/fp8; empty when torch is not installed)."""
     global _TORCH_DTYPES
     if _TORCH_DTYPES is None:
         try:
@@ -105,13 +73,15 @@ def torch_dtype_map() -> dict:
         except ImportError:
             _TORCH_DTYPES = {}
             return _TORCH_DTYPES
-        pairs = {
-            "float32": Float32, "float64": Float64, "float16": Float16, "bfloat16": BFloat16, "int8": Int8,
-            "int16": Int16, "int32": Int32, "int64": Int64, "uint8": Uint8, "uint16": Uint16, "uint32": Uint32,
-            "uint64": Uint64, "bool": Boolean, "float8_e4m3fn": Float8E4M3FN, "float8_e5m2": Float8E5M2,
-            "float8_e4m3fnuz": Float8E4M3FNUZ, "float8_e5m2fnuz": Float8E5M2FNUZ,
-        }  # fmt: skip
-        _TORCH_DTYPES = {getattr(torch, k): v for k, v in pairs.items() if hasattr(torch, k)}
+        import ml_dtypes
+
+        names = ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                 "uint64", "bool")  # fmt: skip
+        m = {getattr(torch, n): np.dtype(n) for n in names if hasattr(torch, n)}
+        for n in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"):
+            if hasattr(torch, n):
+                m[getattr(torch, n)] = np.dtype(getattr(ml_dtypes, n))
+        _TORCH_DTYPES = m
     return _TORCH_DTYPES
 
 
@@ -123,11 +93,12 @@ def alignment_of(ptr: int) -> int:
 
 
 class TensorRef:
-    """A tensor argument of one call: the object, its element type and geometry, and where it lives."""
+    """A tensor argument of one call: the object, its numpy element type, geometry (strides in elements)
+    and where it lives."""
 
     __slots__ = ("obj", "dtype", "ptr", "shape", "strides", "is_cuda", "name")
 
-    def __init__(self, obj, dtype, ptr, shape, strides, is_cuda):
+    def __init__(self, obj, dtype: np.dtype, ptr: int, shape, strides, is_cuda: bool):
         self.obj = obj
         self.dtype = dtype
         self.ptr = ptr
@@ -144,18 +115,18 @@ class TensorRef:
         return _torch_numpy(o, self.dtype)
 
 
-def _torch_numpy(t, dtype) -> np.ndarray:
+def _torch_numpy(t, dtype: np.dtype) -> np.ndarray:
     import torch
 
     t = t.detach()
     try:
         a = t.numpy()
-        if a.dtype == dtype.numpy_dtype:
+        if a.dtype == dtype:
             return a
     except (TypeError, RuntimeError):
         pass
-    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[max(1, dtype.width // 8)]
-    return t.view(carrier).numpy().view(dtype.numpy_dtype)
+    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+    return t.view(carrier).numpy().view(dtype)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -163,7 +134,7 @@ def _torch_numpy(t, dtype) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _unit_axis(shape, strides) -> int:
+def unit_axis(shape, strides) -> int:
     """The mode of stride 1 (the last one; a size-1 mode when no stride is 1), -1 if none."""
     for i in range(len(strides) - 1, -1, -1):
         if strides[i] == 1:
@@ -174,40 +145,12 @@ def _unit_axis(shape, strides) -> int:
     return -1
 
 
-def _check_i32(shape, strides) -> None:
-    if shape and max(shape) > _I32_MAX:
+def check_i32(shape, strides) -> None:
+    """Raise ``TENSOR_TOO_LARGE`` for a dimension or stride outside 32 bits (the ABI passes them as i32)."""
+    if shape and max(shape) > I32_MAX:
         raise ArgError("TENSOR_TOO_LARGE", what="dimension", value=max(shape))
-    if strides and (max(strides) > _I32_MAX or min(strides) < -_I32_MAX):
+    if strides and (max(strides) > I32_MAX or min(strides) < -I32_MAX):
         raise ArgError("TENSOR_TOO_LARGE", what="stride", value=max(strides))
-
-
-def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
-    shape, strides = ref.shape, ref.strides
-    n = len(shape)
-    if n == 1 and strides[0] == 1 and shape[0] <= _I32_MAX:  # the common case, short
-        ptr = ref.ptr
-        key.append(("dyn_tensor", ref.dtype, 1, 0, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
-        vals.append(ref)
-        vals.append(shape[0])
-        return
-    if not n:
-        key.append(("tensor", ref.dtype, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (False,), (False,), 1))
-        vals.append(ref)
-        return
-    u = n - 1 if strides[-1] == 1 else _unit_axis(shape, strides)
-    if u < 0:
-        raise ArgError("TENSOR_NO_UNIT_STRIDE", shape=tuple(shape), strides=tuple(strides))
-    if max(shape) > _I32_MAX or max(strides) > _I32_MAX or min(strides) < -_I32_MAX:
-        _check_i32(shape, strides)
-    ptr = ref.ptr
-    key.append(("dyn_tensor", ref.dtype, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
-    vals.append(ref)
-    vals.extend(shape)
-    if u == n - 1:
-        vals.extend(strides[:u])
-    else:
-        vals.extend(strides[:u])
-        vals.extend(strides[u + 1 :])
 
 
 def torch_ref(t) -> TensorRef:
@@ -218,8 +161,8 @@ def torch_ref(t) -> TensorRef:
 
 
 def numpy_ref(a: np.ndarray) -> TensorRef:
-    dt = NP_DTYPES.get(a.dtype)
-    if dt is None:
+    dt = a.dtype
+    if dt not in NP_DTYPES:
         raise ArgError("UNSUPPORTED_ARG", got=f"a numpy array of dtype {a.dtype}")
     isz = a.itemsize
     bs = a.strides
@@ -245,14 +188,6 @@ def dlpack_ref(x) -> TensorRef:
         return numpy_ref(np.from_dlpack(x))
 
 
-def _torch_tensor(t, key, vals):
-    _dynamic_tensor(torch_ref(t), key, vals)
-
-
-def _numpy_array(a, key, vals):
-    _dynamic_tensor(numpy_ref(a), key, vals)
-
-
 class TensorAdaptor:
     """``flyc.from_torch_tensor(t)`` / ``flyc.from_dlpack(t)``: a tensor argument with a static layout.
 
@@ -272,7 +207,7 @@ class TensorAdaptor:
     def mark_layout_dynamic(self, leading_dim: int | None = None, divisibility: int = 1) -> TensorAdaptor:
         """Every dim and every stride dynamic, except the stride of ``leading_dim`` (default: the unit one)."""
         r = self.ref
-        lead = _unit_axis(r.shape, r.strides) if leading_dim is None else leading_dim % max(1, len(r.shape))
+        lead = unit_axis(r.shape, r.strides) if leading_dim is None else leading_dim % max(1, len(r.shape))
         if r.shape and r.strides[lead] != 1:
             raise ValueError(f"mark_layout_dynamic: dimension {lead} has stride {r.strides[lead]}, not 1")
         self.dyn_shape = [True] * len(r.shape)
@@ -293,7 +228,7 @@ class TensorAdaptor:
         return self
 
     def __repr__(self) -> str:
-        return f"TensorAdaptor({self.ref.dtype.__name__}, shape={self.ref.shape}, strides={self.ref.strides})"
+        return f"TensorAdaptor({self.ref.dtype}, shape={self.ref.shape}, strides={self.ref.strides})"
 
 
 def _dims(dims, n):
@@ -302,23 +237,6 @@ def _dims(dims, n):
     if isinstance(dims, int):
         return [dims % n]
     return [d % n for d in dims]
-
-
-def _static_tensor(a: TensorAdaptor, key, vals):
-    r = a.ref
-    shape, strides = (r.shape, r.strides) if r.shape else ((1,), (1,))
-    _check_i32(shape, strides)
-    ds, dd, div = tuple(a.dyn_shape) or (False,), tuple(a.dyn_stride) or (False,), a.divisibility
-    key_shape = tuple(None if d else s for s, d in zip(shape, ds))
-    key_stride = tuple(None if d else s for s, d in zip(strides, dd))
-    key.append(("tensor", r.dtype, key_shape, key_stride, alignment_of(r.ptr), r.is_cuda, ds, dd, div))
-    vals.append(r)
-    for values, marks, what in ((shape, ds, "dimension"), (strides, dd, "stride")):
-        for v, d in zip(values, marks):
-            if d:
-                if div > 1 and v % div:
-                    raise ArgError("DIVISIBILITY", what=what, value=v, div=div)
-                vals.append(v)
 
 
 def from_torch_tensor(t) -> TensorAdaptor:
@@ -333,103 +251,3 @@ def from_dlpack(x) -> TensorAdaptor:
     if type(x).__module__.startswith("torch"):
         return TensorAdaptor(torch_ref(x))
     return TensorAdaptor(dlpack_ref(x))
-
-
-# ---------------------------------------------------------------------------------------------------
-# scalars and streams
-# ---------------------------------------------------------------------------------------------------
-
-
-def _int(x, key, vals):
-    if -(1 << 31) <= x <= _I32_MAX:
-        key.append(Int32)
-    elif -(1 << 63) <= x < (1 << 64):
-        key.append(Int64)
-    else:
-        raise ArgError("UNSUPPORTED_ARG", got=f"the integer {x} (it does not fit in 64 bits)")
-    vals.append(x)
-
-
-def _float(x, key, vals):
-    key.append(Float32)
-    vals.append(x)
-
-
-def _bool(x, key, vals):
-    key.append(Boolean)
-    vals.append(x)
-
-
-def _numeric(x, key, vals):
-    if not x.is_static():
-        raise ArgError("UNSUPPORTED_ARG", got=f"a run-time {type(x).__name__} (outside of a trace)")
-    key.append(type(x))
-    vals.append(x._v)
-
-
-def _np_scalar(x, key, vals):
-    dt = NP_DTYPES.get(x.dtype)
-    if dt is None:
-        raise ArgError("UNSUPPORTED_ARG", got=f"a numpy {x.dtype} scalar")
-    key.append(dt)
-    vals.append(x.item())
-
-
-def _stream(x, key, vals):
-    """A stream argument. ``Stream(None)`` (FlyDSL's default) means "the default stream", which the device
-    resolves per call to torch's current stream when torch CUDA tensors are passed (so a launch inside
-    ``torch.cuda.stream(s)`` or a CUDA-graph capture goes to that stream), else to stream 0."""
-    key.append("stream")
-    v = x.value if isinstance(x, Stream) else x
-    vals.append(DEFAULT_STREAM if v is None else stream_handle(x))
-
-
-def _none(x, key, vals):
-    key.append(None)
-
-
-CONVERTERS: dict = {
-    type(None): _none,
-    int: _int,
-    float: _float,
-    bool: _bool,
-    np.ndarray: _numpy_array,
-    TensorAdaptor: _static_tensor,
-    Stream: _stream,
-}
-
-
-def _resolve_converter(tp):
-    """The converter of a type not in the table yet (found once, then cached in CONVERTERS)."""
-    fn = None
-    if issubclass(tp, Numeric):
-        fn = _numeric
-    elif issubclass(tp, np.generic):
-        fn = _np_scalar
-    elif tp.__module__.startswith("torch"):
-        try:
-            import torch
-
-            if issubclass(tp, torch.Tensor):
-                fn = _torch_tensor
-            elif hasattr(tp, "cuda_stream"):
-                fn = _stream
-        except ImportError:
-            pass
-    elif hasattr(tp, "__dlpack__"):
-        fn = lambda x, key, vals: _dynamic_tensor(dlpack_ref(x), key, vals)  # noqa: E731
-    elif hasattr(tp, "cuda_stream"):
-        fn = _stream
-    if fn is not None:
-        CONVERTERS[tp] = fn
-    return fn
-
-
-def convert_arg(x, key: list, vals: list) -> None:
-    """Append ``x``'s key part and ABI values (raises :class:`ArgError` for unsupported values)."""
-    fn = CONVERTERS.get(type(x))
-    if fn is None:
-        fn = _resolve_converter(type(x))
-        if fn is None:
-            raise ArgError("UNSUPPORTED_ARG", got=f"a value of type {type(x).__name__}")
-    fn(x, key, vals)

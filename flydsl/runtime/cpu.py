@@ -24,7 +24,7 @@ __all__ = ["CpuLauncher", "register_tensor"]
 
 def _extent(ref: TensorRef) -> tuple[int, int]:
     """Byte offsets [lo, hi) of the memory the tensor spans, relative to its data pointer."""
-    isz = ref.dtype.numpy_dtype.itemsize
+    isz = ref.dtype.itemsize
     lo = hi = 0
     for n, s in zip(ref.shape, ref.strides):
         if n == 0:
@@ -46,7 +46,7 @@ def register_tensor(ref: TensorRef, mem: Memory) -> int:
             device="cpu",
             fix="pass a CPU tensor (`t.cpu()`), or run on the GPU (unset FLYDSL_RUNTIME_KIND=cpu)",
         )
-    dt = ref.dtype.numpy_dtype
+    dt = ref.dtype
     obj = ref.obj
     if isinstance(obj, np.ndarray) and obj.flags.c_contiguous and ref.ptr % 16 == 0 and obj.size:
         return mem.register(obj, ref.name)

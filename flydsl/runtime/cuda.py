@@ -4,9 +4,10 @@ Uses the ``cuda-bindings`` driver API (an optional dependency, imported on first
 context is the one torch uses, so pointers from torch tensors are valid here and launches can go on
 torch's streams (pass ``torch.cuda.current_stream().cuda_stream`` or the stream object itself).
 
-Launching: :class:`CudaKernel` builds the kernel's ``void*[]`` parameter array once; each
-:meth:`CudaKernel.launch` writes the arguments into its slots and calls ``cuLaunchKernel`` with the
-array's address. Driver errors raise :class:`CudaError` naming the kernel and the driver's message.
+Launching: :class:`CudaKernel` generates one launch function per kernel (:mod:`._cuda_launch`): the
+launch config and the parameter values are written into one buffer built once, with one
+``struct.pack_into``, and ``cuLaunchKernelEx`` is called through one cached ctypes entry. Driver errors
+raise :class:`CudaError` naming the kernel and the driver's message.
 
     >>> ck = compile_module(mod, Target(arch=device_arch()))
     >>> k = CudaKernel.from_compiled(ck, "vadd")
@@ -16,9 +17,12 @@ array's address. Driver errors raise :class:`CudaError` naming the kernel and th
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 
+from ._cuda_launch import make_launch, raw_params
 from ._cuda_params import ParamPack, pointer_of
+from .streams import stream_handle as _stream_handle
 
 __all__ = [
     "CudaError",
@@ -171,20 +175,6 @@ def synchronize(ordinal: int = 0) -> None:
     _check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
 
 
-def _stream_handle(stream) -> int:
-    if stream is None:
-        return 0
-    if type(stream) is int:
-        return stream
-    h = getattr(stream, "cuda_stream", None)  # torch.cuda.Stream
-    if h is not None:
-        return int(h)
-    proto = getattr(stream, "__cuda_stream__", None)  # cuda.core streams
-    if proto is not None:
-        return int(proto()[1])
-    return int(stream)
-
-
 class CudaModule:
     """A PTX or cubin image loaded into a device's primary context."""
 
@@ -234,17 +224,18 @@ def _ptx_diagnostic(ptx: str) -> str:
 
 
 def _ctypes_launch():
-    """``cuLaunchKernel`` of libcuda called through ctypes, or None when libcuda cannot be opened.
+    """``cuLaunchKernelEx`` of libcuda as one cached ctypes entry (four ``void*`` arguments), or None when
+    libcuda cannot be opened or is older than CUDA 12.
 
-    The launch is the one call made per kernel call; through ctypes it costs about a microsecond, a few
-    times less than through the bindings' argument conversion. Everything else uses the bindings.
+    The launch is the one driver call made per kernel call. Four pointer arguments cost ~0.4 µs through
+    ctypes where ``cuLaunchKernel``'s eleven cost ~1.5 µs (grid, block, smem and stream travel in the
+    config struct that :mod:`._cuda_launch` packs); cuda-bindings' conversion costs several µs.
     """
     f = _STATE.get("ctypes_launch")
     if f is None:
         try:
-            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
-            u = ctypes.c_uint
-            f.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            f = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+            f.argtypes = [ctypes.c_void_p] * 4
             f.restype = ctypes.c_int
         except (OSError, AttributeError):
             f = False
@@ -260,8 +251,11 @@ def _handle_value(obj) -> int | None:
         return None
 
 
+_INVALID_CONTEXT = 201  # CUDA_ERROR_INVALID_CONTEXT: a thread without a current context
+
+
 class CudaKernel:
-    """One kernel of a loaded module, with its parameter array.
+    """One kernel of a loaded module.
 
     Args:
         image: PTX text (str) or a cubin (bytes), or a loaded :class:`CudaModule`.
@@ -269,19 +263,31 @@ class CudaKernel:
         param_types: one kind per parameter (``"ptr"``, ``"i32"``, ``"f32"``, ``"bf16"``, ``"rsrc"`` …)
             or :class:`flydsl.codegen.ParamSpec` objects.
         device: the device ordinal.
+
+    :attr:`launcher` is ``launcher(gx, gy, gz, bx, by, bz, smem, stream, *params)`` with raw values
+    (pointers as ints, stream as an int handle): what the jit's launch plans call. :meth:`launch` is the
+    public API on top of it (tensors, streams objects and dim3 tuples accepted).
     """
 
-    def __init__(self, image, name: str, param_types, device: int = 0):
+    def __init__(self, image, name: str, param_types, device: int = 0, *, driver_call=None, func_handle=None):
         self.name = name
-        self.module = image if isinstance(image, CudaModule) else CudaModule(image, device)
-        self.device = self.module.device
-        self.func = self.module.function(name)
-        fast, handle = _ctypes_launch(), _handle_value(self.func)
-        self._fast = (fast, handle) if fast is not None and handle else None
+        if func_handle is None:
+            self.module = image if isinstance(image, CudaModule) else CudaModule(image, device)
+            self.device = self.module.device
+            self.func = self.module.function(name)
+            func_handle = _handle_value(self.func)
+        else:  # a stand-in driver (tests, benchmarks): no module, the handle as given
+            self.module, self.device, self.func = None, device, None
         self.params = ParamPack(param_types)
         self._lock = threading.Lock()
-        self._smem_limit = _DEFAULT_SMEM
+        self._smem_limit = [_DEFAULT_SMEM]
         self._stream_cache = (None, None)
+        self._retrying = False
+        call = driver_call if driver_call is not None else _ctypes_launch()
+        if call is not None and func_handle:
+            self.launcher = make_launch(name, func_handle, self.params.kinds, call, self._failed, self._smem_limit)
+        else:
+            self.launcher = self._bindings_launch
 
     @classmethod
     def from_compiled(cls, compiled, name: str, device: int = 0, module: CudaModule | None = None) -> CudaKernel:
@@ -298,10 +304,31 @@ class CudaKernel:
         return int(_check(d.cuFuncGetAttribute(a, self.func), "cuFuncGetAttribute", self.name))
 
     def _allow_smem(self, smem: int) -> None:
-        d = _driver()
-        a = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        _check(d.cuFuncSetAttribute(self.func, a, smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", self.name)
-        self._smem_limit = smem
+        if self.func is not None:
+            d = _driver()
+            a = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            what = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"
+            _check(d.cuFuncSetAttribute(self.func, a, smem), what, self.name)
+        self._smem_limit[0] = smem
+
+    def _failed(self, err, grid, block, smem, stream, params):
+        """The launch function's slow branch: raise the shared-memory limit (``err`` None), set the context
+        of a new thread and retry once, or raise :class:`CudaError`."""
+        if err is None:
+            self._allow_smem(smem)
+            return None
+        if err == _INVALID_CONTEXT and not self._retrying:
+            _context(self.device)
+            self._retrying = True
+            try:
+                return self.launcher(*grid, *block, smem, stream, *params)
+            finally:
+                self._retrying = False
+        try:
+            code = _driver().CUresult(err)
+        except Exception:  # noqa: BLE001 - no bindings to name the code: report the number
+            code = err
+        raise CudaError("cuLaunchKernel", code, self.name, f"grid={grid} block={block} smem={smem}")
 
     def _stream(self, stream):
         """The CUstream object for a stream (cached for the last one used)."""
@@ -312,35 +339,42 @@ class CudaKernel:
             self._stream_cache = (h, obj)
         return obj
 
-    def launch(self, grid, block, smem: int = 0, stream=None, args=(), *, _retry: bool = True) -> None:
-        """Launch on ``grid`` blocks of ``block`` threads with ``smem`` bytes of dynamic shared memory."""
-        gx, gy, gz = _dim3(grid)
-        bx, by, bz = _dim3(block)
-        if smem > self._smem_limit:
+    def _bindings_launch(self, gx, gy, gz, bx, by, bz, smem, stream, *args) -> None:
+        """The launch through cuda-bindings (when libcuda's ``cuLaunchKernelEx`` cannot be called)."""
+        if smem > self._smem_limit[0]:
             self._allow_smem(smem)
-        fast = self._fast
-        if fast is not None:
-            with self._lock:
-                self.params.set(args, self.name)
-                err = fast[0](fast[1], gx, gy, gz, bx, by, bz, smem, _stream_handle(stream), self.params.address, None)
-            if err == 0:
-                return None
-            d = _driver()
-            err = d.CUresult(err)
-        else:
-            s = self._stream(stream)
-            d = _driver()
-            with self._lock:
-                self.params.set(args, self.name)
-                res = d.cuLaunchKernel(self.func, gx, gy, gz, bx, by, bz, smem, s, self.params.address, 0)
-            err = res[0]
-            ok = _STATE["success"]
-            if err is ok or err == ok:
-                return None
-        if _retry and err == d.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # a new thread: set the context
+        s = self._stream(stream)
+        d = _driver()
+        with self._lock:
+            self.params.set(args, self.name)
+            res = d.cuLaunchKernel(self.func, gx, gy, gz, bx, by, bz, smem, s, self.params.address, 0)
+        err = res[0]
+        ok = _STATE["success"]
+        if err is ok or err == ok:
+            return None
+        if err == d.CUresult.CUDA_ERROR_INVALID_CONTEXT and not self._retrying:
             _context(self.device)
-            return self.launch(grid, block, smem, stream, args, _retry=False)
-        raise CudaError("cuLaunchKernel", err, self.name, f"grid={grid} block={block} smem={smem}")
+            self._retrying = True
+            try:
+                return self._bindings_launch(gx, gy, gz, bx, by, bz, smem, stream, *args)
+            finally:
+                self._retrying = False
+        raise CudaError("cuLaunchKernel", err, self.name, f"grid={(gx, gy, gz)} block={(bx, by, bz)} smem={smem}")
+
+    def launch(self, grid, block, smem: int = 0, stream=None, args=()) -> None:
+        """Launch on ``grid`` blocks of ``block`` threads with ``smem`` bytes of dynamic shared memory."""
+        kinds = self.params.kinds
+        if len(args) != len(kinds):
+            raise TypeError(f"kernel {self.name} takes {len(kinds)} arguments, got {len(args)}")
+        try:
+            raw = raw_params(kinds, args)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"kernel {self.name}: {e}") from None
+        try:
+            return self.launcher(*_dim3(grid), *_dim3(block), int(smem), _stream_handle(stream), *raw)
+        except struct.error:
+            self.params.set(args, self.name)  # names the argument that does not fit its slot
+            raise
 
     __call__ = launch
 

@@ -17,8 +17,9 @@ from ..utils.target import Target
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .cpu import CpuLauncher
 from .launch_plan import launch_plan
+from .streams import current_torch_stream
 
-__all__ = ["Device", "get_device", "CudaLauncher", "DeviceError"]
+__all__ = ["Device", "get_device", "CudaLauncher", "DeviceError", "StandInCudaDevice"]
 
 
 class DeviceError(ArgError):
@@ -26,16 +27,22 @@ class DeviceError(ArgError):
 
 
 class Device:
-    """A place to run kernels: ``kind`` is ``"cuda"`` or ``"cpu"``."""
+    """A place to run kernels: ``kind`` is ``"cuda"`` or ``"cpu"``.
 
-    def __init__(self, kind: str):
+    ``kernel_factory(image, name, kinds)`` builds the CUDA kernels of a launcher (default: load ``image``
+    into the driver, :class:`flydsl.runtime.cuda.CudaKernel`); a stand-in measures or tests the launch
+    path without a GPU (``benchmarks/launch_overhead.py``, ``tests/unit/test_jit_cuda_path.py``).
+    """
+
+    def __init__(self, kind: str, kernel_factory=None):
         self.kind = kind
+        self.kernel_factory = kernel_factory
 
     def launcher(self, artifact, target: Target):
         """A callable ``launcher(abi_values)`` for one compiled specialization."""
         if self.kind == "cpu":
             return CpuLauncher(artifact, target.warp_size)
-        return CudaLauncher(artifact)
+        return CudaLauncher(artifact, self.kernel_factory)
 
     def __repr__(self) -> str:
         return f"Device({self.kind!r})"
@@ -76,22 +83,52 @@ def get_device() -> Device:
 
 
 class CudaLauncher:
-    """Launches one compiled specialization on the GPU: kernels loaded once, arguments packed per call."""
+    """Launches one compiled specialization on the GPU: kernels loaded once, arguments packed per call.
 
-    __slots__ = ("host", "kernels", "param_names")
+    ``run(*abi)`` takes the host function's arguments with every value raw (tensor pointers as ints, the
+    stream as an int handle) and launches: it is the host function's launch plan calling each kernel's
+    launch function (:attr:`flydsl.runtime.cuda.CudaKernel.launcher`) directly — what a cached jit call
+    runs. ``launcher(abi_values)`` also accepts :class:`TensorRef` values and :data:`DEFAULT_STREAM`, checks
+    them and resolves them (the first call of a specialization, and argument types the jit's fast path
+    does not cover).
+    """
 
-    def __init__(self, artifact):
-        from .cuda import CudaKernel, CudaModule
+    __slots__ = ("run", "kernels", "param_names", "_host")
 
+    def __init__(self, artifact, kernel_factory=None):
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
-        self.host = launch_plan(artifact.host_op()) or compile_host(artifact.host_op())
-        module = CudaModule(artifact.cubin or artifact.ptx)
+        if kernel_factory is None:
+            from .cuda import CudaKernel, CudaModule
+
+            module = CudaModule(artifact.cubin or artifact.ptx)
+
+            def kernel_factory(image, name, kinds):
+                return CudaKernel(module, name, kinds)
+
         self.kernels = {}
         for name, info in artifact.kernels.items():
             kinds = info.get("param_types") or _param_kinds(artifact.kernel_op(name))
-            self.kernels[name] = CudaKernel(module, info.get("symbol") or name, kinds)
+            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.get("symbol") or name, kinds)
+        direct = {name: _launch_function(k) for name, k in self.kernels.items()}
+        self.run = launch_plan(artifact.host_op(), direct)
+        if self.run is None:  # loops or branches in the host function: the interpreter runs it
+            self._host = compile_host(artifact.host_op())
+            self.run = self._run_host
         self.param_names = artifact.param_names
+
+    def _run_host(self, *args) -> None:
+        self._host(list(args), self._launch)
+
+    def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:
+        k = self.kernels[str(kernel)]
+        _launch_function(k)(*grid, *block, int(smem), int(stream), *kargs)
+
+    @staticmethod
+    def default_stream(torch_tensors: bool):
+        """The function giving the default stream's handle: torch's current stream when torch tensors are
+        passed (so launches inside ``torch.cuda.stream(s)`` or a graph capture go there), else 0."""
+        return _current_torch_stream if torch_tensors else _zero
 
     def __call__(self, vals: list) -> None:
         args = list(vals)
@@ -114,10 +151,60 @@ class CudaLauncher:
                 default_at = i
         if default_at >= 0:  # the default stream: torch's current one when torch tensors are passed
             args[default_at] = _current_torch_stream() if torch_stream else 0
-        self.host(args, self._launch)
+        self.run(*args)
 
-    def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:
-        self.kernels[str(kernel)].launch(grid, block, int(smem), int(stream), kargs)
+
+def _zero() -> int:
+    return 0
+
+
+class _StandInLauncher(CudaLauncher):
+    """A :class:`CudaLauncher` whose tensors may live anywhere: nothing is dereferenced."""
+
+    __slots__ = ()
+
+    def __call__(self, vals: list) -> None:
+        self.run(*[v.ptr if type(v) is TensorRef else (0 if v is DEFAULT_STREAM else v) for v in vals])
+
+    @staticmethod
+    def default_stream(torch_tensors: bool):
+        return _zero
+
+
+class StandInCudaDevice(Device):
+    """The CUDA device's launch path with the driver replaced at its ctypes boundary.
+
+    ``driver_call(config, function, params, extra)`` receives what ``cuLaunchKernelEx`` would (addresses of
+    the packed ``CUlaunchConfig`` and of the ``void*[]`` of parameters) and returns a ``CUresult``. No module
+    is loaded and no pointer is dereferenced, so host tensors can stand for device ones and every stream
+    is 0: the jit's fast path, the launch plans and the packing run exactly as on a GPU. For measuring the
+    host path without a GPU (``benchmarks/launch_overhead.py``) and testing what reaches the driver.
+    Install it with ``FLYDSL_RUNTIME_KIND=cuda`` and ``_DEVICES["cuda"] = StandInCudaDevice(call)``.
+    """
+
+    def __init__(self, driver_call, func_handle: int = 0x1000):
+        from .cuda import CudaKernel
+
+        def factory(image, name, kinds):
+            return CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle)
+
+        super().__init__("cuda", factory)
+
+    def launcher(self, artifact, target: Target):
+        return _StandInLauncher(artifact, self.kernel_factory)
+
+
+def _launch_function(kernel):
+    """A kernel's ``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)`` (an object with only the public
+    ``launch(grid, block, smem, stream, args)`` gets a wrapper)."""
+    fn = getattr(kernel, "launcher", None)
+    if fn is not None:
+        return fn
+
+    def launch(gx, gy, gz, bx, by, bz, smem, stream, *params):
+        kernel.launch((gx, gy, gz), (bx, by, bz), smem, stream, list(params))
+
+    return launch
 
 
 def _param_kinds(kernel_op) -> list[str]:
@@ -133,20 +220,5 @@ def _param_kinds(kernel_op) -> list[str]:
     return kinds
 
 
-def _current_torch_stream() -> int:
-    """The raw handle of torch's current stream on the current device (the fast private call when torch
-    has it: ``torch.cuda.current_stream()`` builds a Python object per call)."""
-    f = _RAW_STREAM[0]
-    if f is None:
-        import torch
-
-        c = torch._C
-        if hasattr(c, "_cuda_getCurrentRawStream") and hasattr(c, "_cuda_getDevice"):
-            get, dev = c._cuda_getCurrentRawStream, c._cuda_getDevice
-            f = _RAW_STREAM[0] = lambda: get(dev())
-        else:
-            f = _RAW_STREAM[0] = lambda: torch.cuda.current_stream().cuda_stream
-    return f()
-
-
-_RAW_STREAM: list = [None]
+# torch's current stream (a module attribute: tests replace it)
+_current_torch_stream = current_torch_stream

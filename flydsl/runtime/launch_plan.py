@@ -51,11 +51,12 @@ def _width(t) -> int | None:
 
 
 class _Gen:
-    def __init__(self, fop: Op):
+    def __init__(self, fop: Op, kernels: dict | None):
         self.names: dict = {}
         self.lines: list[str] = []
         self.ns: dict = {}
         self.args = fop.regions[0].blocks[0].args
+        self.kernels = kernels
 
     def name(self, v) -> str:
         return self.names[v]
@@ -120,16 +121,35 @@ class _Gen:
             return True
         if n == "gpu.launch_func":
             v = [self.name(x) for x in o.operands]
-            k = repr(str(o.attrs["kernel"]))
+            kname = str(o.attrs["kernel"])
             grid, block, rest = ", ".join(v[0:3]), ", ".join(v[3:6]), ", ".join(v[8:])
-            self.lines.append(f"    launch({k}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])")
+            if self.kernels is None:
+                self.lines.append(f"    launch({kname!r}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])")
+                return True
+            fn = self.kernels.get(kname)
+            if fn is None:
+                return False
+            f = f"K{len(self.ns)}_"
+            inline = getattr(fn, "inline", None)
+            if inline is not None:  # the launch's own lines in place of a call
+                lines, ns = inline(f, v)
+                self.ns.update(ns)
+                self.lines.extend(lines)
+                return True
+            self.ns[f] = fn
+            self.lines.append(f"    {f}({', '.join(v)})")
             return True
         return n == "func.return" and not o.operands
 
 
-def launch_plan(fop: Op):
-    """``plan(args, launch)`` running host function ``fop``, or None when it is not straight-line."""
-    g = _Gen(fop)
+def launch_plan(fop: Op, kernels: dict | None = None):
+    """``plan(args, launch)`` running host function ``fop``, or None when it is not straight-line.
+
+    With ``kernels`` (kernel name -> ``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)``), the plan
+    is ``plan(*args)`` and calls each kernel's launch function directly: no argument list, no dispatch
+    on the kernel's name (the cached call's path).
+    """
+    g = _Gen(fop, kernels)
     params = []
     for i, a in enumerate(g.args):
         if not isinstance(a.type, (PointerType, FloatType)) and _width(a.type) is None:
@@ -145,8 +165,11 @@ def launch_plan(fop: Op):
     for o in ops:
         if not g.op(o):
             return None
-    unpack = f"    ({', '.join(params)},) = args" if params else "    pass"
-    src = "def plan(args, launch):\n" + unpack + "\n" + "\n".join(g.lines) + "\n"
+    if kernels is None:
+        head = "def plan(args, launch):\n" + (f"    ({', '.join(params)},) = args\n" if params else "")
+    else:
+        head = f"def plan({', '.join(params)}):\n"
+    src = head + "\n".join(g.lines) + "\n    return None\n"
     exec(compile(src, f"<launch plan {fop.attrs.get('sym_name')}>", "exec"), g.ns)
     plan = g.ns["plan"]
     plan.source = src

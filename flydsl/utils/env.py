@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["env", "EnvVar", "describe", "CODEGEN_AFFECTING", "snapshot"]
+__all__ = ["env", "EnvVar", "describe", "CODEGEN_AFFECTING", "snapshot", "snapshot_reader"]
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
 
@@ -127,6 +127,16 @@ def snapshot(names: tuple) -> tuple:
         d = _DATA
         return tuple([os.fsdecode(d[b]) if b in d else None for b in enc])
     return tuple(os.environ.get(n) for n in names)
+
+
+def snapshot_reader(names: tuple):
+    """``(get, keys)`` such that ``tuple(get(k) for k in keys)`` changes whenever any of ``names`` changes
+    value (the raw OS-encoded values of the live environment dict), for fast cache keys that inline the
+    reads; None where ``os.environ`` has no such dict (then use :func:`snapshot`)."""
+    snapshot(names)  # registered names only
+    if _DATA is None:
+        return None
+    return _DATA.get, _ENCODED[names]
 
 
 def describe() -> str:

@@ -237,7 +237,7 @@ def test_divisibility_is_checked():
 
 
 def test_cuda_tensor_on_the_cpu_device():
-    ref = TensorRef(None, fx.Float32, 4096, (4,), (1,), True)
+    ref = TensorRef(None, np.dtype(np.float32), 4096, (4,), (1,), True)
     with pytest.raises(ArgError) as ei:
         register_tensor(ref, None)
     err = user_error(ArgError(ei.value.diag, name="x", **ei.value.fields))

@@ -13,7 +13,8 @@ from compiler_util import Stream, Tensor, cpu_device, flyc, fx  # noqa: F401
 import flydsl.runtime
 import flydsl.runtime.device as device_mod
 from flydsl.compiler import DSLValueError
-from flydsl.runtime.args import CONVERTERS, TensorRef, _dynamic_tensor
+from flydsl.compiler.specialize import CONVERTERS, _dynamic_tensor
+from flydsl.runtime.args import TensorRef
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
 
@@ -26,7 +27,7 @@ class FakeCudaTensor:
 
 
 def _fake_tensor(x, key, vals):
-    _dynamic_tensor(TensorRef(x, fx.Float32, x.ptr, (x.n,), (1,), True), key, vals)
+    _dynamic_tensor(TensorRef(x, np.dtype(np.float32), x.ptr, (x.n,), (1,), True), key, vals)
 
 
 @pytest.fixture

@@ -461,7 +461,7 @@ def case_device_mismatch():
     from flydsl.runtime.cpu import register_tensor
 
     try:
-        register_tensor(TensorRef(None, fx.Float32, 4096, (4,), (1,), True), None)
+        register_tensor(TensorRef(None, np.dtype(np.float32), 4096, (4,), (1,), True), None)
     except ArgError as e:
         raise user_error(ArgError(e.diag, name="x", **e.fields)) from None
 
