@@ -153,6 +153,8 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
             lo, hi = conv.int_range
             g.guards.append(f"{lo} <= a{i} <= {hi}")
             g.vals.append(f"a{i}")
+        elif num is not None and tp is float and num.is_float and num.width in (32, 64):
+            g.vals.append(f"a{i}")  # packed as f32/f64 like the full path's value
         elif conv is value_conv and tp is int:
             g.guards.append(f"{-(1 << 63)} <= a{i} < {1 << 64}")
             g.key.append(f"a{i} <= {I32_MAX} and a{i} >= {-(1 << 31)}")
