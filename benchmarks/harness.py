@@ -89,7 +89,9 @@ def _n_sets(case: Case) -> int:
     return max(1, min(8, math.ceil(4 * L2_BYTES / per)))
 
 
-def run_cases(cases: list[Case], copy_gbps: float, reps: int = 100, log=print) -> list[Result]:
+def run_cases(cases: list[Case], copy_gbps: float, reps: int = 100, log=print, on_case=None) -> list[Result]:
+    """Time every implementation of every case; ``on_case(results so far)`` after each case (partial
+    results survive a run that is stopped)."""
     results: list[Result] = []
     for case in cases:
         n = _n_sets(case)
@@ -122,6 +124,8 @@ def run_cases(cases: list[Case], copy_gbps: float, reps: int = 100, log=print) -
                 results.append(Result(case.kernel, case.shape, case.dtype, "check", nan, nan, 0, 0, f"WRONG: {e}"))
                 row.append(f"CHECK FAILED: {e}")
         log(f"[bench] {case.kernel:12s} {str(case.shape):16s} {case.dtype:5s} | " + " | ".join(row), flush=True)
+        if on_case is not None:
+            on_case(results)
     return results
 
 
@@ -143,7 +147,7 @@ def _commit() -> str:
         return "unknown"
 
 
-def write_results(results: list[Result], copy_gbps: float, out_dir: Path, tag: str = "") -> Path:
+def write_results(results: list[Result], copy_gbps: float, out_dir: Path, tag: str = "", plot_it: bool = True) -> Path:
     """``<date>-<gpu>[-tag].json`` + ``.md`` table + ``.png`` plot; returns the JSON path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     date = time.strftime("%Y-%m-%d")
@@ -154,6 +158,8 @@ def write_results(results: list[Result], copy_gbps: float, out_dir: Path, tag: s
     jpath = out_dir / f"{stem}.json"
     jpath.write_text(json.dumps(data, indent=1, default=str))
     (out_dir / f"{stem}.md").write_text(markdown_table(results, meta))
+    if not plot_it:
+        return jpath
     try:
         plot(results, meta, out_dir / f"{stem}.png")
     except Exception as e:  # matplotlib missing: the table and JSON still stand

@@ -44,7 +44,13 @@ def main(argv=None) -> int:
     results = []
     for n in names:
         mod = importlib.import_module(f"benchmarks.cases.{n}")
-        results += run_cases(mod.cases(args.quick), copy, reps=args.reps)
+        done = list(results)
+        results += run_cases(
+            mod.cases(args.quick),
+            copy,
+            reps=args.reps,
+            on_case=lambda rs, done=done: write_results(done + rs, copy, Path(args.out), args.tag, plot_it=False),
+        )
     path = write_results(results, copy, Path(args.out), args.tag)
     print(f"[bench] wrote {path}")
     print(path.with_suffix(".md").read_text())

@@ -1,10 +1,16 @@
 """What the row kernels (softmax, RMSNorm, LayerNorm) share: how a block covers its rows, the per-thread
 row fragment (128-bit loads and stores through a tiled copy), and warp/block reductions.
 
-A block owns ``rows`` consecutive rows; ``threads`` consecutive threads share one row, each holding
-``vecs`` vectors of ``vec`` elements per chunk of ``threads * vecs * vec`` columns. When the row fits in
-one chunk (``chunks == 1``), it stays in registers between the reduction and the output: the kernel reads
-and writes every element once. Longer rows take two passes over the chunks (statistics, then output).
+A block owns ``rows`` consecutive rows (``iters`` groups of them, one after the other); ``threads``
+consecutive threads share one row, each holding ``vecs`` vectors of ``vec`` elements per chunk of
+``threads * vecs * vec`` columns. When the row fits in one chunk (``chunks == 1``), it stays in registers
+between the reduction and the output: the kernel reads and writes every element once. Longer rows:
+
+* ``onchip`` (the default): every chunk is loaded once (all loads issued before the first use); the first
+  ``kept`` chunks stay in registers and the others are *staged* in dynamic shared memory — each thread
+  writes its own vectors and reads them back after the reduction (thread-private, so no barrier) — so the
+  kernel still reads and writes every element once;
+* ``two_pass``: statistics over the chunks, then a second read of the row (mostly from L2) for the output.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ __all__ = [
     "MASKED_MIN",
     "RowPlan",
     "plan_rows",
+    "row_groups",
+    "staging_buffer",
+    "SMEM_BUDGET",
     "vector_width",
     "RowFragments",
     "row_reduce",
@@ -55,9 +64,12 @@ class RowPlan:
     n: int  # row length
     vec: int  # elements per access
     threads: int  # threads per row (a power of two)
-    rows: int  # rows per block
+    rows: int  # rows per block (per iteration)
     vecs: int  # accesses per thread per chunk
-    chunks: int  # 1: the row stays in registers; more: two passes
+    chunks: int  # 1: the row stays in registers; more: onchip (kept + staged) or two passes
+    onchip: bool = False  # chunks > 1: one read (kept in registers, staged in shared memory)
+    kept: int = 1  # onchip: chunks kept in registers (the others are staged in shared memory)
+    iters: int = 1  # row groups a block handles one after the other (loads of all issued first)
 
     @property
     def chunk_cols(self) -> int:
@@ -72,6 +84,22 @@ class RowPlan:
         """Some accesses of the last chunk lie past the row's end (they are predicated off)."""
         return self.chunks * self.chunk_cols != self.n
 
+    @property
+    def staged(self) -> int:
+        """Chunks staged in shared memory (onchip plans)."""
+        return self.chunks - self.kept if self.onchip else 0
+
+    @property
+    def rows_per_block(self) -> int:
+        return self.rows * self.iters
+
+    def staging_bytes(self, elem_bytes: int) -> int:
+        """Dynamic shared memory the staged chunks take."""
+        return self.staged * self.rows * self.chunk_cols * elem_bytes
+
+
+SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
+
 
 def plan_rows(
     n: int,
@@ -83,21 +111,40 @@ def plan_rows(
     register_limit: int = 16384,
     max_row_threads: int = 1024,
     chunk_threads: int = 512,
+    long_rows: str = "onchip",
+    onchip_threads: int = 1024,
+    kept_values: int = 32,
+    row_iters: int = 1,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
-    one chunk, longer rows in chunks of ``chunk_threads`` threads; small rows packed ``rows`` to a block of
-    about ``block_threads`` threads."""
+    one chunk; small rows packed ``rows`` to a block of about ``block_threads`` threads, ``row_iters``
+    groups of them per block.
+
+    Longer rows (``long_rows``): ``"onchip"`` in chunks of ``onchip_threads`` threads, about
+    ``kept_values`` values per thread kept in registers and the rest staged in shared memory (at most
+    :data:`SMEM_BUDGET` bytes: more chunks are kept when the row would need more); ``"two_pass"`` in chunks of
+    ``chunk_threads`` threads, read twice.
+    """
+    if long_rows not in ("onchip", "two_pass"):
+        raise ValueError(f"long_rows must be 'onchip' or 'two_pass', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
     n_vecs = -(-n // vec)
     if n <= register_limit:
         threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
         vecs, chunks = -(-n_vecs // threads), 1
-    else:
+        rows = max(1, block_threads // threads)
+        return RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters))
+    if long_rows == "two_pass":
         threads, vecs = chunk_threads, vecs_target
         chunks = -(-n_vecs // (threads * vecs))
-    rows = max(1, block_threads // threads)
-    return RowPlan(n, vec, threads, rows, vecs, chunks)
+        return RowPlan(n, vec, threads, max(1, block_threads // threads), vecs, chunks)
+    threads, vecs = onchip_threads, vecs_target
+    chunks = -(-n_vecs // (threads * vecs))
+    kept = min(chunks, max(1, kept_values // (vecs * vec)))
+    while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
+        kept += 1
+    return RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept)
 
 
 class RowFragments:
@@ -110,8 +157,9 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None):
         self.plan = plan
+        self.staging = staging  # onchip plans: the shared-memory pointer (``dtype``) of the staged chunks
         atom = fx.make_copy_atom(fx.UniversalCopy(plan.vec * dtype.width), dtype)
         self.tiled = fx.make_tiled_copy_tv(
             atom, fx.make_ordered_layout((plan.rows, plan.threads), (1, 0)), fx.make_layout((1, plan.vec))
@@ -163,6 +211,52 @@ class RowFragments:
         regs = fx.make_fragment_like(dst)
         regs.store(values.to(t.dtype))
         fx.copy(self.tiled, regs, dst, pred=self.pred(c))
+
+    # -- onchip plans: chunks kept in registers or staged in shared memory --------------------------------
+
+    def _staged_view(self, c):
+        p = self.plan
+        layout = fx.make_layout((p.rows, p.chunk_cols, p.staged), (p.chunk_cols, 1, p.rows * p.chunk_cols))
+        return self.thr.partition_S(fx.make_view(self.staging, layout)[None, None, c - p.kept])
+
+    def keep(self, c, values):
+        """Hold chunk ``c``'s values (of the data type) until :meth:`recall`: in registers for the first
+        ``plan.kept`` chunks, else in this thread's own slots of shared memory (no barrier needed)."""
+        if c < self.plan.kept:
+            return values
+        dst = self._staged_view(c)
+        regs = fx.make_fragment_like(dst)
+        regs.store(values)
+        fx.copy(self.tiled, regs, dst)
+        return None
+
+    def recall(self, c, kept):
+        """Chunk ``c``'s values given to :meth:`keep`."""
+        if c < self.plan.kept:
+            return kept
+        src = self._staged_view(c)
+        regs = fx.make_fragment_like(src)
+        fx.copy(self.tiled, src, regs)
+        return regs.load()
+
+
+def staging_buffer(plan: RowPlan, dtype):
+    """The shared memory of an onchip plan's staged chunks (None when nothing is staged)."""
+    if plan.staged == 0:
+        return None
+    alloc = fx.SharedAllocator(static=False)
+    return alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
+
+
+def row_groups(plan: RowPlan, dtype, rows):
+    """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer:
+    onchip plans have one group)."""
+    staging = staging_buffer(plan, dtype)
+    out = []
+    for i in fx.range_constexpr(plan.iters):
+        row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
+        out.append(RowFragments(plan, dtype, row0, rows - row0, staging))
+    return out
 
 
 # -- reductions ------------------------------------------------------------------------------------------

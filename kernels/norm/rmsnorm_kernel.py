@@ -10,7 +10,10 @@ arithmetic.
   before the row's reduction, so its latency hides behind the shuffles and the barrier.
 * The sum of squares: a tree of adds per thread, XOR shuffles per warp, shared memory across warps.
 * ``rsqrt.approx`` (1.4 ulp): far below the rounding of the output.
-* Longer rows: pass 1 accumulates over chunks (and writes ``X + R``), pass 2 re-reads and writes.
+* Longer rows (``long_rows="onchip"``, the default): one read; chunks kept in registers or staged in
+  shared memory until the output. ``long_rows="two_pass"``: pass 1 accumulates over chunks (and writes
+  ``X + R``), pass 2 re-reads and writes.
+* Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 """
 
 from __future__ import annotations
@@ -18,17 +21,18 @@ from __future__ import annotations
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
-from kernels.norm.norm_common import DTYPES, RowFragments, combine_add, plan_rows, row_reduce, tree_sum, vector_width
+from kernels.norm.norm_common import DTYPES, combine_add, plan_rows, row_groups, row_reduce, tree_sum, vector_width
 
 __all__ = ["build_rmsnorm_module", "build_fused_add_rmsnorm_module"]
 
 FAST = "afn,contract"
+# 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
+# rows of more than 512 threads reduce too slowly (1024 threads: 20% slower)
+PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
-    # 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
-    # rows of more than 512 threads reduce too slowly (1024 threads: 20% slower)
-    plan_options = {"elems_per_thread": 16, "max_row_threads": 512, **plan_options}
+    plan_options = {**PLAN_DEFAULTS, **plan_options}
     dtype = DTYPES[dtype_str]
 
     @flyc.kernel
@@ -36,29 +40,44 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         X: fx.Tensor, R: fx.Tensor, W: fx.Tensor, Y: fx.Tensor, R_out: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]
     ):
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
-        row0 = fx.block_idx.x * plan.rows
-        frag = RowFragments(plan, dtype, row0, rows - row0)
+        groups = row_groups(plan, dtype, rows)
 
-        def load_x(c):
-            """This thread's X (or X + R, stored to R_out) in chunk c, as f32."""
-            x = frag.load(X, c).to(fx.Float32)
+        def load_raw(frag, c):
+            """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""
+            x = frag.load(X, c)
             if fx.const_expr(fused_add):
-                s = (x + frag.load(R, c).to(fx.Float32)).to(dtype)
-                frag.store(R_out, c, s)
-                x = s.to(fx.Float32)
+                x = (x.to(fx.Float32) + frag.load(R, c).to(fx.Float32)).to(dtype)
+                frag.store(R_out, c, x)
             return x
 
         with fx.fastmath(FAST):
             if fx.const_expr(plan.chunks == 1):
-                x = load_x(0)
-                w = frag.load(W, 0, broadcast=True)
-                (ss,) = row_reduce((tree_sum(x * x),), combine_add, plan)
+                # every group's loads first (several rows per thread in flight), then each group's reduction
+                xs = [load_raw(f, 0).to(fx.Float32) for f in groups]
+                for f, x in zip(groups, xs):
+                    w = f.load(W, 0, broadcast=True)
+                    (ss,) = row_reduce((tree_sum(x * x),), combine_add, plan)
+                    r = fx.rsqrt(ss * (1.0 / N) + eps)
+                    f.store(Y, 0, x * r * w.to(fx.Float32))
+            elif fx.const_expr(plan.onchip):
+                (frag,) = groups
+                raws = [load_raw(frag, c) for c in fx.range_constexpr(plan.chunks)]
+                ss = fx.Float32(0.0)
+                held = []
+                for c in fx.range_constexpr(plan.chunks):
+                    x = raws[c].to(fx.Float32)
+                    ss = ss + tree_sum(x * x)
+                    held.append(frag.keep(c, raws[c]))
+                (ss,) = row_reduce((ss,), combine_add, plan)
                 r = fx.rsqrt(ss * (1.0 / N) + eps)
-                frag.store(Y, 0, x * r * w.to(fx.Float32))
+                for c in fx.range_constexpr(plan.chunks):
+                    w = frag.load(W, c, broadcast=True).to(fx.Float32)
+                    frag.store(Y, c, frag.recall(c, held[c]).to(fx.Float32) * r * w)
             else:
+                (frag,) = groups
                 ss = fx.Float32(0.0)
                 for c in range(plan.chunks):
-                    x = load_x(c)
+                    x = load_raw(frag, c).to(fx.Float32)
                     ss = ss + tree_sum(x * x)
                 (ss,) = row_reduce((ss,), combine_add, plan)
                 r = fx.rsqrt(ss * (1.0 / N) + eps)
@@ -72,7 +91,9 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         rmsnorm_kernel(X, R, W, Y, R_out, M, vec).launch(
-            grid=((M + plan.rows - 1) // plan.rows, 1, 1), block=(plan.block_threads, 1, 1), stream=stream
+            grid=((M + plan.rows_per_block - 1) // plan.rows_per_block, 1, 1),
+            block=(plan.block_threads, 1, 1),
+            stream=stream,
         )
 
     if fused_add:

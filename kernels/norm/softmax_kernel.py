@@ -8,7 +8,10 @@ f32/f16/bf16 in and out, f32 arithmetic. ``build_softmax_module(M, N, dtype_str)
   merge by rescaling to the larger max (the online-softmax rule), through XOR shuffles within a warp and
   shared memory across warps. Each thread then scales its exps by ``exp(m - M) / S``: one exp per element.
 * exp is ``ex2.approx`` on ``x * log2(e)`` (``afn``: a few ulp, far below bf16/f16 rounding).
-* Longer rows: pass 1 runs the same online rule over chunks of the row, pass 2 re-reads and writes.
+* Longer rows (``long_rows="onchip"``, the default): one read; chunks kept in registers or staged in
+  shared memory, the exps recomputed for the output. ``long_rows="two_pass"``: pass 1 runs the online
+  rule over chunks of the row, pass 2 re-reads and writes.
+* Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from kernels.norm.norm_common import (
     DTYPES,
     LOG2E,
     MASKED_MIN,
-    RowFragments,
     combine_max_sum,
     plan_rows,
+    row_groups,
     row_reduce,
     tree_sum,
     vector_width,
@@ -31,6 +34,9 @@ from kernels.norm.norm_common import (
 __all__ = ["build_softmax_module"]
 
 FAST = "afn,contract"  # ex2.approx; x * log2e - m * log2e as one fma
+# 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
+# rows of more than 512 threads reduce too slowly (1024 threads: 30% slower)
+PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 
 
 def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options):
@@ -40,27 +46,44 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     ``block_threads``, ``register_limit``...).
     """
     del M  # the row count is a run-time argument
-    # 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
-    # rows of more than 512 threads reduce too slowly (1024 threads: 30% slower)
-    plan_options = {"elems_per_thread": 16, "max_row_threads": 512, **plan_options}
+    plan_options = {**PLAN_DEFAULTS, **plan_options}
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
     @flyc.kernel
     def softmax_kernel(A: fx.Tensor, C: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]):
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
-        row0 = fx.block_idx.x * plan.rows
-        frag = RowFragments(plan, dtype, row0, rows - row0)
+        groups = row_groups(plan, dtype, rows)
 
         with fx.fastmath(FAST):
             if fx.const_expr(plan.chunks == 1):
-                x = frag.load(A, 0, fill=masked_min).to(fx.Float32)
-                m = x.reduce("max")
-                e = fx.exp2(x * LOG2E - m * LOG2E)
-                big_m, s = row_reduce((m, tree_sum(e)), combine_max_sum, plan)
-                scale = fx.exp2((m - big_m) * LOG2E) / s
-                frag.store(C, 0, e * scale)
+                # every group's loads first (several rows per thread in flight), then each group's reduction
+                xs = [f.load(A, 0, fill=masked_min).to(fx.Float32) for f in groups]
+                for f, x in zip(groups, xs):
+                    m = x.reduce("max")
+                    e = fx.exp2(x * LOG2E - m * LOG2E)
+                    big_m, s = row_reduce((m, tree_sum(e)), combine_max_sum, plan)
+                    scale = fx.exp2((m - big_m) * LOG2E) / s
+                    f.store(C, 0, e * scale)
+            elif fx.const_expr(plan.onchip):
+                (frag,) = groups
+                raws = [frag.load(A, c, fill=masked_min) for c in fx.range_constexpr(plan.chunks)]
+                xs = [r.to(fx.Float32) for r in raws]
+                m = xs[0].reduce("max")
+                for c in fx.range_constexpr(1, plan.chunks):
+                    m = fx.max(m, xs[c].reduce("max"))
+                s = fx.Float32(0.0)
+                held = []
+                for c in fx.range_constexpr(plan.chunks):
+                    s = s + tree_sum(fx.exp2(xs[c] * LOG2E - m * LOG2E))
+                    held.append(frag.keep(c, raws[c]))
+                big_m, s = row_reduce((m, s), combine_max_sum, plan)
+                inv_s = 1.0 / s
+                for c in fx.range_constexpr(plan.chunks):
+                    x = frag.recall(c, held[c]).to(fx.Float32)
+                    frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
             else:
+                (frag,) = groups
                 m = fx.Float32(masked_min)
                 s = fx.Float32(0.0)
                 for c in range(plan.chunks):
@@ -80,7 +103,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         softmax_kernel(A, C, M, vec).launch(
-            grid=((M + plan.rows - 1) // plan.rows, 1, 1), block=(plan.block_threads, 1, 1), stream=stream
+            grid=((M + plan.rows_per_block - 1) // plan.rows_per_block, 1, 1),
+            block=(plan.block_threads, 1, 1),
+            stream=stream,
         )
 
     return launch_softmax

@@ -20,11 +20,18 @@ CPU_CASES = [
     (37, 64, "bf16", {}),  # 128 rows share a block; 37 rows leave most of it idle
     (9, 2000, "f32", {"block_threads": 512}),  # rows of 2-4 warps, several rows to a block
     (2, 4096, "bf16", {}),
-    (2, 20000, "f32", {}),  # longer than the register path: two passes, ragged last chunk
-    (3, 3000, "f32", {"register_limit": 0, "chunk_threads": 32}),  # 3 chunks of a warp each
-    (2, 16392, "bf16", {}),  # the last chunk holds one vector: most threads have no valid element there
+    (2, 20000, "f32", {}),  # longer than the register path: onchip (one read), ragged last chunk
+    (3, 3000, "f32", {"register_limit": 0, "chunk_threads": 32, "long_rows": "two_pass"}),  # 3 chunks of a warp
+    (2, 16392, "bf16", {"long_rows": "two_pass"}),  # the last chunk holds one vector: most threads have none
+    (2, 16392, "bf16", {}),  # onchip: both chunks in registers, the second holding one valid vector
+    # onchip with small chunks: 2 kept in registers, 3 staged in shared memory, the last one ragged
+    (3, 2500, "f32", {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}),
+    (45, 96, "bf16", {"row_iters": 3}),  # several row groups per block, the last block partly empty
 ]
-CPU_IDS = [f"{m}x{n}-{d}" for m, n, d, _ in CPU_CASES]
+CPU_IDS = [f"{m}x{n}-{d}" + ("-" + "-".join(map(str, p.values())) if p else "") for m, n, d, p in CPU_CASES]
+# GPU against the interpreter: the short cases, the onchip plan with staged chunks and the row groups
+PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-2:]
+PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-2:]
 
 GPU_CASES = [
     (5, 1, "f32"),
@@ -36,7 +43,7 @@ GPU_CASES = [
     (300, 8192, "f32"),
     (1024, 4096, "f16"),
     (64, 16384, "bf16"),
-    (16, 32768, "bf16"),  # two passes
+    (16, 32768, "bf16"),  # onchip: both chunks in registers
     (7, 65536, "f32"),
     (20000, 512, "bf16"),  # many rows, many rows per block
     (3, 100003, "f16"),  # long odd rows

@@ -1,0 +1,251 @@
+"""The norm kernels away from the headline shape (issue 12): long rows, many short rows, few rows.
+
+Softmax, RMSNorm, RMSNorm with the fused residual add and LayerNorm on
+
+* long rows (16K-64K elements, bf16 and f32; 64 MB read per call): ``onchip`` (one read: chunks kept in
+  registers or staged in shared memory) against the ``two_pass`` plan it replaces;
+* many short rows (N <= 512, 32-64 MB): several row groups per block (``row_iters``);
+* few rows (M <= 132): latency; wider or narrower rows per thread.
+
+against torch eager, ``torch.compile`` (one shape per group and kernel: each compiles for seconds) and the
+Triton kernels of the per-kernel cases, as back-to-back calls and as CUDA-graph replays (``<impl>:graph``).
+flydsl's variants (:data:`VARIANTS`, chosen with ``FLYDSL_NORM_VARIANTS=name,name`` or ``all``) are
+``flydsl-<name>`` rows; ``flydsl`` is the default plan. ``nbytes``: one read of each input, one write of each
+output (weights once). ``python -m benchmarks.run norm_sweep`` (``--quick``: one shape per group).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from ..harness import Case
+
+DEVICE = "cuda"  # tests replace it to dry-run the cases on the interpreter
+EPS = {"softmax": None, "rmsnorm": 1e-6, "rmsnorm+add": 1e-6, "layernorm": 1e-5}
+ATOL = {"f32": 2e-4, "f16": 1e-2, "bf16": 3e-2}
+
+LONG = [(2048, 16384, "bf16"), (1024, 32768, "bf16"), (512, 65536, "bf16"),
+        (1024, 16384, "f32"), (512, 32768, "f32"), (256, 65536, "f32")]  # fmt: skip
+SHORT = [(131072, 128, "bf16"), (65536, 512, "bf16"), (65536, 256, "f32")]
+FEW = [(1, 8192, "bf16"), (32, 8192, "bf16"), (132, 8192, "bf16"), (132, 4096, "f32")]
+QUICK = [(1024, 32768, "bf16"), (65536, 512, "bf16"), (32, 8192, "bf16")]
+COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles for seconds
+
+# name -> plan options; which shapes each applies to is :func:`applicable`
+VARIANTS = {
+    "two_pass": {"long_rows": "two_pass"},
+    "onchip512": {"onchip_threads": 512},
+    "onchip512k16": {"onchip_threads": 512, "kept_values": 16},  # fewer registers: more blocks per SM
+    "t1024": {"register_limit": 8192},  # 16K rows: 1024 threads, 16 values each, instead of 512 x 32
+    "iters2": {"row_iters": 2},
+    "iters4": {"row_iters": 4},
+    "bt512": {"block_threads": 512},
+    "ept8": {"elems_per_thread": 8, "max_row_threads": 1024},
+    "ept32": {"elems_per_thread": 32},
+}
+
+
+def applicable(name: str, M: int, N: int) -> bool:
+    if name in ("two_pass", "onchip512", "onchip512k16"):
+        return N > 16384
+    if name == "t1024":
+        return N == 16384
+    if name in ("iters2", "iters4", "bt512"):
+        return N <= 512
+    return M <= 132  # ept8, ept32
+
+
+def _build_softmax(n, dt, plan):
+    from kernels.norm.softmax_kernel import build_softmax_module
+
+    return build_softmax_module(0, n, dt, **plan)
+
+
+def _build_rmsnorm(n, dt, plan):
+    from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
+
+    return build_rmsnorm_module(n, dt, EPS["rmsnorm"], **plan)
+
+
+def _build_fused(n, dt, plan):
+    from kernels.norm.rmsnorm_kernel import build_fused_add_rmsnorm_module
+
+    return build_fused_add_rmsnorm_module(n, dt, EPS["rmsnorm+add"], **plan)
+
+
+def _build_layernorm(n, dt, plan):
+    from kernels.norm.layernorm_kernel import build_layernorm_module
+
+    return build_layernorm_module(n, dt, EPS["layernorm"], **plan)
+
+
+def _defaults(kernel: str) -> dict:
+    from kernels.norm import layernorm_kernel, rmsnorm_kernel, softmax_kernel
+
+    mod = {"softmax": softmax_kernel, "layernorm": layernorm_kernel}.get(kernel, rmsnorm_kernel)
+    return mod.PLAN_DEFAULTS
+
+
+# kernel -> (build(N, dtype, plan), the launcher's arguments but M from (x, w), its plan defaults)
+KERNELS = {
+    "softmax": (_build_softmax, lambda x, w: (x, x), {}),
+    "rmsnorm": (_build_rmsnorm, lambda x, w: (x, w, x), {}),
+    "rmsnorm+add": (_build_fused, lambda x, w: (x, x, w, x, x), {}),
+    "layernorm": (_build_layernorm, lambda x, w: (x, w, w, x), {}),
+}
+for _k in KERNELS:
+    KERNELS[_k] = (KERNELS[_k][0], KERNELS[_k][1], _defaults(_k))
+
+
+@functools.cache
+def launcher(kernel: str, n: int, dt: str, plan: tuple):
+    """One launcher per configuration: every input set reuses its compiled kernel."""
+    return KERNELS[kernel][0](n, dt, dict(plan))
+
+
+def _selected() -> list[str]:
+    sel = os.environ.get("FLYDSL_NORM_VARIANTS", "all").strip()
+    if sel in ("", "none"):
+        return []
+    return list(VARIANTS) if sel == "all" else [v for v in sel.split(",") if v in VARIANTS]
+
+
+def _torch_ref(kernel, torch, F):
+    """(eager function, the formula torch.compile fuses) of ``kernel`` over the inputs tuple."""
+    if kernel == "softmax":
+        f = lambda x, r, w, b: torch.softmax(x, dim=-1)  # noqa: E731
+        return f, f
+    if kernel == "layernorm":
+        return (lambda x, r, w, b: F.layer_norm(x, (x.shape[-1],), w, b, EPS[kernel])), None
+
+    def formula(x, r, w, b):
+        s = x + r if kernel == "rmsnorm+add" else x
+        xf = s.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS[kernel]) * w.float()).to(x.dtype)
+
+    if kernel == "rmsnorm":
+        return (lambda x, r, w, b: F.rms_norm(x, (x.shape[-1],), w, EPS[kernel])), formula
+
+    def eager_add(x, r, w, b):
+        s = x + r
+        return F.rms_norm(s, (x.shape[-1],), w, EPS[kernel]), s
+
+    return eager_add, formula
+
+
+def _triton(kernel):
+    from . import layernorm, rmsnorm, softmax
+
+    if kernel == "softmax":
+        tri = softmax.triton_softmax()
+        return lambda x, r, w, b, y, s: tri(x, y)
+    if kernel == "layernorm":
+        tri = layernorm.triton_layernorm()
+        return lambda x, r, w, b, y, s: tri(x, w, b, y)
+    tri = rmsnorm.triton_rmsnorm()
+    if kernel == "rmsnorm":
+        return lambda x, r, w, b, y, s: tri(x, w, y)
+    return lambda x, r, w, b, y, s: tri(x, w, y, r, s)
+
+
+def _flydsl_call(kernel, compiled, inp, y, s, M):
+    x, r, w, b = inp[:4]
+    if kernel == "softmax":
+        return lambda: compiled(x, y, M)
+    if kernel == "rmsnorm":
+        return lambda: compiled(x, w, y, M)
+    if kernel == "layernorm":
+        return lambda: compiled(x, w, b, y, M)
+    return lambda: compiled(x, r, w, y, s, M)
+
+
+def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
+    import torch
+    import torch.nn.functional as F
+
+    import flydsl.compiler as flyc
+
+    from ._graph import graphed
+
+    t = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dt]
+    nan = float("nan")
+    eager, formula = _torch_ref(kernel, torch, F)
+    n_in = 2 if kernel == "rmsnorm+add" else 1
+    n_out = 2 if kernel == "rmsnorm+add" else 1
+    weights = {"softmax": 0, "layernorm": 2}.get(kernel, 1)
+    nbytes = ((n_in + n_out) * M * N + weights * N) * t.itemsize
+
+    def make_inputs():
+        inp = _make_inputs()
+        checked[0] = checked[0] or inp  # the first set: variants are checked on it
+        return inp
+
+    def _make_inputs():
+        x = torch.randn(M, N, device=DEVICE, dtype=t) * (2 if kernel == "softmax" else 1)
+        r = torch.randn(M, N, device=DEVICE, dtype=t) if kernel == "rmsnorm+add" else x
+        w, b = torch.rand(N, device=DEVICE, dtype=t), torch.randn(N, device=DEVICE, dtype=t)
+        outs = [torch.full_like(x, nan) for _ in range(4)]  # flydsl's y and sum, triton's y and sum
+        return (x, r, w, b, *outs)
+
+    def flydsl(inp, plan=(), graph=False):
+        x, r, w, b, y, s = inp[:6]
+        args = {"softmax": (x, y), "rmsnorm": (x, w, y), "layernorm": (x, w, b, y)}.get(kernel, (x, r, w, y, s))
+        compiled = flyc.compile(launcher(kernel, N, dt, plan), *args, M)
+        thunk = _flydsl_call(kernel, compiled, inp, y, s, M)
+        if plan and not graph and inp is checked[0]:  # every variant's output is checked, not only the last
+            y.fill_(nan)
+            s.fill_(nan)
+            thunk()
+            check(inp, triton_too=False)
+        return graphed(thunk) if graph else thunk
+
+    def torch_eager(inp, graph=False):
+        thunk = functools.partial(eager, *inp[:4])
+        return graphed(thunk) if graph else thunk
+
+    def torch_compile(inp):
+        fn = torch.compile(formula or eager)
+        fn(*inp[:4])
+        return functools.partial(fn, *inp[:4])
+
+    def triton(inp, graph=False):
+        run = _triton(kernel)
+        x, r, w, b, _, _, yt, st = inp
+        thunk = functools.partial(run, x, r, w, b, yt, st)
+        return graphed(thunk) if graph else thunk
+
+    checked = [None]
+
+    def check(inp, triton_too=True):
+        x, r, w, b, y, s, yt, st = inp
+        want = eager(x.float(), r.float(), w.float(), b.float())
+        if kernel == "rmsnorm+add":
+            want = F.rms_norm((x + r).float(), (N,), w.float(), EPS[kernel])
+            if not torch.equal(s, x + r):
+                raise AssertionError("flydsl: residual sum differs from x + r")
+        for name, got in (("flydsl", y), ("triton", yt)):
+            if name != "flydsl" and (not triton_too or got.isnan().all()):
+                continue  # that alternative did not run here (reported as failed)
+            err = (got.float() - want).abs().max().item()
+            if not err <= ATOL[dt]:
+                raise AssertionError(f"{name} {kernel} max error {err:.3e} > {ATOL[dt]}")
+
+    impls = {"flydsl": flydsl, "torch": torch_eager, "triton": triton}
+    if (M, N, dt) in COMPILE:
+        impls["torch.compile"] = torch_compile
+    variants = [v for v in _selected() if applicable(v, M, N)]
+    for v in variants:
+        impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())))
+    impls["flydsl:graph"] = functools.partial(flydsl, graph=True)
+    impls["torch:graph"] = functools.partial(torch_eager, graph=True)
+    impls["triton:graph"] = functools.partial(triton, graph=True)
+    if N <= 16384:  # short kernels: the variants' kernel times too
+        for v in variants:
+            impls[f"flydsl-{v}:graph"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())), graph=True)
+    return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
+
+
+def cases(quick: bool) -> list[Case]:
+    shapes = QUICK if quick else LONG + SHORT + FEW
+    return [_case(k, M, N, dt, quick) for k in KERNELS for M, N, dt in shapes]

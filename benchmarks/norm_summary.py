@@ -1,0 +1,62 @@
+"""A compact table of a norm sweep's results: ``python -m benchmarks.norm_summary RESULTS.json``.
+
+One line per (kernel, shape, dtype): flydsl's default plan and its best variant (back-to-back, µs and % of
+the measured copy bandwidth), torch eager, Triton and torch.compile; then the same under CUDA-graph replay
+(flydsl's best, torch, Triton). ``!`` marks a failed correctness check.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+
+
+def _fmt(r) -> str:
+    return "-" if r is None or r["median_us"] != r["median_us"] else f"{r['median_us']:.1f}"
+
+
+def _best(impls: dict, graph: bool):
+    """(name, result) of flydsl's fastest plan, back-to-back or under graph replay."""
+    cands = [
+        (n, r)
+        for n, r in impls.items()
+        if n.startswith("flydsl") and n.endswith(":graph") == graph and r["median_us"] == r["median_us"]
+    ]
+    return min(cands, key=lambda c: c[1]["median_us"]) if cands else (None, None)
+
+
+def summarize(path: str) -> str:
+    data = json.load(open(path))
+    rows = defaultdict(dict)
+    for r in data["results"]:
+        rows[(r["kernel"], tuple(r["shape"]), r["dtype"])][r["impl"]] = r
+    out = [
+        f"copy {data['meta']['copy_gbps']:.0f} GB/s, commit {data['meta']['commit']}; µs (% of copy); "
+        "b2b = back-to-back calls, g = CUDA-graph replay",
+        f"{'kernel':11s} {'shape':12s} {'dt':4s} | {'flydsl':>13s} {'best variant':>26s} | {'torch':>7s} "
+        f"{'triton':>7s} {'compile':>7s} | {'fly:g':>13s} {'torch:g':>7s} {'tri:g':>7s}",
+    ]
+    for (k, shape, dt), impls in rows.items():
+        d = impls.get("flydsl")
+        bn, b = _best(impls, graph=False)
+        gn, g = _best(impls, graph=True)
+        bad = "!" if "check" in impls else " "
+        fly = f"{_fmt(d)} ({d['pct_copy']:.0f}%)" if d else "-"
+        var = (
+            f"{bn.removeprefix('flydsl-') if bn != 'flydsl' else 'default'} {_fmt(b)} ({b['pct_copy']:.0f}%)"
+            if b
+            else "-"
+        )
+        flyg = f"{_fmt(g)} ({g['pct_copy']:.0f}%)" if g else "-"
+        out.append(
+            f"{k:11s} {'x'.join(map(str, shape)):12s} {dt:4s}{bad}| {fly:>13s} {var:>26s} | "
+            f"{_fmt(impls.get('torch')):>7s} {_fmt(impls.get('triton')):>7s} {_fmt(impls.get('torch.compile')):>7s} | "
+            f"{flyg:>13s} {_fmt(impls.get('torch:graph')):>7s} {_fmt(impls.get('triton:graph')):>7s}"
+            + (f"  [graph best: {gn.removesuffix(':graph')}]" if gn not in (None, "flydsl:graph") else "")
+        )
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(summarize(sys.argv[1]))
