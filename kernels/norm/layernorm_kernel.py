@@ -76,12 +76,13 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     output(f, 0, x, mean, fx.rsqrt(m2 * (1.0 / N) + eps))
             elif fx.const_expr(plan.onchip):
                 (frag,) = groups
-                raws = [frag.load(X, c) for c in fx.range_constexpr(plan.chunks)]
-                stats = chunk_stats(frag, raws[0].to(fx.Float32), 0)
-                held = [frag.keep(0, raws[0])]
-                for c in fx.range_constexpr(1, plan.chunks):
-                    stats = combine_mean_m2(stats, chunk_stats(frag, raws[c].to(fx.Float32), c))
-                    held.append(frag.keep(c, raws[c]))
+                stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
+                held = []
+                for batch in plan.batches():
+                    raws = [frag.load(X, c) for c in batch]  # the batch's loads, issued together
+                    for c, raw in zip(batch, raws):
+                        stats = combine_mean_m2(stats, chunk_stats(frag, raw.to(fx.Float32), c))
+                        held.append(frag.keep(c, raw))
                 _, mean, m2 = row_reduce(stats, combine_mean_m2, plan)
                 rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
                 for c in fx.range_constexpr(plan.chunks):

@@ -70,6 +70,7 @@ class RowPlan:
     onchip: bool = False  # chunks > 1: one read (kept in registers, staged in shared memory)
     kept: int = 1  # onchip: chunks kept in registers (the others are staged in shared memory)
     iters: int = 1  # row groups a block handles one after the other (loads of all issued first)
+    batch: int = 1  # onchip: chunks whose loads are issued together, before their first use
 
     @property
     def chunk_cols(self) -> int:
@@ -88,6 +89,10 @@ class RowPlan:
     def staged(self) -> int:
         """Chunks staged in shared memory (onchip plans)."""
         return self.chunks - self.kept if self.onchip else 0
+
+    def batches(self) -> list[list[int]]:
+        """The chunks in load batches (onchip plans): each batch's loads are issued before its first use."""
+        return [list(range(i, min(i + self.batch, self.chunks))) for i in range(0, self.chunks, self.batch)]
 
     @property
     def rows_per_block(self) -> int:
@@ -114,6 +119,7 @@ def plan_rows(
     long_rows: str = "onchip",
     onchip_threads: int = 1024,
     kept_values: int = 32,
+    load_values: int = 64,
     row_iters: int = 1,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
@@ -123,8 +129,11 @@ def plan_rows(
 
     Longer rows (``long_rows``): ``"onchip"`` in chunks of ``onchip_threads`` threads, about
     ``kept_values`` values per thread kept in registers and the rest staged in shared memory (at most
-    :data:`SMEM_BUDGET` bytes: more chunks are kept when the row would need more); ``"two_pass"`` in chunks of
-    ``chunk_threads`` threads, read twice.
+    :data:`SMEM_BUDGET` bytes: more chunks are kept when the row would need more), loads issued in batches of
+    about ``load_values`` values per thread (more in flight; fewer registers held); rows with accesses
+    narrower than 8 bytes use at most 512 threads, 16 kept values and one chunk per batch (each value
+    carries a predicate: 1024 threads' 64 registers spill). ``"two_pass"``: chunks of ``chunk_threads``
+    threads, read twice.
     """
     if long_rows not in ("onchip", "two_pass"):
         raise ValueError(f"long_rows must be 'onchip' or 'two_pass', got {long_rows!r}")
@@ -140,11 +149,15 @@ def plan_rows(
         chunks = -(-n_vecs // (threads * vecs))
         return RowPlan(n, vec, threads, max(1, block_threads // threads), vecs, chunks)
     threads, vecs = onchip_threads, vecs_target
+    narrow = vec * elem_bytes < 8  # odd or unaligned rows: a predicate per value, registers run short
+    if narrow:
+        threads, kept_values = min(threads, 512), min(kept_values, 16)
     chunks = -(-n_vecs // (threads * vecs))
     kept = min(chunks, max(1, kept_values // (vecs * vec)))
     while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1
-    return RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept)
+    batch = 1 if narrow else max(1, load_values // (vecs * vec))
+    return RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch)
 
 
 class RowFragments:

@@ -61,13 +61,14 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                     f.store(Y, 0, x * r * w.to(fx.Float32))
             elif fx.const_expr(plan.onchip):
                 (frag,) = groups
-                raws = [load_raw(frag, c) for c in fx.range_constexpr(plan.chunks)]
                 ss = fx.Float32(0.0)
                 held = []
-                for c in fx.range_constexpr(plan.chunks):
-                    x = raws[c].to(fx.Float32)
-                    ss = ss + tree_sum(x * x)
-                    held.append(frag.keep(c, raws[c]))
+                for batch in plan.batches():
+                    raws = [load_raw(frag, c) for c in batch]  # the batch's loads, issued together
+                    for c, raw in zip(batch, raws):
+                        x = raw.to(fx.Float32)
+                        ss = ss + tree_sum(x * x)
+                        held.append(frag.keep(c, raw))
                 (ss,) = row_reduce((ss,), combine_add, plan)
                 r = fx.rsqrt(ss * (1.0 / N) + eps)
                 for c in fx.range_constexpr(plan.chunks):

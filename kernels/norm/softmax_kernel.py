@@ -67,16 +67,17 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                     f.store(C, 0, e * scale)
             elif fx.const_expr(plan.onchip):
                 (frag,) = groups
-                raws = [frag.load(A, c, fill=masked_min) for c in fx.range_constexpr(plan.chunks)]
-                xs = [r.to(fx.Float32) for r in raws]
-                m = xs[0].reduce("max")
-                for c in fx.range_constexpr(1, plan.chunks):
-                    m = fx.max(m, xs[c].reduce("max"))
+                m = fx.Float32(masked_min)
                 s = fx.Float32(0.0)
                 held = []
-                for c in fx.range_constexpr(plan.chunks):
-                    s = s + tree_sum(fx.exp2(xs[c] * LOG2E - m * LOG2E))
-                    held.append(frag.keep(c, raws[c]))
+                for batch in plan.batches():
+                    raws = [frag.load(A, c, fill=masked_min) for c in batch]  # the batch's loads, issued together
+                    for c, raw in zip(batch, raws):
+                        x = raw.to(fx.Float32)
+                        m_new = fx.max(m, x.reduce("max"))
+                        s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
+                        m = m_new
+                        held.append(frag.keep(c, raw))
                 big_m, s = row_reduce((m, s), combine_max_sum, plan)
                 inv_s = 1.0 / s
                 for c in fx.range_constexpr(plan.chunks):
