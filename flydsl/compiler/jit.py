@@ -95,6 +95,8 @@ class JitFunction:
         self._implicit_stream = True
         self._nargs = -1  # the parameter count, once known (a call with another count is bound first)
         self._binder = None
+        self._min_pos = 1 << 30  # positional calls of at least this many arguments just append defaults
+        self._tail_defaults: tuple = ()
         self._mem: dict = {}
         self._deps = None
         self._deps_hex: str | None = None
@@ -136,7 +138,11 @@ class JitFunction:
             return self.body()(*args, **kwargs)
         try:
             if kwargs or len(args) != self._nargs:
-                args = self._bind(args, kwargs)
+                lo = self._min_pos
+                if not kwargs and lo <= len(args) < self._nargs:  # trailing defaults left out: no binder
+                    args += self._tail_defaults[len(args) - lo :]
+                else:
+                    args = self._bind(args, kwargs)
             try:
                 r = self._dispatch(args)
                 if r is OTHER_PATTERN:
@@ -219,6 +225,10 @@ class JitFunction:
         self._implicit_stream = not any(p.is_stream for p in self._params)
         self._binder = make_binder(self._params, [p.default for p in ps])
         self._nargs = len(ps)
+        positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in ps)
+        n_req = sum(1 for p in ps if p.default is p.empty)
+        if positional and all(p.default is not p.empty for p in ps[n_req:]):
+            self._min_pos, self._tail_defaults = n_req, tuple(p.default for p in ps[n_req:])
         self._deps = collect(self.fn)
         self._dep_vals = self._deps.current_values()
         self._watch = self._deps.watcher()
