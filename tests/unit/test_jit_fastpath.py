@@ -8,15 +8,15 @@ from __future__ import annotations
 import ctypes
 import struct
 
-import numpy as np
 import pytest
 from compiler_util import Constexpr, Tensor, flyc, fx
+from test_jit_cuda_path import FakeCudaTensor as DevBuf  # a 1-D float32 'device' buffer at a fixed address
+from test_jit_cuda_path import _fake_tensor as _devbuf  # its converter (the full path's)
 
 import flydsl.runtime.device as device_mod
 from flydsl.compiler import DSLTypeError
-from flydsl.compiler.specialize import CONVERTERS, _dynamic_tensor
+from flydsl.compiler.specialize import CONVERTERS
 from flydsl.runtime._cuda_launch import CONFIG_FORMAT, make_launch
-from flydsl.runtime.args import TensorRef
 from flydsl.runtime.cuda import CudaKernel
 
 _FMT = {"ptr": "<Q", "i32": "<i", "i64": "<q", "f32": "<f", "f64": "<d", "f16": "<e", "bf16": "<H", "i1": "<?"}
@@ -55,17 +55,6 @@ def driver(monkeypatch):
     monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
     monkeypatch.setattr(device_mod, "_DEVICES", {"cuda": device_mod.StandInCudaDevice(d.call)})
     return d
-
-
-class DevBuf:
-    """A 1-D float32 'device' buffer at a fixed address (converted through the full converter)."""
-
-    def __init__(self, ptr: int, n: int):
-        self.ptr, self.n = ptr, n
-
-
-def _devbuf(x, key, vals):
-    _dynamic_tensor(TensorRef(x, np.dtype(np.float32), x.ptr, (x.n,), (1,), True), key, vals)
 
 
 @flyc.kernel
