@@ -1,12 +1,12 @@
 """Host-side cost of calling a cached ``@flyc.jit`` launcher: ``python -m benchmarks.launch_overhead``.
 
-Each line is µs per call, the best of several repeats of many back-to-back calls (the median of the repeats
-beside it): CPU time for the ``[stub]`` lines, wall time for the ``[gpu]`` ones. Lines marked ``[stub]`` run the real CUDA launch path — the jit's fast
-path, the launch plan, ``struct`` packing, the ctypes call of ``cuLaunchKernelEx`` — with the driver
-replaced at the ctypes boundary by a C function that returns 0 (built with ``cc`` when there is one, else
-libc's ``fegetround``): everything up to the driver, measurable on a machine without a GPU. On a CUDA
-machine the ``[gpu]`` lines time real back-to-back launches of a tiny vector add next to ``torch.add`` and a
-Triton kernel on the same tensors.
+Each line is µs per call, the best of several repeats of many back-to-back calls (the median of the
+repeats beside it): CPU time for the ``[stub]`` lines, wall time for the ``[gpu]`` ones. ``[stub]`` lines
+run the real CUDA launch path — the jit's fast path, the launch plan, ``struct`` packing, the ctypes call
+of ``cuLaunchKernelEx`` — with the driver replaced at the ctypes boundary by a C function that returns 0
+(built with ``cc`` when there is one, else libc's ``fegetround``): everything up to the driver, measurable
+on a machine without a GPU. On a CUDA machine the ``[gpu]`` lines time real back-to-back launches of a tiny
+vector add next to ``torch.add`` and a Triton kernel on the same tensors.
 
 ``--profile`` prints where the time of the stub call goes (cProfile, sorted by own time).
 The budget (issue 12): <= 10 µs per cached call end to end on the H200, no slower than ``torch.add``.
