@@ -123,7 +123,7 @@ def stub_rows(profile: bool) -> list:
             ("[stub] the stand-in driver call alone", lambda: call(None, None, None, None)),
         ]
         # the process's CPU time: robust to other load on the machine (nothing here waits on a device)
-        out = [(name, *per_call(fn, clock=time.process_time)) for name, fn in rows]
+        out = [(name, *per_call(fn, number=10000, repeat=5, clock=time.process_time)) for name, fn in rows]
         t1 = out[2][1]
         t3 = out[0][1]
         out.insert(3, ("[stub] per tensor argument (reads, alignment/contiguity/range)", (t3 - t1) / 2, float("nan")))
