@@ -222,3 +222,42 @@ def test_torch_tensors_fast_and_full_paths_agree(driver):
     assert driver.decoded()[4] == [x.data_ptr(), 10, 6, 10, y.data_ptr(), 6, 10, 10]
     copy2(x.double(), y.double())  # another dtype: another specialization
     assert copy2.cache_info().misses >= 3
+
+
+SIZES = {"unroll": 2}
+
+
+@flyc.kernel
+def table_kernel(out: Tensor, v: fx.Int64):
+    out[0] = v * SIZES["unroll"]
+
+
+@flyc.jit
+def launch_table(out, v):
+    table_kernel(out, v).launch(grid=1, block=1)
+
+
+def test_fast_path_leaves_for_edits_env_and_wide_ints(driver, monkeypatch):
+    monkeypatch.setitem(CONVERTERS, DevBuf, _devbuf)
+    launch_table.clear_cache()
+    driver.kinds = ["ptr", "i32", "i32"]  # out (pointer, extent), v (an Int32)
+    out = DevBuf(0x70000, 1)
+    launch_table(out, 1)
+    launch_table(out, 2)
+    assert launch_table.hits >= 1
+    compiles = launch_table.compiles
+    SIZES["unroll"] = 3  # an in-place edit of a compile-time container the kernel reads
+    try:
+        launch_table(out, 3)
+        assert launch_table.compiles == compiles + 1
+    finally:
+        SIZES["unroll"] = 2
+    n = len(driver.launches)
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    assert launch_table(out, 4) is None and len(driver.launches) == n  # compiled, not launched
+    monkeypatch.delenv("COMPILE_ONLY")
+    assert driver.decoded()[4][2] == 3
+    driver.kinds = ["ptr", "i32", "i64"]  # v past 32 bits: an Int64
+    launch_table(out, 1 << 40)  # an int past 32 bits: the Int64 specialization
+    launch_table(out, (1 << 40) + 1)  # ... then its fast path
+    assert [driver.decoded(i)[4][2] for i in (-2, -1)] == [1 << 40, (1 << 40) + 1]
