@@ -1,9 +1,11 @@
 """flydsl.runtime: devices and arguments.
 
-* :mod:`.args` — launcher arguments (torch, numpy, DLPack, scalars, streams) → key parts + ABI values.
+* :mod:`.args` — tensor arguments (torch, numpy, DLPack) read into facts; ``flyc.from_torch_tensor``.
+* :mod:`.launch_plan` — a specialization's host function as straight-line Python.
+* :mod:`.streams` — stream handles (torch's current stream, cheaply).
 * :mod:`.device` — device selection (``FLYDSL_RUNTIME_KIND``) and launchers.
 * :mod:`.cpu` — the CPU device (the IR interpreter).
-* :mod:`.cuda` — the CUDA driver API (the GPU device).
+* :mod:`.cuda` — the CUDA driver API (the GPU device); :mod:`._cuda_launch` its per-kernel launch function.
 """
 
 from .args import TensorAdaptor, TensorRef, from_dlpack, from_torch_tensor

@@ -99,6 +99,7 @@ class CudaLauncher:
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
         if kernel_factory is None:
+            # NOTE: imported at use: tests stand a fake module in for flydsl.runtime.cuda
             from .cuda import CudaKernel, CudaModule
 
             module = CudaModule(artifact.cubin or artifact.ptx)
