@@ -3,7 +3,8 @@
 A ``@flyc.jit`` call whose arguments have the types (and, for torch tensors, the ranks) it had before runs
 one generated Python function, :func:`make_dispatcher`'s ``dispatch(args)``:
 
-1. guards: each argument's exact type (and a tensor's rank, unit last stride, 32-bit dims and strides);
+1. guards: each argument's exact type and each torch tensor's rank (another pattern: its own dispatcher);
+   a tensor's unit last stride, 32-bit dims and strides, an int's range (else the full path);
 2. the *fast key*: the environment snapshot, the compile hints, and per argument only what can change the
    compiled code among values of that type — a torch tensor's ``dtype``, ``data_ptr() & 15`` (its
    alignment class) and ``is_cuda``; an int's 32/64-bit class; a Constexpr's value;
@@ -96,6 +97,7 @@ class _Gen:
             "GENERIC": _generic,
             "RESOLVE": _resolve,
         }
+        self.ranks: list[str] = []  # return OTHER_PATTERN unless these hold (the pattern's tensor ranks)
         self.guards: list[str] = []  # return NOFAST unless these hold
         self.body: list[str] = []
         self.key: list[str] = []
@@ -111,7 +113,7 @@ class _Gen:
         self.body.append(f"    {s} = {a}.shape; {r} = {a}.stride(); {p} = {a}.data_ptr()")
         dims = [f"{s}[{d}]" for d in range(rank)]
         strides = [f"{r}[{d}]" for d in range(rank - 1)]
-        self.guards.append(f"len({s}) == {rank}")
+        self.ranks.append(f"len({s}) == {rank}")
         self.guards.append(f"{r}[{rank - 1}] == 1")
         self.guards.extend(f"{x} <= {I32_MAX}" for x in dims + strides)  # torch strides are >= 0
         self.key += [f"{a}.dtype", f"{p} & 15", f"{a}.is_cuda"]
@@ -183,6 +185,9 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
         lines.append("    if " + " or ".join(f"type(a{i}) is not T{i}" for i in range(n)) + ":")
         lines.append("        return OTHER")
     lines += g.body
+    if g.ranks:
+        lines.append("    if not (" + " and ".join(g.ranks) + "):")
+        lines.append("        return OTHER")
     if g.guards:
         lines.append("    if not (" + " and ".join(g.guards) + "):")
         lines.append("        return NOFAST")

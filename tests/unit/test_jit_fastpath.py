@@ -261,3 +261,24 @@ def test_fast_path_leaves_for_edits_env_and_wide_ints(driver, monkeypatch):
     launch_table(out, 1 << 40)  # an int past 32 bits: the Int64 specialization
     launch_table(out, (1 << 40) + 1)  # ... then its fast path
     assert [driver.decoded(i)[4][2] for i in (-2, -1)] == [1 << 40, (1 << 40) + 1]
+
+
+def test_a_new_rank_gets_its_own_dispatcher(driver):
+    torch = pytest.importorskip("torch")
+
+    @flyc.kernel
+    def first(x: Tensor, y: Tensor):
+        y[0] = x[0]
+
+    @flyc.jit
+    def copy_first(x, y):
+        first(x, y).launch(grid=1, block=1)
+
+    a1, a2 = torch.ones(8), torch.ones(2, 4)
+    for _ in range(2):
+        copy_first(a1, a1)
+        copy_first(a2, a2)
+    hits = copy_first.hits
+    copy_first(a1, a1)
+    copy_first(a2, a2)
+    assert copy_first.hits == hits + 2 and len(copy_first._dispatchers) == 2
