@@ -135,9 +135,10 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         grid, block, smem, stream, ps = exprs[0:3], exprs[3:6], exprs[6], exprs[7], exprs[8:]
         packed = [_KINDS[k][2].format(p) for k, p in zip(lay.kinds, ps)]
         where = f"({', '.join(grid)}), ({', '.join(block)}), {smem}, {stream}, ({''.join(p + ', ' for p in ps)})"
-        lines = [
-            f"    if {smem} > {n['LIMIT']}[0]:",
-            f"        {n['FAIL']}(None, {where})",
+        lines = []
+        if not (smem.isdigit() and int(smem) <= smem_limit[0]):  # a constant under the limit needs no check
+            lines += [f"    if {smem} > {n['LIMIT']}[0]:", f"        {n['FAIL']}(None, {where})"]
+        lines += [
             f"    {n['ACQ']}()",
             "    try:",
             f"        {n['PACK']}({n['BUF']}, 0, {', '.join([*grid, *block, smem, stream, '0', '0', *packed])})",
