@@ -35,7 +35,7 @@ def summarize(path: str) -> str:
         f"copy {data['meta']['copy_gbps']:.0f} GB/s, commit {data['meta']['commit']}; µs (% of copy); "
         "b2b = back-to-back calls, g = CUDA-graph replay",
         f"{'kernel':11s} {'shape':12s} {'dt':4s} | {'flydsl':>13s} {'best variant':>26s} | {'torch':>7s} "
-        f"{'triton':>7s} {'compile':>7s} | {'fly:g':>13s} {'torch:g':>7s} {'tri:g':>7s}",
+        f"{'triton':>7s} {'compile':>7s} | {'fly:g':>13s} {'torch:g':>7s} {'tri:g':>7s} {'comp:g':>7s}",
     ]
     for (k, shape, dt), impls in rows.items():
         d = impls.get("flydsl")
@@ -52,7 +52,8 @@ def summarize(path: str) -> str:
         out.append(
             f"{k:11s} {'x'.join(map(str, shape)):12s} {dt:4s}{bad}| {fly:>13s} {var:>26s} | "
             f"{_fmt(impls.get('torch')):>7s} {_fmt(impls.get('triton')):>7s} {_fmt(impls.get('torch.compile')):>7s} | "
-            f"{flyg:>13s} {_fmt(impls.get('torch:graph')):>7s} {_fmt(impls.get('triton:graph')):>7s}"
+            f"{flyg:>13s} {_fmt(impls.get('torch:graph')):>7s} {_fmt(impls.get('triton:graph')):>7s} "
+            f"{_fmt(impls.get('torch.compile:graph')):>7s}"
             + (f"  [graph best: {gn.removesuffix(':graph')}]" if gn not in (None, "flydsl:graph") else "")
         )
     return "\n".join(out)

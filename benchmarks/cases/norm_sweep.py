@@ -204,10 +204,11 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
         thunk = functools.partial(eager, *inp[:4])
         return graphed(thunk) if graph else thunk
 
-    def torch_compile(inp):
+    def torch_compile(inp, graph=False):
         fn = torch.compile(formula or eager)
         fn(*inp[:4])
-        return functools.partial(fn, *inp[:4])
+        thunk = functools.partial(fn, *inp[:4])
+        return graphed(thunk) if graph else thunk
 
     def triton(inp, graph=False):
         run = _triton(kernel)
@@ -237,6 +238,8 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
     variants = [v for v in _selected() if applicable(v, M, N)]
     for v in variants:
         impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())))
+    if (M, N, dt) in COMPILE:
+        impls["torch.compile:graph"] = functools.partial(torch_compile, graph=True)
     impls["flydsl:graph"] = functools.partial(flydsl, graph=True)
     impls["torch:graph"] = functools.partial(torch_eager, graph=True)
     impls["triton:graph"] = functools.partial(triton, graph=True)

@@ -54,8 +54,8 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
             if fx.const_expr(plan.chunks == 1):
                 # every group's loads first (several rows per thread in flight), then each group's reduction
                 xs = [load_raw(f, 0).to(fx.Float32) for f in groups]
+                w = groups[0].load(W, 0, broadcast=True)  # the same columns in every group: loaded once
                 for f, x in zip(groups, xs):
-                    w = f.load(W, 0, broadcast=True)
                     (ss,) = row_reduce((tree_sum(x * x),), combine_add, plan)
                     r = fx.rsqrt(ss * (1.0 / N) + eps)
                     f.store(Y, 0, x * r * w.to(fx.Float32))
