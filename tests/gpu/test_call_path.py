@@ -39,6 +39,11 @@ def no_disk_cache(monkeypatch):
     monkeypatch.delenv("FLYDSL_RUNTIME_KIND", raising=False)
 
 
+def _check(out, want):
+    """Every element written (the NaN poison gone) and equal up to a contracted multiply-add."""
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+
+
 def _inputs(n):
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     return x, y, torch.full_like(x, float("nan"))
@@ -51,12 +56,12 @@ def test_fast_path_launches_are_exact(fn):
         x, y, out = _inputs(n)
         fn(x, y, out, 1.5, n)
         torch.cuda.synchronize()
-        assert torch.equal(out, x * 1.5 + y), n
+        _check(out, x * 1.5 + y)
     assert fn.hits >= hits + 3
     x, y, out = _inputs(1001)
     fn(x[1:], y[1:], out[1:], 2.0, 1000)  # 4-byte aligned views: another specialization
     torch.cuda.synchronize()
-    assert torch.equal(out[1:], x[1:] * 2.0 + y[1:])
+    _check(out[1:], x[1:] * 2.0 + y[1:])
 
 
 def test_launches_follow_torchs_current_stream():
@@ -69,7 +74,7 @@ def test_launches_follow_torchs_current_stream():
         done = torch.cuda.Event()
         done.record(s)
     done.synchronize()
-    assert torch.equal(out, x * 3.0 + y)
+    _check(out, x * 3.0 + y)
 
 
 @pytest.mark.parametrize("fn", [launch, launch_implicit], ids=["stream_param", "implicit_stream"])
@@ -90,7 +95,7 @@ def test_torch_cuda_graph_captures_the_launcher(fn):
         out.fill_(float("nan"))
         g.replay()
         torch.cuda.synchronize()
-        assert torch.equal(out, x * 0.5 + y)
+        _check(out, x * 0.5 + y)
 
 
 def test_host_cost_of_a_cached_call_is_near_torch_add():
