@@ -74,7 +74,7 @@ def cases(quick: bool) -> list[Case]:
         def flydsl(inp, M=M, N=N, dt=dt, plan=None, graph=False):
             x, y, _ = inp
             compiled = flyc.compile(launcher(N, dt, tuple(sorted((plan or {}).items()))), x, y, M)
-            if graph:  # launch on the capturing stream (a Stream(None) argument is the legacy default stream)
+            if graph:  # the capturing stream, named (Stream(None) would follow torch's current stream too)
                 return graphed(lambda: compiled(x, y, M, torch.cuda.current_stream()))
             return lambda: compiled(x, y, M)
 
