@@ -148,10 +148,14 @@ _INTRINSIC_SM = (
     ("llvm.nvvm.barrier.cluster", 90), ("llvm.nvvm.mapa", 90), ("llvm.nvvm.stmatrix", 90),
     ("llvm.nvvm.elect.sync", 90), ("llvm.nvvm.fence.proxy", 90), ("llvm.nvvm.griddepcontrol", 90),
     ("llvm.nvvm.wgmma", 90), ("llvm.nvvm.setmaxnreg", 90), ("llvm.nvvm.tcgen05", 100),
+    ("llvm.nvvm.mma.m16n8k32.row.col.f", 89), ("llvm.nvvm.mma.m16n8", 80), ("llvm.nvvm.ldmatrix", 75),
+    ("llvm.nvvm.cp.async.", 80),
 )  # fmt: skip
 _ARCH_SPECIFIC = ("llvm.nvvm.wgmma", "llvm.nvvm.setmaxnreg", "llvm.nvvm.tcgen05")
 # (prefix, sm) -> lowest PTX version at which LLVM selects it there
 _INTRINSIC_PTX = {("llvm.nvvm.e4m3x2.to", 89): 81, ("llvm.nvvm.e5m2x2.to", 89): 81}
+# prefix -> lowest PTX version at which LLVM selects it on every architecture
+_INTRINSIC_MIN_PTX = (("llvm.nvvm.mma.m16n8k32.row.col.f32.e", 84), ("llvm.nvvm.mma.m16n8k32.row.col.f16.e", 87))
 _DECL_RE = re.compile(r"^declare [^@]*@\"?(llvm\.[A-Za-z0-9_.]+)", re.M)
 
 
@@ -169,6 +173,9 @@ def check_intrinsics(llvm_text: str, target: Target, ptx_version: int | None = N
                 raise CodegenError(f"{name} needs sm_{need} or newer; the target is {target.arch}")
         if name.startswith(_ARCH_SPECIFIC) and not target.arch_specific:
             raise CodegenError(f"{name} needs an architecture-specific target such as sm_90a, not {target.arch}")
+        for prefix, need in _INTRINSIC_MIN_PTX:
+            if ptx_version is not None and name.startswith(prefix) and ptx_version < need:
+                raise CodegenError(f"{name} needs PTX {need / 10:.1f} (got {ptx_version / 10:.1f})")
         for (prefix, on_sm), need in _INTRINSIC_PTX.items():
             if ptx_version is not None and sm == on_sm and name.startswith(prefix) and ptx_version < need:
                 raise CodegenError(f"{name} needs PTX {need / 10:.1f} on {target.arch} (got {ptx_version / 10:.1f})")

@@ -45,6 +45,28 @@ CAPABILITIES = {
     "cluster": (90, 78, "thread block clusters", "compile for sm_90 or newer"),
     "scoped_atomics": (70, 60, "scoped atomics and fences", "compile for sm_70 or newer"),
     "bf16_int_cvt": (90, 78, "integer -> bf16 in one cvt", "(emulated exactly on older targets)"),
+    # warp-level tensor cores and asynchronous copies (emit_nvvm.py)
+    "mma_sync": (80, 70, "warp tensor-core MMAs (mma.sync)", "compile for sm_80 or newer"),
+    "mma_fp8": (
+        89,
+        84,
+        "fp8 (e4m3/e5m2) mma.sync instructions",
+        "compile for sm_89 or newer (e.g. sm_90a), or use bf16 operands",
+    ),
+    "mma_fp8_f16": (89, 87, "fp8 mma.sync instructions with f16 accumulators", "use f32 accumulators (PTX 8.4)"),
+    "ldmatrix": (75, 65, "ldmatrix instructions", "compile for sm_75 or newer"),
+    "stmatrix": (
+        90,
+        78,
+        "stmatrix instructions",
+        "compile for sm_90 or newer, or store the fragment with ordinary shared stores",
+    ),
+    "cp_async": (
+        80,
+        70,
+        "cp.async copies",
+        "compile for sm_80 or newer, or copy through registers (fx.UniversalCopy*)",
+    ),
 }
 # LLVM 22 selects the fp8 -> f16x2 conversions on sm_89 only from PTX 8.1 (sm_90+: 7.8)
 PTX_OVERRIDES = {("fp8", 89): 81}

@@ -3,6 +3,6 @@
 Importing this package registers all ops, which the printer/parser/verifier look up by name.
 """
 
-from . import arith, func, gpu, math, ptr, scf, vector
+from . import arith, func, gpu, math, nvvm, ptr, scf, vector
 
-__all__ = ["arith", "func", "gpu", "math", "ptr", "scf", "vector"]
+__all__ = ["arith", "func", "gpu", "math", "nvvm", "ptr", "scf", "vector"]

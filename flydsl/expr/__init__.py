@@ -194,6 +194,20 @@ from .math import (
     tanh,
     trunc,
 )
+from .mma import (  # tensor-core MMA atoms (docs/mma.md)
+    MmaAtom,
+    MmaOp,
+    ThrMma,
+    TiledMma,
+    UniversalFMA,
+    gemm,
+    make_mma_atom,
+    make_tiled_copy_A,
+    make_tiled_copy_B,
+    make_tiled_copy_C,
+    make_tiled_mma,
+    mma_atom_call,
+)
 from .numeric import (
     BFloat16,
     Boolean,
@@ -305,6 +319,9 @@ __all__ = [
     "CopyOp", "CopyAtom", "TiledCopy", "ThrCopy", "UniversalCopy", "UniversalCopy8b", "UniversalCopy16b",
     "UniversalCopy32b", "UniversalCopy64b", "UniversalCopy128b", "make_copy_atom", "make_tiled_copy",
     "make_tiled_copy_tv", "copy", "copy_atom_call", "rocdl",
+    # MMA atoms (flydsl/expr/mma.py) and NVIDIA operations (fx.nvvm)
+    "MmaOp", "MmaAtom", "TiledMma", "ThrMma", "UniversalFMA", "make_mma_atom", "make_tiled_mma", "gemm",
+    "mma_atom_call", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C", "nvvm",
     # shared memory and composite storage
     "SharedAllocator", "Arena", "struct", "union", "Struct", "Union", "Array", "Align", "Storage",
 ]  # fmt: skip
@@ -312,7 +329,7 @@ __all__ = [
 globals().update({_name: alias_by_name(_name) for _name in ALIAS_NAMES})
 
 # submodules imported on first use (fx.buffer_ops); the layout engine adds "rocdl" here
-_LAZY_SUBMODULES = {"buffer_ops": ".buffer_ops", "rocdl": ".rocdl"}
+_LAZY_SUBMODULES = {"buffer_ops": ".buffer_ops", "rocdl": ".rocdl", "nvvm": ".nvvm"}
 
 
 def __getattr__(name: str):

@@ -46,10 +46,28 @@ class CopyOp:
 
     ``kind``: ``"universal"`` (plain loads/stores, any memory) or ``"buffer"`` (AMD buffer semantics: the
     global side must be a buffer tensor from ``fx.rocdl.make_buffer_tensor``).
+
+    The copy-op protocol (CuTe's ``Copy_Traits``), which other ops implement by subclassing
+    (``fx.nvvm.LdMatrix8x8x16bOp``, ``fx.nvvm.CopyG2SOp`` …):
+
+    * ``thr_id``: the atom's threads (``1:0`` for one thread, ``32:1`` for a warp-collective op);
+    * ``layouts_bits()``: ``(src, dst, ref)`` thread-value layouts in **bits**: ``(thr, bit) -> bit index``
+      in the atom's reference tile (``make_copy_atom`` recasts them to elements); ``ref`` is the
+      layout partitions and ``retile`` follow (the destination for ``ldmatrix``);
+    * ``call(atom, src, dst, pred)``: emit one call on this thread's values (``src``/``dst`` are tensors
+      of exactly the atom's source/destination values; ``pred`` None or a Boolean). Ops that keep
+      ``call = None`` are plain vector loads and stores (or buffer accesses), done by ``fx.copy``.
     """
 
     __slots__ = ("bits", "kind", "cache_modifier")
     _KINDS = {"universal": "UniversalCopy", "buffer": "BufferCopy"}
+    call = None
+    thr_id = Layout._make(1, 0)
+
+    def layouts_bits(self) -> tuple:
+        """``(src, dst, ref)``: one thread moving ``bits`` contiguous bits."""
+        lay = Layout._make((1, self.bits), (0, 1))
+        return lay, lay, lay
 
     def __init__(self, bits: int, kind: str = "universal", cache_modifier: int = 0):
         if type(bits) is not int or bits < 8 or bits & (bits - 1):
@@ -109,39 +127,63 @@ def UniversalCopy128b() -> CopyOp:
 
 
 class CopyAtom:
-    """A copy op specialized to an element type: moves ``num_vals`` elements per call, one thread.
+    """A copy op specialized to an element type: each of its ``size(thr_layout)`` threads moves
+    ``num_vals_src`` elements from the source and ``num_vals_dst`` to the destination per call.
 
-    Introspection as FlyDSL: ``thr_layout`` (``1:0``), ``tv_layout_src``/``tv_layout_dst``/``tv_layout_ref``
-    (``(1, num_vals):(0, 1)``: one thread, ``num_vals`` contiguous values).
+    Introspection as FlyDSL: ``thr_layout`` (``1:0`` for one thread), ``tv_layout_src``/``tv_layout_dst``/
+    ``tv_layout_ref`` (``(thr, val) -> element`` of the atom's tile: ``(1, num_vals):(0, 1)`` for a
+    one-thread op of ``num_vals`` contiguous values).
     """
 
-    __slots__ = ("op", "dtype", "val_bits")
+    __slots__ = ("op", "dtype", "val_bits", "_tvs")
 
     def __init__(self, op: CopyOp, dtype, val_bits: int):
         self.op, self.dtype, self.val_bits = op, dtype, val_bits
+        self._tvs = tuple(L.upcast(lay, val_bits) for lay in op.layouts_bits())
 
     @property
     def num_vals(self) -> int:
-        return self.op.bits // self.val_bits
+        """Values per thread and call in the reference layout (the destination's for ``ldmatrix``)."""
+        return _vals(self._tvs[2])
+
+    @property
+    def num_vals_src(self) -> int:
+        return _vals(self._tvs[0])
+
+    @property
+    def num_vals_dst(self) -> int:
+        return _vals(self._tvs[1])
 
     @property
     def thr_layout(self) -> Layout:
-        return Layout._make(1, 0)
+        return self.op.thr_id
+
+    @property
+    def num_threads(self) -> int:
+        return L.size(self.op.thr_id)
 
     @property
     def tv_layout_src(self) -> Layout:
-        return Layout._make((1, self.num_vals), (0, 1))
+        return self._tvs[0]
 
-    tv_layout_dst = tv_layout_ref = tv_layout_src
+    @property
+    def tv_layout_dst(self) -> Layout:
+        return self._tvs[1]
 
-    def vals_for(self, dtype) -> int:
-        """Elements of ``dtype`` per call (checks the element width against the atom's)."""
+    @property
+    def tv_layout_ref(self) -> Layout:
+        return self._tvs[2]
+
+    layout_src_tv, layout_dst_tv, layout_ref_tv = tv_layout_src, tv_layout_dst, tv_layout_ref
+
+    def vals_for(self, dtype, side: str = "ref") -> int:
+        """Elements of ``dtype`` per call on ``side`` (checks the element width against the atom's)."""
         if dtype.width != self.val_bits:
             raise CopyError(
                 f"{self} copies {self.val_bits}-bit elements, but the tensors hold {dtype.__name__} "
                 f"({dtype.width} bits); make the atom with fx.make_copy_atom(op, {dtype.__name__})"
             )
-        return self.num_vals
+        return {"src": self.num_vals_src, "dst": self.num_vals_dst}.get(side, self.num_vals)
 
     def __eq__(self, other):
         return type(other) is CopyAtom and (self.op, self.dtype, self.val_bits) == (
@@ -156,6 +198,10 @@ class CopyAtom:
     def __repr__(self) -> str:
         d = self.dtype.__name__ if self.dtype is not None else f"{self.val_bits}b"
         return f"CopyAtom({self.op.name}, {d})"
+
+
+def _vals(tv: Layout) -> int:
+    return L.size(tv, 1) if type(tv.shape) is tuple else 1
 
 
 def make_copy_atom(copy_op: CopyOp, elem_type) -> CopyAtom:
@@ -182,6 +228,9 @@ def make_copy_atom(copy_op: CopyOp, elem_type) -> CopyAtom:
         raise TypeError(f"make_copy_atom: elem_type must be a Numeric class, IR type or bit count, got {elem_type!r}")
     if bits <= 0 or copy_op.bits % bits:
         raise ValueError(f"{copy_op.name} cannot move whole {bits}-bit elements ({copy_op.bits} % {bits} != 0)")
+    check = getattr(copy_op, "check_elem_bits", None)
+    if check is not None:
+        check(bits)
     return CopyAtom(copy_op, dtype, bits)
 
 
@@ -226,6 +275,12 @@ class TiledCopy:
                 f"{atom} moves {atom.num_vals} values per call, but layout_tv {layout_tv} gives each thread "
                 f"{nval}; use a value layout whose size is a multiple of {atom.num_vals}"
             )
+        nthr = L.size(layout_tv, 0) if type(layout_tv.shape) is tuple else layout_tv.shape
+        if nthr % atom.num_threads:
+            raise ValueError(
+                f"{atom} is executed by {atom.num_threads} threads together, but layout_tv {layout_tv} spans "
+                f"{nthr}; use a multiple of {atom.num_threads} threads"
+            )
 
     @property
     def layout_tv(self) -> Layout:
@@ -252,42 +307,60 @@ class TiledCopy:
 
     thr_slice = get_slice
 
-    def _thrval2mn(self) -> Layout:
-        """``(thread, (atom_val, rest_val)) -> tile index`` (CuTe's coalesced, zipped atom TV layout)."""
-        n = self.atom.num_vals
-        a = L.zipped_divide(self._tv, (1, n))  # ((1, n), (threads, values / n))
+    def _thrval2mn(self, side: str) -> Layout:
+        """``(thread, (atom_val, rest_val)) -> tile index`` for the ``side`` ("src"/"dst") of the atom
+        (CuTe's ``tile2thrfrg``: the tiled TV layout cut into atom calls, each atom's reference values
+        mapped to the side's values, threads coalesced)."""
+        atom = self.atom
+        trg = atom.tv_layout_src if side == "src" else atom.tv_layout_dst
+        ref2trg = L.composition(L.right_inverse(atom.tv_layout_ref), trg)
+        a = L.zipped_divide(self._tv, (atom.num_threads, atom.num_vals))  # ((atom_t, atom_v), (rest_t, rest_v))
+        a = L.composition(a, (ref2trg, None))  # ((trg_t, trg_v), (rest_t, rest_v))
         thr = L.coalesce(L.make_layout(L.get(a, 0, 0), L.get(a, 1, 0)))
         val = L.make_layout(L.coalesce(L.get(a, 0, 1)), L.coalesce(L.get(a, 1, 1)))
         return L.make_layout(thr, val)
 
-    def tidfrg(self, layout):
-        """``layout`` (M, N, …) as ``(Thr, (AtomVal, RestVal), (RestM, RestN, …))`` (CuTe's ``tidfrg_S``)."""
+    def tidfrg(self, layout, side: str = "src"):
+        """``layout`` (M, N, …) as ``(Thr, (AtomVal, RestVal), (RestM, RestN, …))`` (CuTe's ``tidfrg_S`` /
+        ``tidfrg_D``)."""
         z = L.zipped_divide(layout, self._tile)
-        tv = L.composition(z, (self._thrval2mn(), None))
+        tv = L.composition(z, (self._thrval2mn(side), None))
         if isinstance(tv, ComposedLayout):
             return ComposedLayout(tv.inner, tv.offset, _unfold(tv.outer))
         return _unfold(tv)
 
-    def partition(self, t, thr_idx):
+    def partition(self, t, thr_idx, side: str = "src"):
         """Thread ``thr_idx``'s part of tensor ``t``: ``((AtomVal, RestVal), RestM, RestN, …)``."""
         if not is_tensor(t):
             raise TypeError(f"partition_S/partition_D take a tensor, got {t!r}")
-        frg = t._with_layout(self.tidfrg(t.layout))
+        frg = t._with_layout(self.tidfrg(t.layout, side))
         rest = L.rank(L.get(frg.layout, 2).shape) if type(L.get(frg.layout, 2).shape) is tuple else 1
         return frg._slice((thr_idx, None, (None,) * rest if rest > 1 else None))
 
     def retile(self, t):
-        """``t``'s first mode (the thread's values, in this copy's value order) as ``(AtomVal, RestVal)``."""
+        """A thread's fragment ``(V, RestM, RestN, …)`` — its values in the order of this copy's thread-value
+        layout, e.g. an MMA fragment for a copy made by ``make_tiled_copy_A`` — regrouped as
+        ``((AtomVal, RestVal), RestM, RestN, …)`` for ``fx.copy`` (CuTe's ``retile``)."""
         if not is_tensor(t):
             raise TypeError(f"retile takes a tensor, got {t!r}")
         lay = t.layout
         modes = list(lay) if type(lay.shape) is tuple else [lay]
-        n = self.atom.num_vals
         v = L.size(modes[0])
+        n = self.atom.num_vals
         if type(v) is not int or v % n:
             raise CopyError(f"retile: the first mode of {t} holds {v} values, not a multiple of {n} ({self.atom})")
-        head = L.logical_divide(modes[0], Layout._make(n, 1))
-        return t._with_layout(L.make_layout(head, *modes[1:]))
+        tile = _tile_sizes(self._tile) or tuple(L.size(m) for m in self._tile)
+        nthr = L.size(self._tv, 0) if type(self._tv.shape) is tuple else self._tv.shape
+        inv = L.right_inverse(self._tv).with_shape(tile)
+        frg_mn = L.upcast(inv, nthr * v)  # (m, n) -> which group of v values
+        frg_v = L.zipped_divide(L.logical_product(Layout._make(v, 1), L.right_inverse(frg_mn)), Layout._make(n, 1))
+        tiler = (v,) + tuple(L.product_each(frg_mn.shape) if type(frg_mn.shape) is tuple else (frg_mn.shape,))
+        rank = len(modes)
+        padded = L.make_layout(*modes, *([Layout._make(1, 0)] * max(0, len(tiler) - rank)))
+        vt = L.composition(L.zipped_divide(padded, tiler), (frg_v, None))  # ((atom_v, rest_v), (1, RM, RN, ...))
+        rest = L.get(vt, 1)
+        rest_modes = list(rest)[1:rank] if type(rest.shape) is tuple else []
+        return t._with_layout(L.make_layout(L.get(vt, 0), *rest_modes))
 
     def __eq__(self, other):
         return type(other) is TiledCopy and (self.atom, self._tv, self._tile) == (other.atom, other._tv, other._tile)
@@ -318,15 +391,17 @@ class ThrCopy:
 
     def partition_S(self, src):
         """This thread's part of the source: ``((AtomVal, RestVal), RestM, RestN, …)``."""
-        return self.tiled_copy.partition(src, self.thr_idx)
+        return self.tiled_copy.partition(src, self.thr_idx, "src")
 
     def partition_D(self, dst):
-        """This thread's part of the destination (same partition: universal atoms read and write alike)."""
-        return self.tiled_copy.partition(dst, self.thr_idx)
+        """This thread's part of the destination (the atom's destination values)."""
+        return self.tiled_copy.partition(dst, self.thr_idx, "dst")
 
     def retile(self, t):
         """See :meth:`TiledCopy.retile`."""
         return self.tiled_copy.retile(t)
+
+    retile_S = retile_D = retile
 
     def __repr__(self) -> str:
         return f"ThrCopy({self.tiled_copy}, thr={self.thr_idx})"
@@ -427,7 +502,7 @@ def _run(c: Layout) -> int:
 def _check_alignment(t, two, i, n, atom, side):
     """Static facts that make an ``n``-element vector access misaligned."""
     it = t._it
-    nbytes = atom.op.bits // 8
+    nbytes = n * max(1, atom.val_bits // 8)
     if getattr(it, "exact", False) and it.align < nbytes:
         raise CopyError(
             f"{atom} needs {nbytes}-byte aligned {side} addresses, but the {side} tensor's data pointer is only "
@@ -496,23 +571,27 @@ def copy(atom, src, dst, *, pred=None, **atom_state) -> None:
             f"fx.copy does not convert: {src.dtype.__name__} -> {dst.dtype.__name__}; copy, then "
             "dst.store(src_fragment.load().to(dst.dtype))"
         )
-    n = atom.vals_for(src.dtype)
-    s2, calls, s_head = _prepare(src, n, "source", atom)
-    d2, d_calls, d_head = _prepare(dst, n, "destination", atom)
+    ns, nd = atom.vals_for(src.dtype, "src"), atom.vals_for(dst.dtype, "dst")
+    s2, calls, s_head = _prepare(src, ns, "source", atom)
+    d2, d_calls, d_head = _prepare(dst, nd, "destination", atom)
     if calls != d_calls:
         raise CopyError(
             f"fx.copy: the source {src} makes {calls} calls of {atom} but the destination {dst} makes {d_calls}"
         )
     _check_pred(pred, calls)
     _check_kind(atom, src, dst)
-    for t, head, side in ((src, s_head, "source"), (dst, d_head, "destination")):
+    for t, head, n, side in ((src, s_head, ns, "source"), (dst, d_head, nd, "destination")):
         if t.memspace not in ("register", "coord"):
             _check_contiguous(t, head, n, atom, side)
     for i in range(calls):
-        for t, two, side in ((src, s2, "source"), (dst, d2, "destination")):
+        for t, two, n, side in ((src, s2, ns, "source"), (dst, d2, nd, "destination")):
             if t.memspace not in ("register", "coord"):
                 _check_alignment(t, two, i, n, atom, side)
-        _one_call(atom, src, s2, dst, d2, i, n, _pred_at(pred, i, calls))
+        if atom.op.call is not None:  # an op with its own instruction (ldmatrix, cp.async …)
+            atom.op.call(atom, src._with_layout(s2)._slice((None, i)), dst._with_layout(d2)._slice((None, i)),
+                         _pred_at(pred, i, calls))  # fmt: skip
+        else:
+            _one_call(atom, src, s2, dst, d2, i, ns, _pred_at(pred, i, calls))
 
 
 def _check_kind(atom, src, dst):

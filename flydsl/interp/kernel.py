@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dialects.arith import float_round
 from ..ir import BufferRsrcType, FloatType, Op, PointerType, VectorType
-from . import atomics, impl_gpu, impl_ptr, impl_pure, impl_scf  # noqa: F401 - register the op impls
+from . import atomics, impl_gpu, impl_nvvm, impl_ptr, impl_pure, impl_scf  # noqa: F401 - register the op impls
 from .errors import InterpError
 from .impl_gpu import default_printer
 from .impl_ptr import elem_size
