@@ -68,9 +68,32 @@ def emit_shuffle(fe: FunctionEmitter, op: Op) -> None:
     if nb < n:
         vb = _widen(fe, vb, nb, n, ety)
     idx = [i if i < na else i - na + n for i in op.attrs["mask"]]
+    words = _word_mask(idx, n, a.type.elem.bitwidth)
+    if words is not None:  # whole 32-bit words move: shuffle i32 lanes (NVPTX splits narrow lanes otherwise)
+        wt = f"<{n * a.type.elem.bitwidth // 32} x i32>"
+        wa, wb = (fe.cast("bitcast", v, f"<{n} x {ety}>", wt) for v in (va, vb))
+        wmask = ", ".join(f"i32 {w}" for w in words)
+        r = fe.assign(f"shufflevector {wt} {wa}, {wt} {wb}, <{len(words)} x i32> <{wmask}>")
+        fe.define(op.results[0], fe.cast("bitcast", r, f"<{len(words)} x i32>", llvm_type(op.results[0].type)))
+        return
     mask = ", ".join(f"i32 {i}" for i in idx)
     vt = f"<{n} x {ety}>"
     fe.define(op.results[0], fe.assign(f"shufflevector {vt} {va}, {vt} {vb}, <{len(idx)} x i32> <{mask}>"))
+
+
+def _word_mask(idx: list, n: int, bits: int) -> list | None:
+    """The mask in 32-bit words when every run of ``32 / bits`` result lanes is one whole aligned word of the
+    (padded, ``n``-lane) operands; None otherwise (or for lanes of 32 bits and more)."""
+    if bits not in (8, 16) or (n * bits) % 32 or (len(idx) * bits) % 32:
+        return None
+    p = 32 // bits
+    words = []
+    for j in range(0, len(idx), p):
+        first = idx[j]
+        if first % p or idx[j : j + p] != list(range(first, first + p)):
+            return None
+        words.append(first // p)
+    return words
 
 
 @emitter("vector.bitcast")

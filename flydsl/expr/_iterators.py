@@ -486,8 +486,20 @@ class RegIter:
         n = value.numel if isinstance(value, Vector) else 1
         self.write_elems([off + j for j in range(n)], value, mask)
 
+    def _word(self) -> int:
+        """Registers carried together as one ``vector<p x T>`` (a 32-bit word of 8/16-bit elements), else 1."""
+        w = self.store.dtype.width
+        n = len(self.store.vals)
+        p = 32 // w if w in (8, 16) else 1
+        return p if n % p == 0 else 1
+
     def values(self) -> list:
-        return [self.store.get(i).ir_value() for i in range(len(self.store.vals))]
+        # NOTE: narrow registers cross regions as whole 32-bit words (vector<p x T>): as scalars, NVPTX would
+        # split and re-pack every word of an MMA fragment at each loop back edge (register pressure, spills)
+        s, p = self.store, self._word()
+        if p == 1:
+            return [s.get(i).ir_value() for i in range(len(s.vals))]
+        return [s.gather(list(range(i, i + p))).ir_value() for i in range(0, len(s.vals), p)]
 
     def copy(self) -> RegIter:
         """The same registers as a new store (each branch of a run-time ``if`` works on its own copy)."""
@@ -498,8 +510,13 @@ class RegIter:
     def rebuild(self, values):
         n = len(self.store.vals)
         d = self.store.dtype
-        new = RegStore(n, d, [d._make(v) for v in values[:n]])
-        return RegIter(new, self.off), values[n:]
+        p = self._word()
+        if p == 1:
+            new = RegStore(n, d, [d._make(v) for v in values[:n]])
+            return RegIter(new, self.off), values[n:]
+        vecs = [Vector._make(v, (p,), d) for v in values[: n // p]]
+        new = RegStore(n, d, [_Lane(vecs[i // p], i % p) for i in range(n)])
+        return RegIter(new, self.off), values[n // p :]
 
     def signature(self):
         return ("rmem", self.store.dtype, len(self.store.vals), self.off)

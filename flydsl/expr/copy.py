@@ -347,8 +347,8 @@ class TiledCopy:
         modes = list(lay) if type(lay.shape) is tuple else [lay]
         v = L.size(modes[0])
         n = self.atom.num_vals
-        if type(v) is not int or v % n:
-            raise CopyError(f"retile: the first mode of {t} holds {v} values, not a multiple of {n} ({self.atom})")
+        if type(v) is not int or (v % n and n % v):
+            raise CopyError(f"retile: the first mode of {t} holds {v} values, which do not group into calls of {n}")
         tile = _tile_sizes(self._tile) or tuple(L.size(m) for m in self._tile)
         nthr = L.size(self._tv, 0) if type(self._tv.shape) is tuple else self._tv.shape
         inv = L.right_inverse(self._tv).with_shape(tile)

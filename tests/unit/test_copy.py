@@ -111,7 +111,7 @@ def test_retile_splits_the_values_into_atom_calls():
         frag = fx.make_rmem_tensor((8, 2), fx.Float32)
         r = tiled.get_slice(0).retile(frag)
         assert r.layout == fx.make_layout(((4, 2), 2), ((1, 4), 8))
-        with pytest.raises(CopyError, match="not a multiple of 4"):
+        with pytest.raises(CopyError, match="6 values, which do not group into calls of 4"):
             tiled.get_slice(0).retile(fx.make_rmem_tensor(6, fx.Float32))
 
 
