@@ -297,7 +297,12 @@ def check_cpu_case(name, M, N, K, b_layout, config="64x64") -> float:
     """Run one small GEMM on the interpreter; returns the max error relative to max(1, max |C|)."""
     import ml_dtypes
 
-    dt = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn}[name]
+    dt = {
+        "bf16": ml_dtypes.bfloat16,
+        "f16": np.float16,
+        "e4m3": ml_dtypes.float8_e4m3fn,
+        "e5m2": ml_dtypes.float8_e5m2,
+    }[name]
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K)).astype(dt)
     b = rng.standard_normal((N, K) if b_layout == "nk" else (K, N)).astype(dt)

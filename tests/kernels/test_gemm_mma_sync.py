@@ -1,0 +1,131 @@
+"""examples/05_gemm_mma_sync.py end to end on the CPU interpreter (tile multiples and ragged M, N, K; B as
+(N, K) and (K, N); bf16, f16, fp8; out-of-range rows and columns of C untouched), the PTX it compiles to
+(mma.sync, ldmatrix, 16-byte cp.async; no register spills for the default tiles), and the capability error
+of an fp8 MMA on sm_80."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import flydsl.compiler as flyc
+from flydsl.codegen import find_ptxas, run_ptxas
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("flydsl_example_05_gemm", ROOT / "examples" / "05_gemm_mma_sync.py")
+G = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(G)
+
+DT = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+@pytest.fixture(autouse=True)
+def _interpreter(monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    for v in ("FLYDSL_DUMP_IR", "COMPILE_ONLY", "ARCH", "FLYDSL_GPU_ARCH"):
+        monkeypatch.delenv(v, raising=False)
+
+
+def _operands(name, M, N, K, b_layout, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(DT[name])
+    b = rng.standard_normal((N, K) if b_layout == "nk" else (K, N)).astype(DT[name])
+    return a, b
+
+
+@pytest.mark.parametrize(
+    "name,M,N,K,b_layout,config",
+    [
+        ("bf16", 64, 64, 64, "nk", "64x64"),  # one tile, one k-slice
+        ("bf16", 128, 128, 256, "kn", "64x64"),  # tile multiples, 8 k-slices through 2 stages
+        ("bf16", 96, 80, 72, "nk", "64x64"),  # ragged M, N, K
+        ("f16", 70, 40, 24, "kn", "64x64"),  # ragged, fewer k-slices than stages
+        ("bf16", 130, 136, 200, "kn", "128x128w8"),  # 8 warps, 4 stages, ragged
+        ("e4m3", 64, 72, 160, "nk", "64x64"),
+        ("e5m2", 40, 64, 96, "nk", "64x64"),
+    ],
+)
+def test_gemm_on_the_interpreter(name, M, N, K, b_layout, config):
+    err = G.check_cpu_case(name, M, N, K, b_layout, config)
+    assert err < 1e-6, err
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_rows_and_columns_past_the_edges_are_untouched(b_layout):
+    """C is a window of a larger array: the guard rows and columns around it keep their sentinel."""
+    M, N, K = 70, 56, 40
+    a, b = _operands("bf16", M, N, K, b_layout, seed=3)
+    big = np.full((M + 5, N + 6), -8192.0, np.float32)
+    c = big[:M, :N]
+    G.gemm(a, b, c, b_layout, "64x64")
+    bb = b.astype(np.float64)
+    ref = a.astype(np.float64) @ (bb.T if b_layout == "nk" else bb)
+    np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-5)
+    assert (big[M:, :] == -8192.0).all() and (big[:, N:] == -8192.0).all()
+
+
+def test_odd_n_stores_single_elements():
+    M, N, K = 33, 31, 16
+    a, b = _operands("bf16", M, N, K, "nk", seed=5)
+    c = np.full((M, N), np.nan, np.float32)
+    G.gemm(a, b, c, "nk", "64x64")
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-6, atol=1e-5)
+
+
+def test_unaligned_rows_are_rejected_on_the_host():
+    a, b = _operands("bf16", 16, 16, 20, "nk")
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        G.gemm_args(a, b, np.zeros((16, 16), np.float32), "nk")
+    a, b = _operands("e4m3", 16, 16, 32, "kn")
+    with pytest.raises(ValueError, match="ldmatrix cannot transpose 8-bit elements"):
+        G.gemm_args(a, b, np.zeros((16, 16), np.float32), "kn")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the PTX (compiled for sm_90a without a GPU)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _ptx(monkeypatch, name, M, N, K, b_layout, config=None, arch="sm_90a"):
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("ARCH", arch)
+    a = np.zeros((M, K), DT[name])
+    b = np.zeros((N, K) if b_layout == "nk" else (K, N), DT[name])
+    c = np.zeros((M, N), ml_dtypes.bfloat16)
+    args = G.gemm_args(a, b, c, b_layout, config)
+    monkeypatch.setenv("FLYDSL_DUMP_IR", "1")
+    G.gemm_launch(*args)
+    return G.gemm_launch
+
+
+@pytest.mark.parametrize("b_layout", ["nk", "kn"])
+def test_the_default_tiles_compile_to_tensor_core_code_without_spills(monkeypatch, tmp_path, b_layout):
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    _ptx(monkeypatch, "bf16", 4096, 4096, 4096, b_layout)
+    ptx = (tmp_path / "gemm_kernel_0" / "05_final_isa.ptx").read_text()
+    t = ".trans" if b_layout == "kn" else ""
+    # the 128x256x64 tile of 8 warps: 4 k-steps x (4 x 8) mma per k-slice; ldmatrix.x4 for A and B
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 128
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
+    assert f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16" in ptx
+    assert re.search(r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 16, %r", ptx)
+    if find_ptxas() is None:
+        pytest.skip("ptxas not found: register and spill counts not checked")
+    log = run_ptxas(ptx, "sm_90a")
+    regs = int(re.search(r"Used (\d+) registers", log).group(1))
+    assert regs <= 255 and "0 bytes spill stores" in log, log
+
+
+def test_fp8_mma_on_sm80_is_an_error_at_the_users_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    with pytest.raises(flyc.FlyDSLError) as e:
+        _ptx(monkeypatch, "e4m3", 64, 64, 64, "nk", "64x64", arch="sm_80")
+    text = str(e.value)
+    assert "05_gemm_mma_sync.py" in text and "fx.gemm(mma, acc" in text
+    assert "fp8 (e4m3/e5m2) mma.sync instructions need sm_89 or newer; the target is sm_80" in text
