@@ -51,6 +51,7 @@ class Result:
     gbps: float
     pct_copy: float
     note: str = ""
+    tflops: float = 0.0  # for cases with flops (GEMMs)
 
 
 def _torch():
@@ -111,11 +112,13 @@ def run_cases(cases: list[Case], copy_gbps: float, reps: int = 100, log=print, o
                 gbps = case.nbytes / (med * 1e-6) / 1e9
                 r = Result(case.kernel, case.shape, case.dtype, impl, med, min(times), gbps, 100 * gbps / copy_gbps)
                 r.note = f"setup {setup_s:.2f}s"
+                r.tflops = case.flops / (med * 1e-6) / 1e12 if case.flops else 0.0
             except Exception as e:  # an alternative that does not work here is reported, not fatal
                 r = Result(case.kernel, case.shape, case.dtype, impl, float("nan"), float("nan"), 0.0, 0.0)
                 r.note = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
             results.append(r)
-            row.append(f"{impl} {r.median_us:8.1f}us {r.gbps:7.0f}GB/s")
+            rate = f"{r.tflops:7.1f}TFLOP/s" if case.flops else f"{r.gbps:7.0f}GB/s"
+            row.append(f"{impl} {r.median_us:8.1f}us {rate}")
         if case.check is not None:
             try:
                 case.check(input_sets[0])
@@ -174,8 +177,8 @@ def markdown_table(results: list[Result], meta: dict) -> str:
         f"Measured device-to-device copy bandwidth: {meta['copy_gbps']:.0f} GB/s (read + write).",
         "Times are medians of CUDA-event timings over rotating fresh random inputs.",
         "",
-        "| kernel | shape | dtype | impl | median µs | GB/s | % of copy | vs flydsl | note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| kernel | shape | dtype | impl | median µs | GB/s | % of copy | TFLOP/s | vs flydsl | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     ours = {(r.kernel, r.shape, r.dtype): r.median_us for r in results if r.impl == "flydsl"}
     for r in results:
@@ -183,7 +186,7 @@ def markdown_table(results: list[Result], meta: dict) -> str:
         ratio = f"{r.median_us / base:.2f}x" if base and r.impl != "flydsl" and r.median_us == r.median_us else ""
         lines.append(
             f"| {r.kernel} | {'x'.join(map(str, r.shape))} | {r.dtype} | {r.impl} | {r.median_us:.1f} | "
-            f"{r.gbps:.0f} | {r.pct_copy:.1f} | {ratio} | {r.note} |"
+            f"{r.gbps:.0f} | {r.pct_copy:.1f} | {f'{r.tflops:.1f}' if r.tflops else ''} | {ratio} | {r.note} |"
         )
     lines.append("")
     lines.append("`vs flydsl` is the alternative's time over ours (> 1: flydsl is faster).")

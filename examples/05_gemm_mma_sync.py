@@ -36,7 +36,8 @@ CONFIGS = {
     "128x256": (128, 256, 128, 2, 4, 3),
     "128x128": (128, 128, 128, 2, 2, 4),
     "128x128w8": (128, 128, 128, 2, 4, 4),
-    "128x64w8": (128, 64, 128, 4, 2, 4),
+    "64x128": (64, 128, 128, 2, 2, 4),
+    "32x64": (32, 64, 128, 2, 2, 4),
     "64x64": (64, 64, 64, 2, 2, 2),
 }
 DEFAULT = "128x256"
@@ -232,10 +233,17 @@ def gemm_launch(
     gemm_kernel(A, B, C, cfg, b_layout, ragged, c_vec).launch(grid=(grid, 1, 1), block=(32 * WM * WN, 1, 1))
 
 
-def default_config(dtype_bits: int) -> str:
-    """The tile configuration for operands of ``dtype_bits``: 128x256 for 16-bit types; fp8 mma.sync is emulated
-    on sm_90 (conversions, two f16 MMAs and adds per instruction: more registers), so it takes 128x128."""
-    return "128x128w8" if dtype_bits == 8 else DEFAULT
+def default_config(dtype_bits: int, M: int = 4096, N: int = 4096, sms: int = 132) -> str:
+    """The tile configuration for an M×N problem with ``dtype_bits`` operands: 128x256 tiles for 16-bit types
+    (128x128 for fp8, whose mma.sync sm_90 emulates with conversions, two f16 MMAs and adds: more registers);
+    smaller tiles when the big ones would leave most of the ``sms`` multiprocessors idle (skinny M)."""
+    big = "128x128w8" if dtype_bits == 8 else DEFAULT
+    bm, bn = CONFIGS[big][:2]
+    if M <= 32:
+        return "32x64"
+    if -(-M // bm) * -(-N // bn) < sms // 2:
+        return "64x128"
+    return big
 
 
 def gemm_args(A, B, C, b_layout: str = "nk", config: str | None = None) -> tuple:
@@ -254,7 +262,7 @@ def gemm_args(A, B, C, b_layout: str = "nk", config: str | None = None) -> tuple
         raise ValueError("rows of A and B must start 16-byte aligned: K (and N for 'kn') a multiple of 16 bytes")
     if esize == 1 and b_layout != "nk":
         raise ValueError("fp8 GEMMs take B as (N, K) (b_layout='nk'): ldmatrix cannot transpose 8-bit elements")
-    config = config or default_config(8 * esize)
+    config = config or default_config(8 * esize, M, N)
     cfg = CONFIGS[config]
     BM, BN, BK_BYTES = cfg[:3]
     ragged = bool(M % BM or N % BN or (K * esize) % BK_BYTES)
