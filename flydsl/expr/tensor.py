@@ -169,7 +169,9 @@ class Tensor:
         crd = _norm_coord(crd)
         _check_static_bounds(crd, self._layout.shape)
         sub, off = L.slice_and_offset(crd, self._layout)
-        it = self._it.advance(off, lambda: _offset_divisibility(crd, self._layout, self._div))
+        it = self._it.advance(
+            off, lambda: abs(off) if type(off) is int else _offset_divisibility(crd, self._layout, self._div)
+        )
         return Tensor._make(it, self._dtype, unwrap_single_mode(sub), self._div)
 
     def _offset(self, crd):

@@ -16,6 +16,7 @@ from .inttuple import (
     imod,
     imul,
     is_static,
+    isub,
     make_int_tuple,
     product,
 )
@@ -399,17 +400,41 @@ def _crd_and_target(a, b):
     return b, a
 
 
+def _zero_dynamic(c):
+    if type(c) is tuple:
+        return tuple(_zero_dynamic(x) for x in c)
+    return c if type(c) is int or c is None else 0
+
+
+def swizzle_passthrough(inner, crd, outer) -> int:
+    """The part of ``outer(crd)`` (``None`` as 0) that the swizzle ``inner`` passes through unchanged: the
+    multiple of the swizzle's period in its compile-time terms (0 for a non-swizzle ``inner``).
+
+    A swizzle reads and writes only the bits below its period ``P = 2**(B + M + |S|)``, so
+    ``sw(a + k·P) == sw(a) + k·P`` exactly; moving ``k·P`` out of the swizzle leaves a (compile-time) linear
+    offset that the addressing folds into an immediate, and one swizzled register serves every tile.
+    """
+    if not isinstance(inner, Swizzle) or inner.bits == 0:
+        return 0
+    stat = crd2idx(_zero_dynamic(_none_to_zero(crd)), outer)
+    if type(stat) is not int:
+        return 0
+    return stat - stat % inner.size()
+
+
 def slice_and_offset(a, b):
     """``(sub_layout, offset)`` for a coordinate with ``None`` wildcards (either argument order).
 
     ``layout(crd) == offset + sub_layout(free part of crd)``. For a ComposedLayout the offset is
-    folded into the composed layout's offset (the inner map is not linear) and 0 is returned.
+    folded into the composed layout's offset (the inner map is not linear); only what a swizzle passes
+    through unchanged (:func:`swizzle_passthrough`, a compile-time multiple of its period) is returned.
     """
     crd, x = _crd_and_target(a, b)
     crd = make_int_tuple(crd)
     if isinstance(x, ComposedLayout):
         sub, off = slice_and_offset(crd, x.outer)
-        return ComposedLayout(x.inner, iadd(x.offset, off), sub), 0
+        hi = swizzle_passthrough(x.inner, crd, x.outer)
+        return ComposedLayout(x.inner, iadd(x.offset, isub(off, hi) if hi else off), sub), hi
     if crd is None:
         return x, 0
     sub = Layout._make(_lift(crd, x.shape, keep_none=True), _lift(crd, x.stride, keep_none=True))

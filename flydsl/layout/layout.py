@@ -235,6 +235,9 @@ class ComposedLayout:
         crd = crd[0] if len(crd) == 1 else crd
         if _has_none(crd):
             return _access.slice(crd, self)
+        hi = _access.swizzle_passthrough(self._inner, crd, self._outer)  # sw(a + kP) == sw(a) + kP
+        if hi:
+            return iadd(self._inner(iadd(self._offset, isub(self._outer(crd), hi))), hi)
         return self._inner(iadd(self._offset, self._outer(crd)))
 
     def __getitem__(self, i):

@@ -258,10 +258,16 @@ def test_slice_and_dice():
 
 def test_composed_layout_slicing_folds_offset():
     composed = make_composed_layout(Swizzle(1, 0, 1), L((4, 4), (4, 1)))
-    sub, off = slice_and_offset((2, None), composed)
-    assert off == 0 and isinstance(sub, ComposedLayout) and sub.offset == 8
-    for j in range(4):
-        assert sub(j) == composed(2, j)
+    sub, off = slice_and_offset((1, None), composed)  # offset 4: one period of the swizzle (2**2)
+    assert off == 4 and isinstance(sub, ComposedLayout) and sub.offset == 0
+    sub, off = slice_and_offset((None, 1), composed)  # offset 1: inside the period, folded
+    assert off == 0 and sub.offset == 1
+    composed = make_composed_layout(Swizzle(2, 1, 2), L((8, 16), (16, 1)))  # period 32
+    for i in range(8):
+        sub, off = slice_and_offset((i, None), composed)
+        assert off % 32 == 0 and sub.offset == 16 * i - off
+        for j in range(16):
+            assert off + sub(j) == composed(i, j)  # a swizzle passes multiples of its period through
 
 
 # ---------------------------------------------------------------------------------------------
