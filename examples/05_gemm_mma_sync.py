@@ -15,6 +15,9 @@ multistage ``cp.async`` pipeline through swizzled shared memory (sm_80+, and the
 * Edges: M, N and K need not be tile multiples (``K`` must be a multiple of 16 bytes / element, i.e.
   rows start 16-byte aligned): predicated ``cp.async`` zero-fills the shared tiles past the edges and
   predicated stores leave the rows and columns of C past M and N untouched.
+* Epilogue: the f32 accumulators are converted to C's type and staged through a swizzled shared tile (the
+  pipeline's buffers, free by then), then written with 16-byte coalesced stores; when C's rows are not
+  16-byte aligned the pairs of columns each thread holds are stored straight from the registers.
 * Blocks are rasterized in groups of ``GROUP_M`` tile rows so that neighbouring blocks share A and B in L2.
 
 Run: ``python examples/05_gemm_mma_sync.py`` — on a GPU it checks against torch and prints TFLOP/s next
@@ -82,7 +85,7 @@ def _g2s_copy(atom, rows: int, cols: int, major: str, threads: int):
 
 
 def _predicates(thr, coords, bound):
-    """One Boolean per cp.async call: are the call's coordinates inside ``bound``?"""
+    """One Boolean per atom call of a tiled copy: is the call's first coordinate inside ``bound``?"""
     crd = thr.partition_S(coords)[(0, None), None, None]
     pred = fx.make_fragment_like(crd, dtype=fx.Boolean)
     for i in fx.range_constexpr(fx.size(pred)):
@@ -100,6 +103,7 @@ def gemm_kernel(
     ragged: Constexpr[bool],
     c_vec: Constexpr[int],
 ):
+    """``c_vec``: C's elements per store: 16 bytes' worth through a shared tile, else 2 or 1 from registers."""
     BM, BN, BK_BYTES, WM, WN, STAGES = cfg
     dt = A.dtype
     BK = BK_BYTES // (dt.width // 8)
@@ -199,21 +203,38 @@ def gemm_kernel(
             fx.gemm(mma, acc, frag_a[None, None, ks], frag_b[None, None, ks], acc)
     fx.nvvm.cp_async_wait_all()
 
-    # epilogue: f32 -> C's type, stored from registers (c_vec consecutive columns per store)
+    # epilogue: f32 -> C's type; through shared memory (full 16-byte rows) or straight from the registers
     out = fx.make_fragment_like(acc, C.dtype)
     out.store(acc.load().to(C.dtype))
-    st = fx.make_copy_atom(fx.UniversalCopy(c_vec * C.dtype.width), C.dtype)
     gC = fx.flat_divide(C, (BM, BN))[None, None, bm, bn]  # (BM, BN), addressed after the main loop
-    dst = thr.partition_C(gC)
-    if fx.const_expr(ragged):  # one predicate per store: its first element inside (M, N)?
-        cC = thr.partition_C(fx.flat_divide(fx.make_identity_tensor((M, N)), (BM, BN))[None, None, bm, bn])
-        crd = cC[(0, None), None, None] if fx.const_expr(c_vec == 2) else cC
-        pred = fx.make_fragment_like(crd, dtype=fx.Boolean)
-        for i in fx.range_constexpr(fx.size(pred)):
-            pred[i] = fx.elem_less(crd[i], (M, N))
-        fx.copy(st, out, dst, pred=pred)
+    if fx.const_expr(ragged):
+        cC = fx.flat_divide(fx.make_identity_tensor((M, N)), (BM, BN))[None, None, bm, bn]
+    pair = fx.make_copy_atom(fx.UniversalCopy(min(c_vec, 2) * C.dtype.width), C.dtype)
+    if fx.const_expr(c_vec > 2):  # registers -> swizzled shared tile -> 16-byte coalesced stores
+        fx.nvvm.cp_async_wait_all()
+        fx.barrier()  # every warp is done with the stages: the C tile reuses them
+        sC = fx.make_view(pa.recast(C.dtype), _smem_layout(C.dtype, BM, BN, "k"))
+        fx.copy(pair, out, thr.partition_C(sC))
+        fx.barrier()
+        row = fx.make_copy_atom(fx.UniversalCopy128b(), C.dtype)
+        rows = _g2s_copy(row, BM, BN, "k", threads).get_slice(tid)
+        regs = fx.make_fragment_like(rows.partition_S(sC))
+        fx.copy(row, rows.partition_S(sC), regs)
+        if fx.const_expr(ragged):
+            fx.copy(row, regs, rows.partition_D(gC), pred=_predicates(rows, cC, (M, N)))
+        else:
+            fx.copy(row, regs, rows.partition_D(gC))
     else:
-        fx.copy(st, out, dst)
+        dst = thr.partition_C(gC)
+        if fx.const_expr(ragged):  # one predicate per store: its first element inside (M, N)?
+            crd = thr.partition_C(cC)
+            crd = crd[(0, None), None, None] if fx.const_expr(c_vec == 2) else crd
+            pred = fx.make_fragment_like(crd, dtype=fx.Boolean)
+            for i in fx.range_constexpr(fx.size(pred)):
+                pred[i] = fx.elem_less(crd[i], (M, N))
+            fx.copy(pair, out, dst, pred=pred)
+        else:
+            fx.copy(pair, out, dst)
 
 
 @flyc.jit
@@ -266,9 +287,20 @@ def gemm_args(A, B, C, b_layout: str = "nk", config: str | None = None) -> tuple
     cfg = CONFIGS[config]
     BM, BN, BK_BYTES = cfg[:3]
     ragged = bool(M % BM or N % BN or (K * esize) % BK_BYTES)
-    c_vec = 2 if N % 2 == 0 else 1
+    c_bytes = C.element_size() if hasattr(C, "element_size") else C.itemsize
+    rows_aligned = (N * c_bytes) % 16 == 0 and (_row_stride_bytes(C) % 16 == 0) and _address(C) % 16 == 0
+    c_vec = 16 // c_bytes if rows_aligned and BM * BN * c_bytes <= (BM + BN) * BK_BYTES * cfg[5] else 1
+    c_vec = c_vec if c_vec > 1 or N % 2 else 2  # 16-byte rows through shared memory, else pairs, else single
     static = [flyc.from_dlpack(t) for t in (A, B, C)]
     return (*static, cfg, b_layout, ragged, c_vec)
+
+
+def _row_stride_bytes(t) -> int:
+    return t.stride(0) * t.element_size() if hasattr(t, "element_size") else t.strides[0]
+
+
+def _address(t) -> int:
+    return t.data_ptr() if hasattr(t, "data_ptr") else t.ctypes.data
 
 
 def gemm(A, B, C, b_layout: str = "nk", config: str | None = None) -> None:
