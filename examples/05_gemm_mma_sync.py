@@ -87,13 +87,17 @@ def _g2s_copy(atom, rows: int, cols: int, major: str, threads: int):
     return fx.make_tiled_copy_tv(atom, fx.make_layout((tpc, threads // tpc)), fx.make_layout((vec, 1)))
 
 
-def _predicates(thr, coords, bound):
-    """One Boolean per atom call of a tiled copy: is the call's first coordinate inside ``bound``?"""
-    crd = thr.partition_S(coords)[(0, None), None, None]
+def _in_bounds(crd, bound):
+    """A Boolean per element of the coordinate tensor ``crd``: is the coordinate inside ``bound``?"""
     pred = fx.make_fragment_like(crd, dtype=fx.Boolean)
     for i in fx.range_constexpr(fx.size(pred)):
         pred[i] = fx.elem_less(crd[i], bound)
     return pred
+
+
+def _predicates(thr, coords, bound):
+    """One Boolean per atom call of a tiled copy: is the call's first coordinate inside ``bound``?"""
+    return _in_bounds(thr.partition_S(coords)[(0, None), None, None], bound)
 
 
 @flyc.kernel
@@ -232,10 +236,7 @@ def gemm_kernel(
         if fx.const_expr(ragged):  # one predicate per store: its first element inside (M, N)?
             crd = thr.partition_C(cC)
             crd = crd[(0, None), None, None] if fx.const_expr(c_vec == 2) else crd
-            pred = fx.make_fragment_like(crd, dtype=fx.Boolean)
-            for i in fx.range_constexpr(fx.size(pred)):
-                pred[i] = fx.elem_less(crd[i], (M, N))
-            fx.copy(pair, out, dst, pred=pred)
+            fx.copy(pair, out, dst, pred=_in_bounds(crd, (M, N)))
         else:
             fx.copy(pair, out, dst)
 
