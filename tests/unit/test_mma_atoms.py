@@ -246,3 +246,46 @@ def test_ldmatrix_cannot_be_predicated_or_transpose_bytes():
     with trace_kernel([PointerType(f32)]):
         with pytest.raises(CopyError, match="cannot be predicated"):
             op.call(None, None, None, True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FlyDSL's examples/03-tiledMma.py, with the portable UniversalFMA in place of rocdl.MFMA
+# ---------------------------------------------------------------------------------------------------------
+
+
+@flyc.kernel
+def flydsl_tiled_mma_kernel(A: fx.Tensor, B: fx.Tensor, C: fx.Tensor):
+    tid = fx.thread_idx.x
+    bid = fx.block_idx.x
+    bA = fx.slice(fx.zipped_divide(A, (64, 8)), (None, bid))
+    bB = fx.slice(fx.zipped_divide(B, (64, 8)), (None, bid))
+    bC = fx.slice(fx.zipped_divide(C, (64, 64)), (None, bid))
+    mma_atom = fx.make_mma_atom(fx.UniversalFMA(fx.Float32))
+    tiled_mma = fx.make_tiled_mma(mma_atom, fx.make_layout((16, 16, 1), (1, 16, 0)))
+    thr_mma = tiled_mma.thr_slice(tid)
+    copy_atom = fx.make_copy_atom(fx.UniversalCopy32b(), fx.Float32)
+    thr_copy_A = fx.make_tiled_copy_A(copy_atom, tiled_mma).get_slice(tid)
+    thr_copy_B = fx.make_tiled_copy_B(copy_atom, tiled_mma).get_slice(tid)
+    thr_copy_C = fx.make_tiled_copy_C(copy_atom, tiled_mma).get_slice(tid)
+    frag_A = thr_mma.make_fragment_A(bA)
+    frag_B = thr_mma.make_fragment_B(bB)
+    frag_C = thr_mma.make_fragment_C(bC)
+    fx.copy(copy_atom, thr_copy_A.partition_S(bA), thr_copy_A.retile(frag_A), pred=None)
+    fx.copy(copy_atom, thr_copy_B.partition_S(bB), thr_copy_B.retile(frag_B), pred=None)
+    frag_C.fill(0)
+    fx.gemm(mma_atom, frag_C, frag_A, frag_B, frag_C)
+    fx.copy(copy_atom, thr_copy_C.retile(frag_C), thr_copy_C.partition_S(bC), pred=None)
+
+
+@flyc.jit
+def flydsl_tiled_mma(A: fx.Tensor, B: fx.Tensor, C: fx.Tensor, stream: fx.Stream = fx.Stream(None)):
+    flydsl_tiled_mma_kernel(A, B, C).launch(grid=(1, 1, 1), block=(256, 1, 1), stream=stream)
+
+
+def test_flydsls_tiled_mma_program_runs_with_universal_fma():
+    rng = np.random.default_rng(1)
+    A = rng.integers(-4, 5, (64, 8)).astype(np.float32)
+    B = rng.integers(-4, 5, (64, 8)).astype(np.float32)
+    C = np.full((64, 64), np.nan, np.float32)
+    flydsl_tiled_mma(A, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
