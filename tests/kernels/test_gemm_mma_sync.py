@@ -5,9 +5,13 @@ of an fp8 MMA on sm_80."""
 
 from __future__ import annotations
 
+import glob
 import importlib.util
+import os
 import pathlib
 import re
+import shutil
+import subprocess
 
 import ml_dtypes
 import numpy as np
@@ -120,6 +124,36 @@ def test_the_default_tiles_compile_to_tensor_core_code_without_spills(monkeypatc
     log = run_ptxas(ptx, "sm_90a")
     regs = int(re.search(r"Used (\d+) registers", log).group(1))
     assert regs <= 255 and "0 bytes spill stores" in log, log
+    sass = _sass(ptx, tmp_path)
+    if sass is None:
+        pytest.skip("cuobjdump not found: SASS not checked")
+    assert sass.count("HMMA.16816.F32.BF16") == 128 and "LDSM.16" in sass and "LDGSTS" in sass
+    assert "LDL" not in sass and "STL" not in sass  # no local memory anywhere
+
+
+def _cuobjdump():
+    exe = shutil.which("cuobjdump")
+    if exe:
+        return exe
+    try:
+        import nvidia
+
+        for base in nvidia.__path__:
+            found = glob.glob(os.path.join(base, "*", "bin", "cuobjdump"))
+            if found:
+                return found[0]
+    except ImportError:
+        pass
+    return None
+
+
+def _sass(ptx: str, tmp_path) -> str | None:
+    exe = _cuobjdump()
+    if exe is None:
+        return None
+    (tmp_path / "k.ptx").write_text(ptx)
+    subprocess.run([find_ptxas(), "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)
+    return subprocess.run([exe, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True, check=True).stdout
 
 
 def test_fp8_mma_on_sm80_is_an_error_at_the_users_line(monkeypatch, tmp_path):
