@@ -179,3 +179,70 @@ def test_intrinsic_screen_catches_hand_written_fp8_mma():
         check_intrinsics(text, Target(arch="sm_80"), 70)
     with pytest.raises(CodegenError, match="needs PTX 8.4"):
         check_intrinsics(text, Target(arch="sm_90a"), 83)
+
+
+# -- shuffles of narrow lanes that move whole 32-bit words (emit_vector: i32 lanes), run on the host --------
+
+
+def _shuffle_fn(elem, mask):
+    """LLVM of ``i64 f(i64 a, i64 b)``: the lanes ``mask`` of the concatenation of a and b seen as vectors of
+    ``elem``, JIT-compiled for the host (the lowering is target-independent LLVM)."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from flydsl.dialects import func, vector
+    from flydsl.ir import InsertionPoint, new_module, verify
+
+    n = 64 // elem.bitwidth
+    mod = new_module()
+    gm = gpu.build_gpu_module()
+    mod.regions[0].blocks[0].append(gm)
+    f = func.build_func(gpu.func, "f", [T.i64, T.i64], [T.i64])
+    gm.regions[0].blocks[0].append(f)
+    a, b = f.regions[0].blocks[0].args
+    with InsertionPoint(f.regions[0].blocks[0]):
+        va, vb = (
+            vector.bitcast(vector.broadcast(x, result_types=[VectorType(1, T.i64)]), result_types=[VectorType(n, elem)])
+            for x in (a, b)
+        )
+        r = vector.shuffle(va, vb, mask=list(mask))
+        w = vector.bitcast(r, result_types=[VectorType(1, T.i64)])
+        gpu.return_(vector.extract(w, position=0))
+    verify(mod)
+    text = emit_llvm(mod, Target())
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("target "))
+    text = text.replace("define internal i64 @f", "define i64 @f")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    m = llvm.parse_assembly(text)
+    m.verify()
+    ee = llvm.create_mcjit_compiler(m, llvm.Target.from_default_triple().create_target_machine())
+    ee.finalize_object()
+    fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64)(ee.get_function_address("f"))
+    return fn, ee, text
+
+
+@pytest.mark.parametrize(
+    "elem,mask,words",
+    [
+        (T.i8, [4, 5, 6, 7, 8, 9, 10, 11], True),  # words 1 (of a) and 2 (of b)
+        (T.i8, [12, 13, 14, 15, 0, 1, 2, 3], True),
+        (T.i8, [1, 2, 3, 4, 5, 6, 7, 8], False),  # not word-aligned: per-lane shuffle
+        (T.bf16, [2, 3, 4, 5], True),
+        (T.bf16, [6, 7, 0, 1], True),
+        (T.bf16, [3, 2, 1, 0], False),
+    ],
+)
+def test_word_aligned_shuffles_move_i32_words(elem, mask, words):
+    import numpy as np
+
+    fn, _ee, text = _shuffle_fn(elem, mask)
+    assert ("shufflevector <2 x i32>" in text) == words, text
+    rng = np.random.default_rng(0)
+    nbytes = elem.bitwidth // 8
+    for _ in range(20):
+        a, b = (int(x) for x in rng.integers(0, 2**63, 2, dtype=np.uint64))
+        lanes = np.frombuffer(np.array([a, b], np.uint64).tobytes(), dtype=f"<u{nbytes}")
+        want = int(np.frombuffer(lanes[mask].tobytes(), np.uint64)[0])
+        assert fn(a, b) == want
