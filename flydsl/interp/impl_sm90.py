@@ -242,7 +242,10 @@ def named_barrier(op: Op, cc: Compiler):
     wait = op.defn.name == "nvvm.barrier_sync"
 
     def step(env, lanes):
-        bid, cnt = np.asarray(env[i]).reshape(-1), np.asarray(env[c]).reshape(-1)
+        act = active_lanes(lanes)
+        bid, cnt = _values(env[i], lanes, act), _values(env[c], lanes, act)
+        if bid.shape[0] == 0:
+            return
         if np.unique(bid).shape[0] != 1 or np.unique(cnt).shape[0] != 1:
             raise lanes.fault(op, "the barrier id and thread count must be the same in every thread", None)
         if not 0 <= int(bid[0]) < 16:
