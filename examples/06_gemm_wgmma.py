@@ -229,7 +229,12 @@ def _gpu_main(bench: bool) -> bool:
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     ok = True
-    for M, N, K, ab in ((512, 768, 320, "bf16"), (1000, 1032, 520, "bf16"), (512, 512, 512, "e4m3"), (8192, 8192, 8192, "bf16")):
+    for M, N, K, ab in (
+        (512, 768, 320, "bf16"),
+        (1000, 1032, 520, "bf16"),
+        (512, 512, 512, "e4m3"),
+        (8192, 8192, 8192, "bf16"),
+    ):
         a, b = _torch_inputs(M, N, K, ab)
         c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
         gemm(a, b, c, sms)

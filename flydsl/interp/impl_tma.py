@@ -265,10 +265,16 @@ def _host_make_desc(op: Op, hc):
     ins = hc.slots_of(op.operands)
     r = hc.slot(op.results[0])
     rank = len(op.attrs["box"])
+    cache: OrderedDict = OrderedDict()  # per op: (pointer, extents, strides) -> descriptor (a launch repeats them)
 
     def step(env):
-        vals = [int(env[i]) for i in ins]
-        env[r] = make_desc(op, vals[0], vals[1 : 1 + rank], vals[1 + rank :])
+        key = tuple([int(env[i]) for i in ins])
+        d = cache.get(key)
+        if d is None:
+            d = cache[key] = make_desc(op, key[0], list(key[1 : 1 + rank]), list(key[1 + rank :]))
+            if len(cache) > 64:
+                cache.popitem(last=False)
+        env[r] = d
 
     return step
 

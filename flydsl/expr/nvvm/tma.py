@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ... import layout as L
 from ...dialects import nvvm_sm90 as _d
-from ...ir import AddressSpace, TmaDescType, Value
+from ...ir import AddressSpace, Value
 from ...layout import ComposedLayout, Layout
 from ...layout.gmma import GmmaLayoutError, split_swizzle, tma_box_plan
 from ..layout_api import is_tensor
@@ -76,16 +76,20 @@ class TmaAtom:
         return tuple(L.size(x) for x in s[:2])
 
     def tile(self, *tile_crd):
-        """The coordinate tensor of tile ``tile_crd`` (CuTe: ``local_tile(tma_tensor, tile, crd)``): its
-        iterator is the tile's first element coordinate, what :func:`tma_load`/``fx.copy`` take."""
-        from ..tensor import make_identity_tensor
-
+        """The coordinate tile of tile index ``tile_crd`` (CuTe: ``local_tile(tma_tensor, tile, crd)``): a
+        coordinate tensor whose iterator is the tile's first element, what ``fx.copy(atom, ...)`` takes.
+        Indices after the first two address the tensor's further (batch) modes one element at a time."""
         t0, t1 = self.tile_shape
-        crd = [as_numeric(c) * t for c, t in zip(tile_crd[:2], (t0, t1))] + [as_numeric(c) for c in tile_crd[2:]]
-        while len(crd) < self.rank:
-            crd.append(Int32(0))
-        ident = make_identity_tensor(self.tile_shape)
-        return ident._with_layout(ident.layout)._slice((None, None)) if not crd else _coord_view(ident, crd)
+        crd = [as_numeric(tile_crd[0]) * t0, as_numeric(tile_crd[1]) * t1] + [as_numeric(c) for c in tile_crd[2:]]
+        return self.at(*crd)
+
+    def at(self, *crd):
+        """The coordinate tile whose first element is at element coordinates ``crd``."""
+        from .. import _iterators as _it
+        from ..tensor import Tensor
+
+        c = list(crd) + [Int32(0)] * (self.rank - len(crd))
+        return Tensor._make(_it.CoordIter(tuple(c)), Int32, L.make_identity_layout(self.tile_shape))
 
     # -- value protocol ------------------------------------------------------------------------------------
     def __fly_values__(self):
@@ -123,13 +127,6 @@ class TmaAtom:
             if bar is not None:
                 raise TypeError("a TMA store completes through bulk_commit_group/bulk_wait_group, not an mbarrier")
             tma_store(self, src, _coords_of(dst))
-
-
-def _coord_view(ident, crd):
-    from .. import _iterators as _it
-    from ..tensor import Tensor
-
-    return Tensor._make(_it.CoordIter(tuple(crd)), Int32, ident.layout)
 
 
 def _coords_of(t) -> tuple:
@@ -334,7 +331,3 @@ def bulk_wait_group(pending: int = 0, *, read: bool = False) -> None:
     if type(pending) is not int or not 0 <= pending <= 63:
         raise ValueError(f"bulk_wait_group takes a static count in [0, 63], got {pending!r}")
     _d.bulk_wait(pending=pending, read=bool(read))
-
-
-def _is_desc(v) -> bool:
-    return type(v) is Value and isinstance(v.type, TmaDescType)
