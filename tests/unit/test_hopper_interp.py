@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from flydsl.codegen.synthetic import build_kernel
-from flydsl.dialects import arith, gpu, nvvm_sm90 as nv, ptr, scf
+from flydsl.dialects import arith, gpu, ptr, scf
+from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.interp import InterpError, Memory, run_kernel
 from flydsl.ir import InsertionPoint, PointerType, VectorType
 from flydsl.ir import types as T
@@ -56,8 +57,9 @@ def if_(cond):
 
 def _expected_smem(a, tile, coord, swizzle, major, transpose):
     """The tile's bytes as the layout says TMA writes them (zero outside the matrix)."""
-    from flydsl.expr import nvvm
     from hopper_cases import FX
+
+    from flydsl.expr import nvvm
 
     dt = {np.dtype(v): k for k, v in H.NP.items()}[a.dtype]
     lay = nvvm.make_smem_layout_gmma(FX[dt], tile, major=major, swizzle=swizzle)
