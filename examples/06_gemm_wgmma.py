@@ -122,6 +122,7 @@ def gemm_kernel(
         op = nvvm.WgmmaOp(dt, fx.Float32, BN)
         kin = op.shape_mnk[2]
         epi = fx.make_tiled_mma(fx.make_mma_atom(nvvm.WgmmaOp(dt, fx.Float32, EPI))).get_slice(t)
+        pair = fx.make_copy_atom(fx.UniversalCopy32b(), fx.BFloat16)
         st = nvvm.PipelineState(STAGES)
         for tile in range(first, num_tiles, step):
             m, n = tile_coords(tile, tiles_m, tiles_n)
@@ -153,9 +154,10 @@ def gemm_kernel(
                     nvvm.bulk_wait_group(1, read=True)  # the store that last read this buffer is done with it
                 nvvm.barrier_sync(1 + cw, 128)
                 dst = epi.partition_C(buf)
-                for i in fx.range_constexpr(0, EPI // 2, 2):
-                    dst[(i, 0, 0)] = out[j * (EPI // 2) + i]
-                    dst[(i + 1, 0, 0)] = out[j * (EPI // 2) + i + 1]
+                frag = fx.make_fragment_like(dst, fx.BFloat16)
+                for i in fx.range_constexpr(EPI // 2):
+                    frag[(i, 0, 0)] = out[j * (EPI // 2) + i]
+                fx.copy(pair, frag, dst)  # pairs of adjacent columns: one 32-bit shared store each
                 nvvm.fence_proxy_async()
                 nvvm.barrier_sync(1 + cw, 128)
                 if t == 0:
