@@ -77,16 +77,18 @@ def gemm_kernel(
     wg = nvvm.warpgroup_idx()
 
     # -- shared memory: the ring, two epilogue buffers per consumer, the barriers -------------------------------
-    smem = fx.SharedAllocator(static=False, base_alignment=1024)
     la = nvvm.make_smem_layout_gmma(dt, (BM, BK), stages=STAGES)
     lb = nvvm.make_smem_layout_gmma(dt, (BN, BK), stages=STAGES)
     lc = nvvm.make_smem_layout_gmma(fx.BFloat16, (EPI, EPI), stages=4)
-    esz = dt.width // 8
-    sA = fx.make_tensor(smem.allocate(BM * BK * esz * STAGES, alignment=1024).ptr.recast(dt), la)
-    sB = fx.make_tensor(smem.allocate(BN * BK * esz * STAGES, alignment=1024).ptr.recast(dt), lb)
-    sC = fx.make_tensor(smem.allocate(EPI * EPI * 2 * 4, alignment=1024).ptr.recast(fx.BFloat16), lc)
-    full = smem.allocate(fx.Array[fx.Int64, STAGES], alignment=8).ptr.recast(fx.Int64)
-    empty = smem.allocate(fx.Array[fx.Int64, STAGES], alignment=8).ptr.recast(fx.Int64)
+    a_bytes, b_bytes = fx.cosize(la) * dt.width // 8, fx.cosize(lb) * dt.width // 8
+    c_bytes = fx.cosize(lc) * 2
+    raw = fx.SharedAllocator(static=False).allocate(a_bytes + b_bytes + c_bytes + 16 * STAGES + 1024).ptr
+    base = nvvm.align_shared(raw, 1024)  # the swizzle period: TMA and wgmma agree on the pattern from here
+    sA = fx.make_tensor(base.recast(dt), la)
+    sB = fx.make_tensor((base + a_bytes).recast(dt), lb)
+    sC = fx.make_tensor((base + a_bytes + b_bytes).recast(fx.BFloat16), lc)
+    full = (base + a_bytes + b_bytes + c_bytes).recast(fx.Int64)
+    empty = full + STAGES
     if tid == 0:
         for s in fx.range_constexpr(STAGES):
             nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx

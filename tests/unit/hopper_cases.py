@@ -59,10 +59,9 @@ def tma_roundtrip_kernel(
     layout_key: Constexpr[tuple],
 ):  # fmt: skip
     tid = fx.thread_idx.x
-    smem = fx.SharedAllocator(static=False, base_alignment=1024)
     dt = tin.dtype
-    buf = smem.allocate(nbytes, alignment=1024).ptr
-    bar = smem.allocate(fx.Int64, alignment=8).ptr
+    buf = nvvm.align_shared(fx.SharedAllocator(static=False).allocate(nbytes + 16 + 1024).ptr, 1024)
+    bar = (buf + nbytes).recast(fx.Int64)
     s = fx.make_tensor(buf.recast(dt), tin.smem_layout)
     if tid == 0:
         nvvm.mbarrier_init(bar, 1)
@@ -73,7 +72,7 @@ def tma_roundtrip_kernel(
         fx.copy(tin, tin.at(c0, c1), s, mbar=bar)
     nvvm.mbarrier_wait(bar, 0)
     for i in range(tid, nbytes // 4, fx.block_dim.x):
-        raw[i] = buf.recast(fx.Int32)[i]
+        raw[i] = buf.recast(fx.Int32)[i]  # the bytes relative to the 1024-aligned buffer
     nvvm.fence_proxy_async()
     fx.barrier()
     if tid == 0:
@@ -129,11 +128,13 @@ def wgmma_kernel(
     dt = FX[ab]
     acc_t = fx.Int32 if ab == "i8" else fx.Float32
     tid = fx.thread_idx.x
-    smem = fx.SharedAllocator(static=False, base_alignment=1024)
     esz = dt.width // 8
-    sA = fx.make_tensor(smem.allocate(64 * k_tile * esz, alignment=1024).ptr.recast(dt), ta.smem_layout)
-    sB = fx.make_tensor(smem.allocate(n * k_tile * esz, alignment=1024).ptr.recast(dt), tb.smem_layout)
-    bar = smem.allocate(fx.Int64, alignment=8).ptr
+    a_bytes = (64 * k_tile * esz + 1023) // 1024 * 1024
+    b_bytes = n * k_tile * esz
+    base = nvvm.align_shared(fx.SharedAllocator(static=False).allocate(a_bytes + b_bytes + 16 + 1024).ptr, 1024)
+    sA = fx.make_tensor(base.recast(dt), ta.smem_layout)
+    sB = fx.make_tensor((base + a_bytes).recast(dt), tb.smem_layout)
+    bar = (base + a_bytes + b_bytes + (-b_bytes) % 8).recast(fx.Int64)
     if tid == 0:
         nvvm.mbarrier_init(bar, 1)
         nvvm.fence_mbarrier_init()

@@ -17,6 +17,7 @@ from .hopper import (  # Hopper (sm_90a): mbarriers, fences, TMA, wgmma — docs
     PipelineState,
     TmaAtom,
     WgmmaOp,
+    align_shared,
     barrier_arrive,
     barrier_sync,
     block_idx_in_cluster,
@@ -74,7 +75,7 @@ from .warp import (
 )
 
 __all__ = [
-    "HopperFeatureError", "PipelineState", "TmaAtom", "WgmmaOp", "barrier_arrive", "barrier_sync",
+    "HopperFeatureError", "PipelineState", "TmaAtom", "WgmmaOp", "align_shared", "barrier_arrive", "barrier_sync",
     "block_idx_in_cluster", "bulk_commit_group", "bulk_copy_g2s", "bulk_copy_s2g", "bulk_wait_group",
     "cluster_ctarank", "cluster_idx", "cluster_shape", "elect_one", "fence_mbarrier_init", "fence_proxy_async",
     "make_gmma_desc", "make_smem_layout_gmma", "make_tma_atom", "mbarrier_arrive", "mbarrier_arrive_expect_tx",

@@ -35,7 +35,7 @@ from ...dialects import gpu as _g
 from ...dialects import nvvm_sm90 as _d
 from ...ir import AddressSpace, i64
 from ...utils.target import current_target
-from ..numeric import Boolean, Int32, Int64, Numeric, as_numeric
+from ..numeric import Boolean, Int8, Int32, Int64, Numeric, as_numeric
 from ..pointer import Pointer, as_pointer
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "mbarrier_expect_tx", "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init",
     "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
     "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
-    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "PipelineState",
+    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "PipelineState", "align_shared",
     # re-exported from .tma and .wgmma
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
     "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
@@ -198,6 +198,23 @@ def _g_check_named(bid, n) -> None:
     for what, v, ok in checks:
         if isinstance(v, int) and not ok(v):
             raise ValueError(f"named barrier: invalid {what} {v} (ids 0-15; counts are positive multiples of 32)")
+
+
+def align_shared(ptr, alignment: int = 1024):
+    """``ptr`` rounded up at run time to a multiple of ``alignment`` bytes of the shared address space, known to
+    the compiler as that aligned (allocate ``alignment - 1`` spare bytes). Swizzled TMA/wgmma buffers need
+    their base on the swizzle period (1024 bytes for 128-byte swizzling); the dynamic shared memory base is
+    only guaranteed 16-byte aligned."""
+    from .._iterators import MemIter
+
+    p = as_pointer(ptr)
+    if p.address_space != AddressSpace.SHARED:
+        raise TypeError(f"align_shared takes a shared-memory pointer, got a {p.memspace} one")
+    if type(alignment) is not int or alignment < 16 or alignment & (alignment - 1):
+        raise ValueError(f"alignment must be a power of two of at least 16, got {alignment!r}")
+    b = p.recast(Int8)
+    pad = (Int64(alignment) - (b.to_int() & (alignment - 1))) & (alignment - 1)
+    return MemIter._new((b + pad).recast(p.dtype).ir_value(), p.dtype, alignment, False)
 
 
 # -- indices ---------------------------------------------------------------------------------------------
