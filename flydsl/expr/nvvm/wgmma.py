@@ -31,6 +31,8 @@ and read the accumulators only from what :func:`wgmma_wait_group` returns::
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from ... import layout as L
@@ -39,7 +41,7 @@ from ...ir import AddressSpace, VectorType, i32
 from ...layout import ComposedLayout, Layout
 from ...layout.gmma import GmmaLayoutError, encode_desc_static, gmma_desc_fields, gmma_smem_layout
 from ..layout_api import is_tensor
-from ..mma import MmaError, MmaOp, fit_tv_layout
+from ..mma import MmaError, MmaOp
 from ..numeric import BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, Int32, Int64, as_numeric
 from ..vector import Vector
 from .hopper import require_sm90
@@ -136,10 +138,8 @@ class WgmmaOp(MmaOp):
         if a_src == "smem":
             self.layout_A_tv = Layout._make((128, (64, k)), (0, (1, 64)))
         else:
-            c = _a_frag_coords(ab_dtype.width)
-            self.layout_A_tv = fit_tv_layout(c[..., 0] + 64 * c[..., 1], (4, 8, 4), _frag_val_shape(ab_dtype.width))
-        c = wgmma_acc_coords(n)
-        self.layout_C_tv = fit_tv_layout(c[..., 0] + 64 * c[..., 1], (4, 8, 4), (2, 2, n // 8))
+            self.layout_A_tv = _a_tv(ab_dtype.width)
+        self.layout_C_tv = _c_tv(n)
 
     @property
     def name(self) -> str:
@@ -164,6 +164,46 @@ class WgmmaOp(MmaOp):
 
 def _frag_val_shape(bits: int) -> tuple:
     return (2, 2, 2) if bits == 16 else (4, 2, 2)
+
+
+def _fit(index: np.ndarray, thr_shape, val_shape) -> Layout:
+    """``fit_tv_layout`` with the whole-table check vectorized (the accumulator table of m64n256 has 16k
+    entries: checking it element by element through the layout algebra took most of a cold compile)."""
+
+    def unit_strides(shape, axis):
+        out, step = [], 1
+        for s_ in shape:
+            i = (step, 0) if axis == 0 else (0, step)
+            out.append(int(index[i] - index[0, 0]) if s_ > 1 else 0)
+            step *= s_
+        return tuple(out)
+
+    ts, vs = unit_strides(thr_shape, 0), unit_strides(val_shape, 1)
+
+    def values(shape, strides):
+        rem = np.arange(int(np.prod(shape)), dtype=np.int64)  # colexicographic: earlier modes fastest
+        v = np.zeros_like(rem)
+        for s_, d in zip(shape, strides):
+            v += rem % s_ * d
+            rem //= s_
+        return v
+
+    got = values(thr_shape, ts)[:, None] + values(val_shape, vs)[None, :] + index[0, 0]
+    if got.shape != index.shape or not (got == index).all():
+        raise ValueError(f"the fragment table is not a layout of shape ({thr_shape}, {val_shape})")
+    return Layout._make((thr_shape, val_shape), (ts, vs))
+
+
+@cache
+def _c_tv(n: int) -> Layout:
+    c = wgmma_acc_coords(n)
+    return _fit(c[..., 0] + 64 * c[..., 1], (4, 8, 4), (2, 2, n // 8))
+
+
+@cache
+def _a_tv(bits: int) -> Layout:
+    c = _a_frag_coords(bits)
+    return _fit(c[..., 0] + 64 * c[..., 1], (4, 8, 4), _frag_val_shape(bits))
 
 
 def _operand_layout(t, rows: int, k: int):
