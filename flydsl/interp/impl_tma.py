@@ -27,7 +27,7 @@ from .access import GLOBAL, resolve
 from .host import HOST_IMPLS
 from .machine import Compiler, impl
 
-__all__ = ["swizzle_bytes", "tma_box_copy", "make_desc"]
+__all__ = ["swizzle_bytes", "tma_box_copy", "make_desc", "desc_maker"]
 
 _DECODED: OrderedDict = OrderedDict()
 
@@ -261,20 +261,30 @@ def make_desc(op: Op, ptr: int, dims: list[int], estrides: list[int]) -> np.ndar
     return tma_desc_encode(f)
 
 
-def _host_make_desc(op: Op, hc):
-    ins = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
+def desc_maker(op: Op):
+    """``make(ptr, *extents, *strides) -> descriptor`` for one ``tma_make_desc`` op, cached per argument tuple
+    (a launcher called again with the same tensors gets the same record, ready for the encoder's cache)."""
     rank = len(op.attrs["box"])
-    cache: OrderedDict = OrderedDict()  # per op: (pointer, extents, strides) -> descriptor (a launch repeats them)
+    cache: OrderedDict = OrderedDict()
 
-    def step(env):
-        key = tuple([int(env[i]) for i in ins])
+    def make(*key):
         d = cache.get(key)
         if d is None:
             d = cache[key] = make_desc(op, key[0], list(key[1 : 1 + rank]), list(key[1 + rank :]))
             if len(cache) > 64:
                 cache.popitem(last=False)
-        env[r] = d
+        return d
+
+    return make
+
+
+def _host_make_desc(op: Op, hc):
+    ins = hc.slots_of(op.operands)
+    r = hc.slot(op.results[0])
+    make = desc_maker(op)
+
+    def step(env):
+        env[r] = make(*[int(env[i]) for i in ins])
 
     return step
 

@@ -93,3 +93,17 @@ def test_the_host_op_reports_a_misaligned_tensor():
 
     with pytest.raises(InterpError, match="not 16-byte aligned"):
         compile_host(_host_with_desc())([0x10002, 300, 1024], lambda *a: None)
+
+
+def test_the_launch_plan_makes_the_same_descriptor_as_the_host_interpreter():
+    from flydsl.runtime.launch_plan import launch_plan
+
+    h = _host_with_desc()
+    plan = launch_plan(h)
+    assert plan is not None and "D" in plan.source
+    got = []
+    plan([0x10000, 300, 1024], lambda *a: got.append(a[-1][0]))
+    plan([0x10000, 300, 1024], lambda *a: got.append(a[-1][0]))
+    want = []
+    compile_host(h)([0x10000, 300, 1024], lambda *a: want.append(a[-1][0]))
+    assert got[0].tobytes() == want[0].tobytes() and got[1] is got[0]

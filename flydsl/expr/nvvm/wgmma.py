@@ -37,7 +37,7 @@ import numpy as np
 
 from ... import layout as L
 from ...dialects import nvvm_sm90 as _d
-from ...ir import AddressSpace, VectorType, i32
+from ...ir import AddressSpace
 from ...layout import ComposedLayout, Layout
 from ...layout.gmma import GmmaLayoutError, encode_desc_static, gmma_desc_fields, gmma_smem_layout
 from ..layout_api import is_tensor
@@ -331,6 +331,3 @@ def wgmma_wait_group(pending: int, *accs):
     if not out:
         return None
     return out[0] if len(out) == 1 else tuple(out)
-
-
-_ = (VectorType, i32)
