@@ -270,11 +270,23 @@ class Scheduler:
 
     def _deadlock(self, live: list[_Task]) -> InterpError:
         blocked = [t for t in live if t.state == "blocked"]
-        lines = []
+        groups: list[list] = []  # consecutive warps waiting at the same line for the same thing: one line
         for t in blocked:
             op = t.info[0]
             where = format_loc(getattr(op, "loc", None)) or "?"
-            lines.append(f"  warp {t.idx} (threads {t.lo}-{t.hi - 1}) waits at {where} ({op.defn.name}) {t.info[1]()}")
+            what = f"at {where} ({op.defn.name}) {t.info[1]()}"
+            if groups and groups[-1][2] == what and groups[-1][1].idx + 1 == t.idx:
+                groups[-1][1] = t
+            else:
+                groups.append([t, t, what])
+        lines = []
+        for a, b, what in groups:
+            who = (
+                f"warp {a.idx} (threads {a.lo}-{a.hi - 1}) waits"
+                if a is b
+                else (f"warps {a.idx}-{b.idx} (threads {a.lo}-{b.hi - 1}) wait")
+            )
+            lines.append(f"  {who} {what}")
         first = blocked[0]
         lanes = first.lanes
         bid, _ = lanes.coords(first.lo)

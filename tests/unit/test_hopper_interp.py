@@ -174,7 +174,7 @@ def test_a_waiting_warp_runs_after_the_warp_it_waits_for():
     np.testing.assert_array_equal(out, [42] * 32 + [43] * 32)
 
 
-def test_deadlock_wrong_parity_is_reported_with_the_barrier_and_the_line():
+def test_deadlock_over_arrive_is_reported_with_the_barrier_and_the_line():
     out = np.zeros(64, np.int32)
     mod = _pingpong(0)
     # warp 0 never arrives: the wait on phase 0 cannot complete
@@ -373,3 +373,53 @@ def test_wgmma_by_part_of_a_warp_faults():
 
     with pytest.raises(InterpError, match="every thread of the warp"):
         run(build_kernel([I32G], body), np.zeros(1, np.int32), block=128)
+
+
+# -- the user's view: a deadlock in a @flyc.jit program names the user's line -----------------------------------
+
+import flydsl.compiler as flyc  # noqa: E402
+import flydsl.expr as fx  # noqa: E402
+from flydsl.expr import nvvm  # noqa: E402
+from flydsl.expr.typing import Tensor  # noqa: E402
+
+
+@flyc.kernel
+def _over_arrive(out: Tensor):
+    bar = fx.alloc_shared(fx.Int64, 1, align=8)
+    if fx.thread_idx.x == 0:
+        nvvm.mbarrier_init(bar, 1)
+        nvvm.fence_mbarrier_init()
+    fx.barrier()
+    if nvvm.warp_idx() == 0:
+        nvvm.mbarrier_arrive(bar, 1)  # every thread of warp 0 arrives: 32 arrivals, 1 expected
+    out[fx.thread_idx.x] = 1
+
+
+@flyc.kernel
+def _never_arrived(out: Tensor):
+    bars = fx.alloc_shared(fx.Int64, 2, align=8)
+    if fx.thread_idx.x == 0:
+        nvvm.mbarrier_init(bars + 1, 1)
+    fx.barrier()
+    nvvm.mbarrier_wait(bars + 1, 0)  # nobody arrives
+    out[fx.thread_idx.x] = 1
+
+
+@flyc.jit
+def _launch(out: Tensor, which: fx.Constexpr[int]):
+    (_over_arrive if which == 0 else _never_arrived)(out).launch(grid=1, block=64)
+
+
+def test_a_jit_deadlock_names_the_waiting_line_and_the_barrier():
+    with pytest.raises(InterpError) as ei:
+        _launch(np.zeros(64, np.int32), 1)
+    msg = str(ei.value)
+    here = os.path.basename(__file__)
+    assert "deadlock in block (0, 0, 0)" in msg
+    assert f"warps 0-1 (threads 0-63) wait at {__file__}:" in msg and f"{here}" in msg
+    assert "element 1 of shared allocation #0" in msg and "1 of 1 arrival(s) pending" in msg
+
+
+def test_a_jit_over_arrival_names_the_line():
+    with pytest.raises(InterpError, match=r"32 arrival\(s\) on a barrier whose current phase expects only 1 more"):
+        _launch(np.zeros(64, np.int32), 0)
