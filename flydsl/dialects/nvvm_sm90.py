@@ -380,45 +380,44 @@ tma_make_desc = OpDef(
 # -- TMA and bulk copies ----------------------------------------------------------------------------
 
 
-def _tma_load_verify(op: Op):
-    ops = op.operands
-    if len(ops) < 4 or len(ops) > 8:
-        return "tma_load takes (desc, smem dst, mbarrier, 1 to 5 coordinates)"
-    d, dst, bar = ops[:3]
-    if not isinstance(d.type, TmaDescType):
-        return f"the descriptor must be a !fly.tma_desc, got {d.type}"
-    if not isinstance(dst.type, PointerType) or dst.type.space != AddressSpace.SHARED:
-        return f"the destination must be a shared pointer, got {dst.type}"
-    return _first_error(_bar_check(bar), *[_i32_check(c, "a coordinate") for c in ops[3:]])
+def _tma_verify(load: bool):
+    """(desc, smem side[, mbarrier], 1 to 5 coordinates): load has the mbarrier, store not."""
+    fixed = 3 if load else 2
+    what = (
+        "tma_load takes (desc, smem dst, mbarrier, 1 to 5 coordinates)"
+        if load
+        else ("tma_store takes (desc, smem src, 1 to 5 coordinates)")
+    )
+
+    def verify(op: Op):
+        ops = op.operands
+        if not fixed + 1 <= len(ops) <= fixed + 5:
+            return what
+        d, smem = ops[:2]
+        if not isinstance(d.type, TmaDescType):
+            return f"the descriptor must be a !fly.tma_desc, got {d.type}"
+        if not isinstance(smem.type, PointerType) or smem.type.space != AddressSpace.SHARED:
+            return f"the shared-memory side must be a shared pointer, got {smem.type}"
+        return _first_error(_bar_check(ops[2]) if load else None, *[_i32_check(c, "a coordinate") for c in ops[fixed:]])
+
+    return verify
 
 
 tma_load = OpDef(
     "nvvm.tma_load",
     operands=-1,
     results=0,
-    verify=_tma_load_verify,
+    verify=_tma_verify(load=True),
     doc="(desc, smem dst, mbarrier, coords...): copy the box at coords into shared memory, out-of-bounds "
     "elements as 0, completing the box's bytes on the mbarrier (cp.async.bulk.tensor tile mode)",
 )
-
-
-def _tma_store_verify(op: Op):
-    ops = op.operands
-    if len(ops) < 3 or len(ops) > 7:
-        return "tma_store takes (desc, smem src, 1 to 5 coordinates)"
-    d, src = ops[:2]
-    if not isinstance(d.type, TmaDescType):
-        return f"the descriptor must be a !fly.tma_desc, got {d.type}"
-    if not isinstance(src.type, PointerType) or src.type.space != AddressSpace.SHARED:
-        return f"the source must be a shared pointer, got {src.type}"
-    return _first_error(*[_i32_check(c, "a coordinate") for c in ops[2:]])
 
 
 tma_store = OpDef(
     "nvvm.tma_store",
     operands=-1,
     results=0,
-    verify=_tma_store_verify,
+    verify=_tma_verify(load=False),
     doc="(desc, smem src, coords...): write the box from shared memory; out-of-bounds elements are dropped "
     "(cp.async.bulk.tensor ... bulk_group)",
 )
