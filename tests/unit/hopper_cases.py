@@ -34,10 +34,10 @@ def to_device(a: np.ndarray, device: str):
         np.dtype(np.int8): torch.int8, np.dtype(np.float32): torch.float32, np.dtype(np.int32): torch.int32,
         np.dtype(np.uint8): torch.uint8,
     }[a.dtype]  # fmt: skip
-    raw = torch.from_numpy(np.ascontiguousarray(a).view(np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize > 1
-                                                       else np.uint8))  # fmt: skip
-    carrier = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[a.dtype.itemsize]
-    t = raw.view(carrier) if raw.dtype != carrier else raw
+    carrier = {1: (np.uint8, torch.uint8), 2: (np.int16, torch.int16), 4: (np.int32, torch.int32)}
+    npc, tc = carrier[a.dtype.itemsize]
+    t = torch.from_numpy(np.ascontiguousarray(a).view(npc))
+    assert t.dtype == tc
     return t.cuda().view(tdt)
 
 

@@ -423,3 +423,23 @@ def test_a_jit_deadlock_names_the_waiting_line_and_the_barrier():
 def test_a_jit_over_arrival_names_the_line():
     with pytest.raises(InterpError, match=r"32 arrival\(s\) on a barrier whose current phase expects only 1 more"):
         _launch(np.zeros(64, np.int32), 0)
+
+
+@flyc.kernel
+def _cluster_ranks(out: Tensor):
+    b = fx.block_idx.x
+    out[b * 2] = nvvm.cluster_ctarank()
+    out[b * 2 + 1] = nvvm.cluster_idx.x
+
+
+@flyc.jit
+def _cluster_launch(out: Tensor, grid: fx.Constexpr[int]):
+    _cluster_ranks(out).launch(grid=grid, block=32, cluster=(2, 1, 1))
+
+
+def test_launch_with_cluster_dims():
+    out = np.full(8, -1, np.int32)
+    _cluster_launch(out, 4)
+    np.testing.assert_array_equal(out.reshape(4, 2), [[0, 0], [1, 0], [0, 1], [1, 1]])
+    with pytest.raises(ValueError, match="FLY208"):
+        _cluster_launch(out, 3)  # not a whole number of clusters
