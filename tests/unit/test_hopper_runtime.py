@@ -107,3 +107,29 @@ def test_the_launch_plan_makes_the_same_descriptor_as_the_host_interpreter():
     want = []
     compile_host(h)([0x10000, 300, 1024], lambda *a: want.append(a[-1][0]))
     assert got[0].tobytes() == want[0].tobytes() and got[1] is got[0]
+
+
+def test_the_launch_path_passes_the_encoded_descriptor_64_byte_aligned(recorder):
+    import struct
+
+    from flydsl.runtime._cuda_launch import CONFIG_FORMAT, make_launch
+
+    seen = []
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+    def call(cfg, fn, params, extra):
+        pp = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        g = struct.unpack("<" + CONFIG_FORMAT, ctypes.string_at(cfg, struct.calcsize("<" + CONFIG_FORMAT)))
+        seen.append((g[:3], ctypes.c_uint64.from_address(pp[0]).value, pp[1], ctypes.string_at(pp[1], 128),
+                     ctypes.c_int32.from_address(pp[2]).value))  # fmt: skip
+        return 0
+
+    drv = proto(call)
+    fn = make_launch("k", 1, ["ptr", "tmap", "i32"], drv, lambda *a: None, [48 * 1024])
+    d = tma_desc_encode(TmaFields(0x7000_0000, 9, (4096, 512), (8192,), (64, 128), swizzle=128))
+    fn(3, 1, 1, 128, 1, 1, 0, 0, 0x1234, d, 7)
+    fn(3, 1, 1, 128, 1, 1, 0, 0, 0x1234, d, 8)
+    (grid, p0, addr, tmap, p2), second = seen
+    assert grid == (3, 1, 1) and p0 == 0x1234 and p2 == 7 and second[4] == 8
+    assert addr % 64 == 0 and tmap == bytes((1 + i) % 256 for i in range(128))
+    assert len(recorder) == 1  # encoded once for both launches
