@@ -6,7 +6,7 @@ layout of nn.Linear weights and of TMA/wgmma), plus the (K, N) row-major B of ``
 (``dtype`` "bf16-kn": ``ldmatrix.trans``).
 
 Implementations are plug-ins: :data:`IMPLS` maps a name to ``make(inputs, dtype) -> thunk`` (or None where
-it does not apply); a new GEMM (e.g. the Hopper wgmma one of ``examples/06``) adds one entry. The rate
+it does not apply); ``flydsl-wgmma`` is the Hopper GEMM of ``examples/06``. The rate
 that matters is TFLOP/s (``2·M·N·K`` per call); ``nbytes`` counts A, B and C once.
 """
 
@@ -55,8 +55,25 @@ def mma_sync_gemm(inputs, dtype: str):
     return lambda: compiled(*args)
 
 
+def wgmma_gemm(inputs, dtype: str):
+    """flydsl's Hopper GEMM (examples/06_gemm_wgmma.py: TMA, warp-specialized wgmma, persistent). B must be
+    N×K (K-major, as wgmma reads fp8): the "kn" rows report "not applicable"."""
+    import torch
+
+    import flydsl.compiler as flyc
+
+    if dtype.endswith("-kn"):
+        raise NotImplementedError("the wgmma GEMM reads B as N x K (K-major)")
+    ex = load_example("06_gemm_wgmma")
+    a, b, c = inputs
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ab = {"bf16": "bf16", "f16": "f16", "fp8": "e4m3"}[dtype]
+    compiled = flyc.compile(ex.gemm_launch, a, b, c, sms, ab)
+    return lambda: compiled(a, b, c, sms, ab)
+
+
 # name -> make(inputs, dtype) -> thunk; "flydsl" is the row the others are compared with
-IMPLS = {"flydsl": mma_sync_gemm, "torch": torch_gemm}
+IMPLS = {"flydsl": mma_sync_gemm, "flydsl-wgmma": wgmma_gemm, "torch": torch_gemm}
 
 
 def _check(inputs, dtype: str) -> None:

@@ -52,7 +52,7 @@ def _load_emitters() -> None:
     """Import the dialect emitters (each registers its ops in EMITTERS on import)."""
     global _LOADED
     if not _LOADED:
-        from . import emit_arith, emit_control, emit_gpu, emit_math, emit_memory, emit_nvvm, emit_vector  # noqa: F401
+        from . import emit_arith, emit_control, emit_gpu, emit_math, emit_memory, emit_nvvm, emit_sm90, emit_vector  # noqa: F401
 
         _LOADED = True
 

@@ -150,6 +150,8 @@ _INTRINSIC_SM = (
     ("llvm.nvvm.wgmma", 90), ("llvm.nvvm.setmaxnreg", 90), ("llvm.nvvm.tcgen05", 100),
     ("llvm.nvvm.mma.m16n8k32.row.col.f", 89), ("llvm.nvvm.mma.m16n8", 80), ("llvm.nvvm.ldmatrix", 75),
     ("llvm.nvvm.cp.async.", 80),
+    ("llvm.nvvm.mbarrier.try.wait", 90), ("llvm.nvvm.mbarrier.expect.tx", 90), ("llvm.nvvm.prefetch.tensormap", 90),
+    ("llvm.nvvm.mbarrier.arrive.expect.tx", 90), ("llvm.nvvm.fence.mbarrier_init", 90),
 )  # fmt: skip
 _ARCH_SPECIFIC = ("llvm.nvvm.wgmma", "llvm.nvvm.setmaxnreg", "llvm.nvvm.tcgen05")
 # (prefix, sm) -> lowest PTX version at which LLVM selects it there

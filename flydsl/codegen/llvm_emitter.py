@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..ir import Block, FunctionType, Op, PointerType, Type, Value
+from ..ir import Block, FunctionType, Op, PointerType, TmaDescType, Type, Value
 from .errors import CodegenError
 from .llvm_types import llvm_type, natural_align, store_size
 from .target import Target
@@ -116,6 +116,8 @@ def param_kind(t: Type) -> str:
         return t.name if t.width != 8 else "i8"
     if isinstance(t, BufferRsrcType):
         return "rsrc"
+    if isinstance(t, TmaDescType):
+        return "tmap"
     if isinstance(t, VectorType):
         return "bytes"
     return "bytes"
@@ -359,6 +361,8 @@ class FunctionEmitter:
 
 
 def _param_text(fe: FunctionEmitter, t: Type, i: int, attrs: dict | None) -> str:
+    if isinstance(t, TmaDescType):  # Hopper TMA descriptor: 128 bytes by value, read in place (emit_sm90)
+        return f'ptr byval([{t.nbytes} x i8]) align {t.align} "nvvm.grid_constant" %a{i}'
     ty = llvm_type(t)
     extra = []
     if attrs and isinstance(t, PointerType):

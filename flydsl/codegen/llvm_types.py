@@ -17,7 +17,7 @@ import struct
 import ml_dtypes
 import numpy as np
 
-from ..ir import BufferRsrcType, FloatType, IndexType, IntegerType, PointerType, Type, VectorType
+from ..ir import BufferRsrcType, FloatType, IndexType, IntegerType, PointerType, TmaDescType, Type, VectorType
 from .errors import CodegenError
 
 __all__ = [
@@ -67,6 +67,8 @@ def llvm_type(t: Type) -> str:
         s = "ptr" if t.space == 0 else f"ptr addrspace({t.space})"
     elif isinstance(t, BufferRsrcType):
         s = RSRC_TYPE
+    elif isinstance(t, TmaDescType):  # the address of the by-value grid-constant parameter (emit_sm90.py)
+        s = "ptr"
     else:
         raise CodegenError(f"type {t} has no LLVM lowering")
     _CACHE[t] = s
@@ -90,6 +92,8 @@ def store_size(t: Type) -> int:
         return 8
     if isinstance(t, BufferRsrcType):
         return 16
+    if isinstance(t, TmaDescType):
+        return TmaDescType.nbytes
     raise CodegenError(f"type {t} has no size")
 
 
@@ -99,6 +103,8 @@ def natural_align(t: Type) -> int:
         return natural_align(t.elem)
     if isinstance(t, BufferRsrcType):
         return 8
+    if isinstance(t, TmaDescType):
+        return TmaDescType.align
     return store_size(t)
 
 

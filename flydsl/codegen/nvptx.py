@@ -37,6 +37,7 @@ ARCH_MIN_PTX = {
     100: 86, 101: 86, 103: 88, 110: 90, 120: 87, 121: 88,
 }  # fmt: skip
 
+_HOPPER_FIX = "compile for sm_90a (an H100/H200); on older GPUs use cp.async and __syncthreads-style barriers"
 # feature -> (min sm, min PTX, what, fix); PTX_OVERRIDES raises the PTX minimum on some architectures
 CAPABILITIES = {
     "fp8": (89, 78, "fp8 (e4m3/e5m2) conversions", "compile for sm_89 or newer (e.g. sm_90a), or keep fp8 data as i8"),
@@ -67,6 +68,12 @@ CAPABILITIES = {
         "cp.async copies",
         "compile for sm_80 or newer, or copy through registers (fx.UniversalCopy*)",
     ),
+    # Hopper (emit_sm90.py); wgmma and setmaxnreg also need the architecture-specific sm_90a
+    "mbarrier": (90, 80, "mbarriers with transaction counts (expect_tx, try_wait.parity)", _HOPPER_FIX),
+    "tma": (90, 80, "TMA and bulk copies (cp.async.bulk) and async-proxy fences", _HOPPER_FIX),
+    "elect": (90, 80, "elect.sync", _HOPPER_FIX),
+    "wgmma": (90, 80, "warpgroup MMA (wgmma)", "compile for sm_90a (an H100/H200), or use warp-level mma.sync"),
+    "setmaxnreg": (90, 80, "setmaxnreg", "compile for sm_90a, or leave the register counts to ptxas"),
 }
 # LLVM 22 selects the fp8 -> f16x2 conversions on sm_89 only from PTX 8.1 (sm_90+: 7.8)
 PTX_OVERRIDES = {("fp8", 89): 81}
@@ -134,6 +141,10 @@ class NVPTXHooks(TargetHooks):
         if maxreg:
             attrs.append(f'"nvvm.maxnreg"="{int(maxreg)}"')
         minb = fn_op.attrs.get("min_blocks_per_sm")
+        if not maxreg and not minb and _uses_setmaxnreg(fn_op):
+            # NOTE: setmaxnreg takes effect only with a register bound at entry (else ptxas ignores it,
+            # warning C7508); one block per SM is what a warp-specialized kernel is written for
+            minb = 1
         if minb:
             attrs.append(f'"nvvm.minctasm"="{int(minb)}"')
         cl = fn_op.attrs.get("cluster_dims")
@@ -371,6 +382,10 @@ class NVPTXHooks(TargetHooks):
         args = ", ".join([f"ptr addrspace(1) {ptr}"] + [f"{wty} {r}" for r in regs])
         fe.emit(f'call void asm sideeffect "{asm}", "{cons}"({args})')
         return True
+
+
+def _uses_setmaxnreg(fn_op) -> bool:
+    return any(o.defn.name == "nvvm.setmaxnreg" for o in fn_op.walk())
 
 
 def _like(t, elem):

@@ -1,8 +1,8 @@
 """The catalogue of user errors: one entry per mistake, in the user's words, with a fix.
 
 Each :class:`Diag` has a stable id (``FLY1xx`` control flow, ``FLY2xx`` kernels/jit and arguments,
-``FLY3xx`` tracing limits, ``FLY4xx`` devices and caches), the exception class it raises, a message
-template and a fix template (``str.format`` fields). Raise with :func:`error`::
+``FLY3xx`` tracing limits, ``FLY4xx`` devices and caches, ``FLY5xx`` tensor cores and async copies),
+the exception class it raises, a message template and a fix template (``str.format`` fields). Raise with :func:`error`::
 
     raise error(BRANCH_TYPE_MISMATCH, loc, name="x", a="Int32", b="Float32")
 
@@ -311,6 +311,15 @@ NO_DEVICE = _d(
     LaunchError,
     "FLYDSL_RUNTIME_KIND={kind!r} but {why}",
     "unset FLYDSL_RUNTIME_KIND, or set it to 'cpu' to run on the CPU interpreter",
+)
+
+# -- tensor cores and asynchronous copies (FLY5xx) -------------------------------------------------
+
+HOPPER_FEATURE = _d(
+    "FLY520",
+    DSLValueError,
+    "{what} needs {need}; this kernel is compiled for {arch}",
+    "{fix}",
 )
 
 

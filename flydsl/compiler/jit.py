@@ -442,6 +442,9 @@ def user_error(e: BaseException) -> FlyDSLError:
         fields = dict(e.fields)
         fields.setdefault("name", "?")
         return error(getattr(E, e.diag), traceback_location(e.__traceback__), **fields)
+    diag = getattr(e, "fly_diag", None)  # a catalogued error raised below the compiler (fx.nvvm: FLY520)
+    if diag is not None and not isinstance(e, FlyDSLError):
+        return error(getattr(E, diag), traceback_location(e.__traceback__), **e.fields)
     err = wrap_exception(e)
     loc = getattr(e, "loc", None)
     if not isinstance(e, FlyDSLError) and isinstance(loc, tuple) and len(loc) == 3:

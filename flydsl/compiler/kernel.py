@@ -201,7 +201,8 @@ class KernelLauncher:
                 raise error(E.KNOWN_BLOCK_SIZE, loc, name=self.kfn.fn.__name__, kbs=list(declared), block=list(kbs))
             kbs = declared
         params = self._params(loc)
-        name = self._kernel(ctx, params, kbs)
+        cl = _cluster(cluster, g, loc)
+        name = self._kernel(ctx, params, kbs, cl)
         # smem=None: what the kernel's dynamic SharedAllocator asked for (0 without one)
         need = ctx.kernel_ops[name].attrs.get(DYNAMIC_SMEM_ATTR, 0)
         if smem is None:
@@ -238,7 +239,7 @@ class KernelLauncher:
                 raise error(E.KERNEL_ARG_STATIC, loc, name=pname, got=_got(value)) from None
         return out
 
-    def _kernel(self, ctx, params: list[_Param], kbs) -> str:
+    def _kernel(self, ctx, params: list[_Param], kbs, cluster=None) -> str:
         """The kernel's name for this specialization, tracing its body the first time."""
         parts = []
         for p in params:
@@ -246,7 +247,7 @@ class KernelLauncher:
                 parts.append(p.key())
             except TypeError:
                 raise error(E.KERNEL_ARG_STATIC, _caller_loc(), name=p.name, got=_got(p.value)) from None
-        key = (self.kfn, tuple(parts), kbs)
+        key = (self.kfn, tuple(parts), kbs) + ((cluster,) if cluster else ())
         name = ctx.kernels.get(key)
         if name is not None:
             return name
@@ -257,6 +258,8 @@ class KernelLauncher:
         attrs = {"kernel": True}
         if kbs is not None:
             attrs["known_block_size"] = list(kbs)
+        if cluster:
+            attrs["cluster_dims"] = list(cluster)  # thread-block clusters (sm_90): .reqnctapercluster
         fop = dfunc.build_func(gpu.func, name, types, **attrs)
         fop.loc = _def_loc(self.kfn.fn)
         ctx.gpu_module.regions[0].block.append(fop)
@@ -332,6 +335,22 @@ def _dims3(d, what, loc=None) -> tuple:
             raise error(E.LAUNCH_DIMS, loc, what=what, got=d)
         out.append(x)
     return tuple(out + [1] * (3 - len(out)))
+
+
+def _cluster(cluster, grid, loc):
+    """``launch(cluster=(x, y, z))``: static cluster dims (None or all ones: no cluster); a static grid must
+    be a whole number of clusters."""
+    if cluster is None:
+        return None
+    c = _dims3(cluster, "cluster", loc)
+    if any(type(x) is not int for x in c):
+        raise error(E.LAUNCH_DIMS, loc, what="cluster", got=cluster)
+    if c == (1, 1, 1):
+        return None
+    for gx, cx in zip(grid, c):
+        if type(gx) is int and gx % cx:
+            raise error(E.LAUNCH_DIMS, loc, what="grid (a whole number of clusters)", got=grid)
+    return c
 
 
 def _i32(x) -> Value:

@@ -557,6 +557,9 @@ def copy(atom, src, dst, *, pred=None, **atom_state) -> None:
         CopyError: sizes that do not split into whole atom calls, non-contiguous memory values, a static
             misalignment, or a predicate of the wrong size. TypeError: non-tensors or differing types.
     """
+    hook = getattr(type(atom), "__fly_copy_atom__", None)
+    if hook is not None:  # an atom that moves whole tiles itself (fx.nvvm.TmaAtom)
+        return hook(atom, src, dst, pred=pred, **atom_state)
     if atom_state:
         raise TypeError(f"fx.copy: atom state {sorted(atom_state)} is not supported (no AMD-only atom state here)")
     if isinstance(atom, TiledCopy):

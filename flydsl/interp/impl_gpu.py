@@ -117,6 +117,9 @@ def barrier(op: Op, cc: Compiler):
     """``gpu.barrier``: trivially satisfied in lock-step; reached by some threads of a block only → fault."""
 
     def step(env, lanes):
+        if lanes.sched is not None:  # warp by warp: a rendezvous of every warp still running
+            lanes.sched.named_barrier(op, lanes, 0, None, wait=True)
+            return
         m = lanes.mask
         if m is None:
             return

@@ -17,13 +17,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dialects.arith import float_round
-from ..ir import BufferRsrcType, FloatType, Op, PointerType, VectorType
-from . import atomics, impl_gpu, impl_nvvm, impl_ptr, impl_pure, impl_scf  # noqa: F401 - register the op impls
+from ..dialects.nvvm_sm90 import TASK_OPS, tma_desc_decode
+from ..ir import BufferRsrcType, FloatType, Op, PointerType, TmaDescType, VectorType
+from . import atomics, impl_gpu, impl_nvvm, impl_ptr, impl_pure, impl_scf, impl_sm90  # noqa: F401 - register the op impls
 from .errors import InterpError
 from .impl_gpu import default_printer
 from .impl_ptr import elem_size
 from .machine import Compiler, FunctionCode, Lanes, cached_code, lookup_symbol, run_region, value_dtype
 from .memory import Arena, Memory
+from .tasks import run_block_tasks
 
 __all__ = ["run_kernel", "Program", "compile_kernel", "bind_arg"]
 
@@ -45,6 +47,7 @@ class Program:
         self.local_allocs: list[tuple] = []
         self._shared_off: dict[int, int] = {}
         self._local_off: dict[int, int] = {}
+        self.needs_tasks = False
         self._layout()
         self.main = self.function(kernel)
 
@@ -72,6 +75,8 @@ class Program:
         for f in order:
             for o in f.walk():
                 name = o.defn.name
+                if name in TASK_OPS:
+                    self.needs_tasks = True  # warps wait on each other: run warp by warp (tasks.py)
                 if name not in ("ptr.shared_alloc", "ptr.alloca"):
                     continue
                 t = o.results[0].type
@@ -144,6 +149,11 @@ def bind_arg(t, v, i: int, name: str | None, kernel: str | None = None):
         if isinstance(t, BufferRsrcType):
             base, nrec = v
             return np.array([[int(_index(base)), int(_index(nrec))]], np.int64)
+        if isinstance(t, TmaDescType):  # the canonical 128-byte record (dialects/nvvm_sm90.py)
+            a = np.ascontiguousarray(np.asarray(v)).reshape(-1).view(np.int64)
+            if a.shape[0] != 16 or tma_desc_decode(a) is None:
+                raise ValueError("expected a TMA descriptor made by nvvm.tma_make_desc (128 bytes)")
+            return a.reshape(1, 16)
         if isinstance(t, VectorType):
             a = np.asarray(v).reshape(-1)
             if a.shape[0] != t.numel:
@@ -227,7 +237,7 @@ def run_kernel(
     _check_limits(prog.name, g, b)
     tpb = b[0] * b[1] * b[2]
     nblocks = g[0] * g[1] * g[2]
-    per = max(1, min(nblocks, max_lanes // tpb))
+    per = 1 if prog.needs_tasks else max(1, min(nblocks, max_lanes // tpb))
     S = _align_up(prog.dyn_offset + int(smem_bytes), 16) if (prog.static_shared or smem_bytes) else 0
     L = prog.local_bytes
     main = prog.main
@@ -253,7 +263,14 @@ def run_kernel(
                 lanes.shared = Arena(np.full(nb * S, poison, np.uint8))
             if L:
                 lanes.local = Arena(np.full(lanes.T * L, poison, np.uint8))
-            env = list(main.proto)
-            for s, v in zip(main.arg_slots, vals):
-                env[s] = v
-            run_region(main.body, env, lanes)
+            if prog.needs_tasks:
+                run_block_tasks(lanes, lambda tl: run_region(main.body, _entry_env(main, vals), tl))
+            else:
+                run_region(main.body, _entry_env(main, vals), lanes)
+
+
+def _entry_env(main: FunctionCode, vals: list) -> list:
+    env = list(main.proto)
+    for s, v in zip(main.arg_slots, vals):
+        env[s] = v
+    return env

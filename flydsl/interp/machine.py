@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..dialects.vector import VectorIndexError
-from ..ir import BufferRsrcType, Op, PointerType, Type, VectorType, numpy_dtype
+from ..ir import BufferRsrcType, Op, PointerType, TmaDescType, Type, VectorType, numpy_dtype
 from .errors import InterpError
 
 __all__ = [
@@ -59,7 +59,7 @@ def impl(name: str):
 def value_dtype(t: Type) -> np.dtype:
     """numpy dtype of a runtime value of type ``t`` (pointers and buffer resources are int64)."""
     e = t.element_type if isinstance(t, VectorType) else t
-    if isinstance(e, (PointerType, BufferRsrcType)):
+    if isinstance(e, (PointerType, BufferRsrcType, TmaDescType)):
         return np.dtype(np.int64)
     return numpy_dtype(e)
 
@@ -309,8 +309,8 @@ def _check_value(op: Op, t: Type, v, T: int) -> None:
     if v.dtype != want:
         raise AssertionError(f"{op.defn.name}: result dtype {v.dtype} != {want} for {t}")
     rows_ok = v.ndim == 0 or v.shape[0] in (1, T)
-    if isinstance(t, VectorType) or isinstance(t, BufferRsrcType):
-        n = t.numel if isinstance(t, VectorType) else 2
+    if isinstance(t, (VectorType, BufferRsrcType, TmaDescType)):
+        n = t.numel if isinstance(t, VectorType) else 2 if isinstance(t, BufferRsrcType) else 16
         ok = v.ndim == 2 and rows_ok and v.shape[1] == n
     else:
         ok = v.ndim <= 1 and rows_ok
@@ -342,7 +342,7 @@ class Lanes:
 
     __slots__ = (
         "mask", "T", "tpb", "nb", "block", "grid", "first", "warp_size", "memory", "shared", "S",
-        "local", "L", "program", "args", "arg_names", "printer", "check", "cache", "geo",
+        "local", "L", "program", "args", "arg_names", "printer", "check", "cache", "geo", "sched",
     )  # fmt: skip
 
     def __init__(self, program, *, nb, first, block, grid, warp_size, memory, args, arg_names, printer, check):
@@ -366,6 +366,7 @@ class Lanes:
         self.S = 0
         self.local = None
         self.L = 0
+        self.sched = None  # the warp scheduler when the kernel runs warp by warp (flydsl/interp/tasks.py)
 
     # -- geometry ----------------------------------------------------------------------------------
 

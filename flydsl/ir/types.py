@@ -15,6 +15,7 @@ __all__ = [
     "VectorType",
     "PointerType",
     "BufferRsrcType",
+    "TmaDescType",
     "FunctionType",
     "AddressSpace",
     "i1",
@@ -253,6 +254,23 @@ class BufferRsrcType(Type):
         return cls._inst
 
 
+class TmaDescType(Type):
+    """``!fly.tma_desc``: a 128-byte TMA tensor-map descriptor, made on the host and passed to a kernel
+    by value as a grid-constant parameter (Hopper ``cp.async.bulk.tensor``; see flydsl/runtime/tma.py)."""
+
+    __slots__ = ()
+    _inst: TmaDescType | None = None
+    nbytes = 128
+    align = 64
+
+    def __new__(cls):
+        if cls._inst is None:
+            t = object.__new__(cls)
+            t._str = "!fly.tma_desc"
+            cls._inst = t
+        return cls._inst
+
+
 class FunctionType(Type):
     """``(inputs) -> (results)``."""
 
@@ -333,6 +351,8 @@ def parse_type(text: str) -> Type:
         t = PointerType(parse_type(elem), space)
     elif s == "!fly.buffer_rsrc":
         t = BufferRsrcType()
+    elif s == "!fly.tma_desc":
+        t = TmaDescType()
     elif s.startswith("(") and "->" in s:
         depth, k = 0, 0
         while k < len(s):

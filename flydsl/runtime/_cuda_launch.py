@@ -49,8 +49,9 @@ _KINDS = {
     "f32": ("f", 4, "{}"),
     "f64": ("d", 8, "{}"),
     "rsrc": ("QQ", 16, "*RSRC({})"),
+    "tmap": ("128s", 128, "TMAP({})"),  # a TMA descriptor: the driver's CUtensorMap, by value (runtime/tma.py)
 }
-_ALIGN = {"rsrc": 8}
+_ALIGN = {"rsrc": 8, "tmap": 64}
 
 
 def _bf16_bits(x) -> int:
@@ -58,6 +59,12 @@ def _bf16_bits(x) -> int:
     import numpy as np
 
     return int(np.array(x, dtype=ml_dtypes.bfloat16).view(np.uint16))
+
+
+def _tmap(x) -> bytes:
+    from .tma import encoded
+
+    return encoded(x)
 
 
 def _rsrc(x) -> tuple[int, int]:
@@ -108,9 +115,12 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
     a launch plan to paste in place of a call (one Python call and 8 + n argument passes fewer).
     """
     lay = LaunchLayout(kinds)
-    # a u64 array: the buffer is 8-byte aligned, as the config's pointers and 8-byte parameters need
-    buf = (ctypes.c_uint64 * (-(-lay.size // 8)))()
-    base = ctypes.addressof(buf)
+    # a u64 array: the buffer is 8-byte aligned, as the config's pointers and 8-byte parameters need; a TMA
+    # descriptor parameter (64-byte aligned in the layout) gets a buffer whose start is 64-byte aligned too
+    shift_room = 8 if "tmap" in lay.kinds else 0
+    buf = (ctypes.c_uint64 * (-(-lay.size // 8) + shift_room))()
+    shift = -ctypes.addressof(buf) % 64 if shift_room else 0
+    base = ctypes.addressof(buf) + shift
     params = (ctypes.c_void_p * max(1, len(lay.kinds)))(*[base + off for off in lay.offsets])
     lock = threading.Lock()
     consts = {
@@ -131,7 +141,7 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         *params (names or literals, each evaluated more than once), and the globals they use."""
         n = {k: f"{prefix}{k}" for k in consts}
         ns = {n[k]: v for k, v in consts.items()}
-        ns.update(BF16=_bf16_bits, RSRC=_rsrc)
+        ns.update(BF16=_bf16_bits, RSRC=_rsrc, TMAP=_tmap)
         grid, block, smem, stream, ps = exprs[0:3], exprs[3:6], exprs[6], exprs[7], exprs[8:]
         packed = [_KINDS[k][2].format(p) for k, p in zip(lay.kinds, ps)]
         where = f"({', '.join(grid)}), ({', '.join(block)}), {smem}, {stream}, ({''.join(p + ', ' for p in ps)})"
@@ -141,7 +151,7 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         lines += [
             f"    {n['ACQ']}()",
             "    try:",
-            f"        {n['PACK']}({n['BUF']}, 0, {', '.join([*grid, *block, smem, stream, '0', '0', *packed])})",
+            f"        {n['PACK']}({n['BUF']}, {shift}, {', '.join([*grid, *block, smem, stream, '0', '0', *packed])})",
             f"        err = {n['CALL']}({n['CFG']}, {n['FN']}, {n['PARAMS']}, None)",
             "    finally:",
             f"        {n['REL']}()",

@@ -28,6 +28,7 @@ PARAM_KINDS = {
     "f32": ctypes.c_float,
     "f64": ctypes.c_double,
     "rsrc": ctypes.c_uint64 * 2,
+    "tmap": ctypes.c_uint64 * 16,  # a TMA descriptor (CUtensorMap), 128 bytes by value (runtime/tma.py)
 }
 
 _PTR_CONVERTERS: dict[type, object] = {}
@@ -122,6 +123,12 @@ def _set_rsrc(slot, x):
     slot[1] = int(nbytes)
 
 
+def _set_tmap(slot, x):
+    from .tma import set_tmap_param
+
+    set_tmap_param(slot, x)
+
+
 _SETTERS = {
     "ptr": _set_ptr,
     "i1": _set_bool,
@@ -134,6 +141,7 @@ _SETTERS = {
     "f32": _set_float,
     "f64": _set_float,
     "rsrc": _set_rsrc,
+    "tmap": _set_tmap,
 }
 
 

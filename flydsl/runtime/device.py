@@ -211,8 +211,12 @@ def _launch_function(kernel):
 def _param_kinds(kernel_op) -> list[str]:
     """Parameter kinds (``"ptr"``, ``"i32"``, ``"f32"`` …) from a kernel's IR signature."""
     kinds = []
+    from ..ir import TmaDescType
+
     for t in kernel_op.attrs["function_type"].inputs:
-        if t.is_pointer:
+        if isinstance(t, TmaDescType):
+            kinds.append("tmap")
+        elif t.is_pointer:
             kinds.append("ptr")
         elif t.is_index:
             kinds.append("i64")

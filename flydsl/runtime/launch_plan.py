@@ -119,6 +119,13 @@ class _Gen:
                 x = f"(({x}) & {(1 << ws) - 1})"
             self.define(o.results[0], self.wrap(x, wr))
             return True
+        if n == "nvvm.tma_make_desc":  # a TMA descriptor (Hopper): the interpreter's cached maker
+            from ..interp.impl_tma import desc_maker
+
+            f = f"D{len(self.ns)}"
+            self.ns[f] = desc_maker(o)
+            self.define(o.results[0], f"{f}({', '.join(f'int({self.name(x)})' for x in o.operands)})")
+            return True
         if n == "gpu.launch_func":
             v = [self.name(x) for x in o.operands]
             kname = str(o.attrs["kernel"])

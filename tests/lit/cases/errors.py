@@ -469,3 +469,17 @@ def case_device_mismatch():
 def case_no_device():
     with env(FLYDSL_RUNTIME_KIND="tpu"):
         run(k101)
+
+
+# -- tensor cores and asynchronous copies ----------------------------------------------------------
+
+
+@flyc.kernel
+def k520(out: Tensor):
+    bar = fx.alloc_shared(fx.Int64, 1, align=8)
+    fx.nvvm.mbarrier_init(bar, 1)
+
+
+def case_hopper_feature():
+    with env(ARCH="sm_80"):
+        run(k520)

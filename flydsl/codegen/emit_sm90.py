@@ -1,0 +1,359 @@
+"""LLVM lowering of the Hopper ``nvvm`` ops (flydsl/dialects/nvvm_sm90.py): LLVM 22's NVVM intrinsics,
+and inline PTX for ``wgmma.mma_async`` (LLVM has no intrinsic for it).
+
+| IR | LLVM 22 (``llvm.nvvm.`` prefix omitted) | PTX |
+|---|---|---|
+| mbarrier_init | ``mbarrier.init.shared`` | ``mbarrier.init.shared.b64`` |
+| mbarrier_arrive(_expect_tx) | ``mbarrier.arrive(.expect.tx).scope.cta.space.cta`` | ``mbarrier.arrive(.expect_tx)`` |
+| mbarrier_expect_tx | ``mbarrier.expect.tx.scope.cta.space.cta`` | ``mbarrier.expect_tx.relaxed.cta`` |
+| mbarrier_try_wait, wait | ``mbarrier.try.wait.parity.scope.cta.space.cta`` (a loop) | ``try_wait.parity`` |
+| fence_proxy_async | ``fence.proxy.async(.shared_cta, .global)`` | ``fence.proxy.async.shared::cta`` |
+| fence_mbarrier_init | ``fence.mbarrier_init.release.cluster`` | ``fence.mbarrier_init.release.cluster`` |
+| elect_sync | ``elect.sync(-1)`` | ``elect.sync`` |
+| setmaxnreg | ``setmaxnreg.{inc,dec}.sync.aligned.u32`` | ``setmaxnreg.inc.sync.aligned.u32 232`` |
+| barrier_sync / arrive | ``barrier.cta.{sync,arrive}.aligned.count`` | ``bar.sync 1, 256`` |
+| cluster ids | ``read.ptx.sreg.cluster.{ctarank,ctaid,nctaid}``, ``clusterid`` | ``%cluster_ctarank`` … |
+| tma_load | ``cp.async.bulk.tensor.g2s.tile.Nd`` | ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile…`` |
+| tma_store | ``cp.async.bulk.tensor.s2g.tile.Nd`` | ``cp.async.bulk.tensor.Nd.global.shared::cta…`` |
+| bulk_load / bulk_store | ``cp.async.bulk.global.to.shared.cluster`` / ``.shared.cta.to.global`` | ``cp.async.bulk…`` |
+| bulk_commit / bulk_wait | ``cp.async.bulk.{commit.group,wait.group(.read)}`` | ``cp.async.bulk.wait_group.read 0`` |
+| wgmma_fence / commit | ``wgmma.{fence,commit_group}.sync.aligned`` | ``wgmma.fence.sync.aligned`` |
+| wgmma | inline asm, accumulators tied in/out | ``wgmma.mma_async.sync.aligned.m64n256k16…`` |
+| wgmma_wait | inline asm taking and returning the accumulators | ``wgmma.wait_group.sync.aligned 0`` |
+
+A ``!fly.tma_desc`` kernel parameter is ``ptr byval([128 x i8]) align 64 "nvvm.grid_constant"``: the
+value is the parameter's address (PTX ``cvta.param``), read in place by the TMA unit.
+
+Every op first checks the target (sm_90 for mbarriers, TMA, proxy fences and elect; the
+architecture-specific sm_90a for wgmma and setmaxnreg), so LLVM is never asked to select what it
+cannot — that would abort the process.
+"""
+
+from __future__ import annotations
+
+from ..ir import Op
+from .errors import CodegenError
+from .intrinsics import constant_int
+from .llvm_emitter import FunctionEmitter, emitter
+
+__all__ = ["ARCH_SPECIFIC_FEATURES", "wgmma_asm"]
+
+# features that exist only on the architecture-specific target (sm_90a), not on sm_90
+ARCH_SPECIFIC_FEATURES = {"wgmma": "warpgroup MMA (wgmma)", "setmaxnreg": "setmaxnreg"}
+
+_BAR = "ptr addrspace(3)"
+
+
+def _require(fe: FunctionEmitter, op: Op, feature: str) -> None:
+    fe.hooks.require(op, feature)
+    what = ARCH_SPECIFIC_FEATURES.get(feature)
+    if what is not None and not fe.target.arch_specific:
+        raise CodegenError(
+            f"{what} exists only on the architecture-specific target sm_{fe.target.sm}a; the target is "
+            f"{fe.target.arch}",
+            op=op,
+            fix=f"compile for sm_{fe.target.sm}a (ARCH=sm_{fe.target.sm}a)",
+        )
+
+
+def _i32(fe: FunctionEmitter, v) -> tuple[str, str]:
+    return ("i32", fe.val(v))
+
+
+# -- mbarriers --------------------------------------------------------------------------------------
+
+
+@emitter("nvvm.mbarrier_init")
+def emit_mbarrier_init(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "mbarrier")
+    bar, count = op.operands
+    fe.call("llvm.nvvm.mbarrier.init.shared", "void", [(_BAR, fe.val(bar)), _i32(fe, count)])
+
+
+@emitter("nvvm.mbarrier_arrive")
+def emit_mbarrier_arrive(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "mbarrier")
+    bar = op.operands[0]
+    count = fe.val(op.operands[1]) if len(op.operands) > 1 else "1"
+    fe.call("llvm.nvvm.mbarrier.arrive.scope.cta.space.cta", "i64", [(_BAR, fe.val(bar)), ("i32", count)])
+
+
+@emitter("nvvm.mbarrier_arrive_expect_tx")
+def emit_mbarrier_arrive_expect_tx(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "mbarrier")
+    bar, nbytes = op.operands
+    fe.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", "i64", [(_BAR, fe.val(bar)), _i32(fe, nbytes)])
+
+
+@emitter("nvvm.mbarrier_expect_tx")
+def emit_mbarrier_expect_tx(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "mbarrier")
+    bar, nbytes = op.operands
+    fe.call("llvm.nvvm.mbarrier.expect.tx.scope.cta.space.cta", "void", [(_BAR, fe.val(bar)), _i32(fe, nbytes)])
+
+
+_TRY_WAIT = "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta"
+
+
+@emitter("nvvm.mbarrier_try_wait")
+def emit_mbarrier_try_wait(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "mbarrier")
+    bar, parity = op.operands
+    fe.define(op.results[0], fe.call(_TRY_WAIT, "i1", [(_BAR, fe.val(bar)), _i32(fe, parity)]))
+
+
+@emitter("nvvm.mbarrier_wait")
+def emit_mbarrier_wait(fe: FunctionEmitter, op: Op) -> None:
+    """``try_wait.parity`` in a loop (the instruction itself suspends the thread for a while)."""
+    _require(fe, op, "mbarrier")
+    bar, parity = op.operands
+    spin, done = fe.label("mbar_wait"), fe.label("mbar_done")
+    fe.br(spin)
+    fe.start(spin)
+    ok = fe.call(_TRY_WAIT, "i1", [(_BAR, fe.val(bar)), _i32(fe, parity)])
+    fe.cbr(ok, done, spin)
+    fe.start(done)
+
+
+# -- fences, elect, registers, named barriers, cluster ids ------------------------------------------
+
+_PROXY = {"shared_cta": "llvm.nvvm.fence.proxy.async.shared_cta", "global": "llvm.nvvm.fence.proxy.async.global",
+          "all": "llvm.nvvm.fence.proxy.async"}  # fmt: skip
+
+
+@emitter("nvvm.fence_proxy_async")
+def emit_fence_proxy_async(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    fe.call(_PROXY[op.attrs["space"]], "void", [])
+
+
+@emitter("nvvm.fence_mbarrier_init")
+def emit_fence_mbarrier_init(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "mbarrier")
+    fe.call("llvm.nvvm.fence.mbarrier_init.release.cluster", "void", [])
+
+
+@emitter("nvvm.elect_sync")
+def emit_elect_sync(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "elect")
+    r = fe.call("llvm.nvvm.elect.sync", "{i32, i1}", [("i32", "-1")])
+    fe.define(op.results[0], fe.assign(f"extractvalue {{i32, i1}} {r}, 1"))
+
+
+@emitter("nvvm.setmaxnreg")
+def emit_setmaxnreg(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "setmaxnreg")
+    fe.call(f"llvm.nvvm.setmaxnreg.{op.attrs['action']}.sync.aligned.u32", "void", [("i32", str(op.attrs["count"]))])
+
+
+@emitter("nvvm.barrier_sync", "nvvm.barrier_arrive")
+def emit_named_barrier(fe: FunctionEmitter, op: Op) -> None:
+    kind = "sync" if op.defn.name == "nvvm.barrier_sync" else "arrive"
+    bid, count = op.operands
+    c = constant_int(count)
+    if c is not None and (c <= 0 or c % 32):
+        raise CodegenError(
+            f"a named barrier counts whole warps: {c} threads is not a positive multiple of 32",
+            op=op,
+            fix="pass the number of threads of the participating warps (e.g. 256 for two warpgroups)",
+        )
+    b = constant_int(bid)
+    if b is not None and not 0 <= b < 16:
+        raise CodegenError(f"named barrier ids are 0-15, got {b}", op=op, fix="use an id in [0, 16)")
+    fe.call(f"llvm.nvvm.barrier.cta.{kind}.aligned.count", "void", [_i32(fe, bid), _i32(fe, count)])
+
+
+_CLUSTER_SREG = {"nvvm.cluster_id": "clusterid", "nvvm.cluster_ctaid": "cluster.ctaid",
+                 "nvvm.cluster_dim": "cluster.nctaid"}  # fmt: skip
+
+
+@emitter("nvvm.cluster_ctarank", *_CLUSTER_SREG)
+def emit_cluster_sreg(fe: FunctionEmitter, op: Op) -> None:
+    fe.hooks.require(op, "cluster")
+    name = op.defn.name
+    reg = "cluster.ctarank" if name == "nvvm.cluster_ctarank" else f"{_CLUSTER_SREG[name]}.{op.attrs['dimension']}"
+    fe.define(op.results[0], fe.call(f"llvm.nvvm.read.ptx.sreg.{reg}", "i32", []))
+
+
+# -- TMA and bulk copies ----------------------------------------------------------------------------
+
+
+def _to_cluster(fe: FunctionEmitter, v) -> str:
+    """A shared::cta address as the shared::cluster address the async copies take."""
+    return fe.assign(f"addrspacecast ptr addrspace(3) {fe.val(v)} to ptr addrspace(7)")
+
+
+@emitter("nvvm.tma_load")
+def emit_tma_load(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    desc, dst, bar, *coords = op.operands
+    rank = len(coords)
+    args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr", fe.val(desc))]
+    args += [_i32(fe, c) for c in coords]
+    args += [("i16", "0"), ("i64", "0"), ("i1", "false"), ("i1", "false"), ("i32", "0")]
+    fe.call(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{rank}d", "void", args)
+
+
+@emitter("nvvm.tma_store")
+def emit_tma_store(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    desc, src, *coords = op.operands
+    args = [("ptr addrspace(3)", fe.val(src)), ("ptr", fe.val(desc))] + [_i32(fe, c) for c in coords]
+    args += [("i64", "0"), ("i1", "false")]
+    fe.call(f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{len(coords)}d", "void", args)
+
+
+@emitter("nvvm.tma_prefetch_desc")
+def emit_tma_prefetch_desc(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    fe.call("llvm.nvvm.prefetch.tensormap.p0", "void", [("ptr", fe.val(op.operands[0]))])
+
+
+@emitter("nvvm.bulk_load")
+def emit_bulk_load(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    dst, src, nbytes, bar = op.operands
+    args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr addrspace(1)", fe.val(src))]
+    args += [_i32(fe, nbytes), ("i16", "0"), ("i64", "0"), ("i1", "false"), ("i1", "false")]
+    fe.call("llvm.nvvm.cp.async.bulk.global.to.shared.cluster", "void", args)
+
+
+@emitter("nvvm.bulk_store")
+def emit_bulk_store(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    dst, src, nbytes = op.operands
+    args = [("ptr addrspace(1)", fe.val(dst)), ("ptr addrspace(3)", fe.val(src)), _i32(fe, nbytes)]
+    fe.call("llvm.nvvm.cp.async.bulk.shared.cta.to.global", "void", args + [("i64", "0"), ("i1", "false")])
+
+
+@emitter("nvvm.bulk_commit")
+def emit_bulk_commit(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    fe.call("llvm.nvvm.cp.async.bulk.commit.group", "void", [])
+
+
+@emitter("nvvm.bulk_wait")
+def emit_bulk_wait(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "tma")
+    name = "llvm.nvvm.cp.async.bulk.wait.group" + (".read" if op.attrs.get("read") else "")
+    fe.call(name, "void", [("i32", str(op.attrs["pending"]))])
+
+
+# -- warpgroup MMA ----------------------------------------------------------------------------------
+
+_PTX_TYPE = {"f16": "f16", "bf16": "bf16", "f8E4M3FN": "e4m3", "f8E5M2": "e5m2", "i8": "s8"}
+
+
+def wgmma_asm(attrs: dict, a_in_regs: bool, scale_const: int | None) -> tuple[str, str, int]:
+    """``(asm text, constraints, number of accumulator registers)`` of one ``wgmma.mma_async``.
+
+    Operands in order: the accumulators (outputs), A (one ``l`` descriptor or four ``r`` registers),
+    the B descriptor, ``scale_d`` as a register unless it is a constant, then the accumulators again as
+    inputs tied to the outputs.
+    """
+    n, k, at, bt = attrs["n"], attrs["k"], attrs["a_type"], attrs["b_type"]
+    nacc = n // 2
+    is_int = at == "i8"
+    dty = "s32" if is_int else "f32"
+    regs = ", ".join(f"${i}" for i in range(nacc))
+    pos = nacc
+    if a_in_regs:
+        a = "{" + ", ".join(f"${pos + i}" for i in range(4)) + "}"
+        pos += 4
+    else:
+        a = f"${pos}"
+        pos += 1
+    b = f"${pos}"
+    pos += 1
+    shape = f"m64n{n}k{k}.{dty}.{_PTX_TYPE[at]}.{_PTX_TYPE[bt]}"
+    if scale_const is None:
+        pred = "p"
+        head = f"{{\\0A.reg .pred p;\\0Asetp.ne.b32 p, ${pos}, 0;\\0A"
+        tail = "\\0A}"
+    else:
+        pred, head, tail = str(1 if scale_const else 0), "", ""
+    tailargs = ""
+    if not is_int:
+        tailargs = f", {attrs.get('scale_a', 1)}, {attrs.get('scale_b', 1)}"
+        if at in ("f16", "bf16"):
+            tailargs += (
+                f", {attrs.get('trans_b', 0)}"
+                if a_in_regs
+                else (f", {attrs.get('trans_a', 0)}, {attrs.get('trans_b', 0)}")
+            )
+    body = f"wgmma.mma_async.sync.aligned.{shape} {{{regs}}}, {a}, {b}, {pred}{tailargs};"
+    cons = [("=r" if is_int else "=f")] * nacc
+    cons += ["r"] * 4 if a_in_regs else ["l"]
+    cons.append("l")
+    if scale_const is None:
+        cons.append("r")
+    cons += [str(i) for i in range(nacc)] + ["~{memory}"]
+    return head + body + tail, ",".join(cons), nacc
+
+
+def _unpack(fe: FunctionEmitter, vec: str, n: int, ety: str) -> list[str]:
+    return [fe.assign(f"extractelement <{n} x {ety}> {vec}, i64 {i}") for i in range(n)]
+
+
+def _pack(fe: FunctionEmitter, struct: str, sty: str, n: int, ety: str, base: int = 0) -> str:
+    acc = "poison"
+    for i in range(n):
+        x = fe.assign(f"extractvalue {sty} {struct}, {base + i}")
+        acc = fe.assign(f"insertelement <{n} x {ety}> {acc}, {ety} {x}, i64 {i}")
+    return acc
+
+
+@emitter("nvvm.wgmma")
+def emit_wgmma(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "wgmma")
+    acc, a, b, scale_d = op.operands
+    a_regs = a.type.is_vector
+    sc = constant_int(scale_d)
+    text, cons, nacc = wgmma_asm(op.attrs, a_regs, sc)
+    ety = "i32" if op.attrs["a_type"] == "i8" else "float"
+    if a_regs:
+        ins = [("i32", x) for x in _unpack(fe, fe.val(a), 4, "i32")]
+    else:
+        ins = [("i64", fe.val(a))]
+    ins.append(("i64", fe.val(b)))
+    if sc is None:
+        ins.append(("i32", fe.assign(f"zext i1 {fe.val(scale_d)} to i32")))
+    ins += [(ety, x) for x in _unpack(fe, fe.val(acc), nacc, ety)]
+    sty = "{" + ", ".join([ety] * nacc) + "}"
+    args = ", ".join(f"{t} {v}" for t, v in ins)
+    r = fe.assign(f'call {sty} asm sideeffect "{text}", "{cons}"({args})')
+    fe.define(op.results[0], _pack(fe, r, sty, nacc, ety))
+
+
+@emitter("nvvm.wgmma_fence", "nvvm.wgmma_commit")
+def emit_wgmma_fence_commit(fe: FunctionEmitter, op: Op) -> None:
+    _require(fe, op, "wgmma")
+    what = "fence" if op.defn.name == "nvvm.wgmma_fence" else "commit_group"
+    fe.call(f"llvm.nvvm.wgmma.{what}.sync.aligned", "void", [])
+
+
+@emitter("nvvm.wgmma_wait")
+def emit_wgmma_wait(fe: FunctionEmitter, op: Op) -> None:
+    """``wgmma.wait_group N`` as inline asm whose register operands are the accumulators (tied in and out):
+    a read of an accumulator is data-dependent on the wait and can never be scheduled above it."""
+    _require(fe, op, "wgmma")
+    n = op.attrs["pending"]
+    ins, tys = [], []
+    for v in op.operands:
+        t = v.type
+        ety = "i32" if t.elem.is_integer else "float"
+        k = t.numel
+        ins.extend((ety, x) for x in _unpack(fe, fe.val(v), k, ety))
+        tys.append((k, ety))
+    total = len(ins)
+    if total == 0:
+        fe.call("llvm.nvvm.wgmma.wait_group.sync.aligned", "void", [("i64", str(n))])
+        return
+    cons = ",".join([("=r" if e == "i32" else "=f") for e, _ in ins] + [str(i) for i in range(total)] + ["~{memory}"])
+    sty = "{" + ", ".join(e for e, _ in ins) + "}"
+    args = ", ".join(f"{t} {v}" for t, v in ins)
+    r = fe.assign(f'call {sty} asm sideeffect "wgmma.wait_group.sync.aligned {n};", "{cons}"({args})')
+    base = 0
+    for res, (k, ety) in zip(op.results, tys):
+        fe.define(res, _pack(fe, r, sty, k, ety, base))
+        base += k

@@ -1,0 +1,352 @@
+"""Hopper (sm_90/sm_90a) operations of ``fx.nvvm``: mbarriers, async-proxy fences, ``elect.sync``,
+``setmaxnreg``, named barriers, warpgroup and cluster indices — and, re-exported from :mod:`.tma` and
+:mod:`.wgmma`, TMA copies and warpgroup MMA. docs/hopper.md shows a whole GEMM built from them.
+
+=====================================================  ===========================================  ==========
+fx.nvvm                                                CuTe DSL counterpart                         PTX (sm)
+=====================================================  ===========================================  ==========
+``mbarrier_init(bar, count)``                          ``cute.arch.mbarrier_init``                  90
+``mbarrier_arrive(bar[, count])``                      ``cute.arch.mbarrier_arrive``                90
+``mbarrier_arrive_expect_tx(bar, nbytes)``             ``cute.arch.mbarrier_arrive_and_expect_tx``  90
+``mbarrier_expect_tx(bar, nbytes)``                    ``cute.arch.mbarrier_expect_tx``             90
+``mbarrier_try_wait(bar, phase)``                      ``cute.arch.mbarrier_try_wait``              90
+``mbarrier_wait(bar, phase)``                          ``cute.arch.mbarrier_wait``                  90
+``fence_proxy_async(space)``                           ``cute.arch.fence_proxy``                    90
+``fence_mbarrier_init()``                              ``cute.arch.mbarrier_init_fence``            90
+``elect_one()``                                        ``cute.arch.elect_one``                      90
+``warpgroup_reg_alloc(n)`` / ``warpgroup_reg_dealloc``  ``cute.arch.warpgroup_reg_alloc/dealloc``    90a
+``barrier_sync(id, n)`` / ``barrier_arrive(id, n)``     ``cute.arch.barrier`` / ``barrier_arrive``   70
+``warp_idx()``, ``warpgroup_idx()``, …                 ``cute.arch.warp_idx`` …                     —
+``cluster_ctarank()``, ``cluster_idx``, …              ``cute.arch.block_idx_in_cluster`` …         90
+``PipelineState(stages)``                              ``cutlass.pipeline.PipelineState``           —
+=====================================================  ===========================================  ==========
+
+An mbarrier is an ``fx.Int64`` in shared memory (a ``Pointer`` to it, e.g. ``bars + i``). A wait on phase
+``p`` returns once the phase of parity ``p`` has completed (a fresh barrier is in phase 0, so a wait on
+phase 1 passes at once: producers start their "empty" waits there).
+
+Every function checks the target first: on an older GPU (or sm_90 without the ``a`` for
+``setmaxnreg``/wgmma) it raises :class:`HopperFeatureError` (FLY520) at the user's line.
+"""
+
+from __future__ import annotations
+
+from ...dialects import gpu as _g
+from ...dialects import nvvm_sm90 as _d
+from ...ir import AddressSpace, i64
+from ...utils.target import current_target
+from ..numeric import Boolean, Int8, Int32, Int64, Numeric, as_numeric
+from ..pointer import Pointer, as_pointer
+
+__all__ = [
+    "HopperFeatureError", "require_sm90", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
+    "mbarrier_expect_tx", "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init",
+    "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
+    "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
+    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "PipelineState", "align_shared",
+    # re-exported from .tma and .wgmma
+    "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
+    "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
+    "wgmma", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_acc_coords",
+]  # fmt: skip
+
+
+class HopperFeatureError(ValueError):
+    """A Hopper instruction used while compiling for a GPU that does not have it (catalogue FLY520)."""
+
+    fly_diag = "HOPPER_FEATURE"
+
+    def __init__(self, what: str, need: str, arch: str, fix: str):
+        self.fields = {"what": what, "need": need, "arch": arch, "fix": fix}
+        super().__init__(f"{what} needs {need}; this kernel is compiled for {arch}")
+
+
+def require_sm90(what: str, arch_specific: bool = False) -> None:
+    """Raise :class:`HopperFeatureError` unless the target is sm_90+ (sm_90a when ``arch_specific``)."""
+    t = current_target()
+    if t.backend != "nvptx" or t.sm < 90:
+        raise HopperFeatureError(
+            what, "an NVIDIA Hopper GPU (sm_90a)", t.arch,
+            "compile for sm_90a (ARCH=sm_90a; H100/H200); on older GPUs use cp.async and mma.sync (fx.nvvm warp ops)",
+        )  # fmt: skip
+    if arch_specific and not t.arch.endswith("a"):
+        raise HopperFeatureError(what, f"the architecture-specific target sm_{t.sm}a", t.arch,
+                                 f"compile for sm_{t.sm}a (ARCH=sm_{t.sm}a)")  # fmt: skip
+
+
+def _i32(x, what: str):
+    v = as_numeric(x)
+    if not isinstance(v, Numeric) or not v.dtype.is_integer:
+        raise TypeError(f"{what} must be an integer, got {x!r}")
+    return (v if v.dtype is Int32 else v.to(Int32)).ir_value()
+
+
+def _bar(bar) -> Pointer:
+    """The mbarrier pointer (an 8-byte aligned fx.Int64 in shared memory; raw byte pointers are recast)."""
+    p = bar.ptr if hasattr(type(bar), "peek") else as_pointer(bar)  # an fx.Storage from a SharedAllocator
+    if p.address_space != AddressSpace.SHARED:
+        raise TypeError(
+            f"an mbarrier is an fx.Int64 in shared memory, got a {p.memspace} pointer {p.type} "
+            "(allocate it with fx.alloc_shared(fx.Int64, n, align=8) or a SharedAllocator)"
+        )
+    return p if p.type.elem is i64 else p.recast(Int64)
+
+
+# -- mbarriers ------------------------------------------------------------------------------------------
+
+
+def mbarrier_init(bar, count) -> None:
+    """Initialize the mbarrier at ``bar``: phase 0, expecting ``count`` arrivals per phase. Make it visible
+    with :func:`fence_mbarrier_init` and a block barrier before other threads (or TMA) use it."""
+    require_sm90("mbarrier_init")
+    _d.mbarrier_init(_bar(bar).ir_value(), _i32(count, "the arrival count"))
+
+
+def mbarrier_arrive(bar, count=None) -> None:
+    """Each calling thread arrives ``count`` (default 1) times."""
+    require_sm90("mbarrier_arrive")
+    ops = [_bar(bar).ir_value()] + ([] if count is None else [_i32(count, "the arrival count")])
+    _d.mbarrier_arrive(*ops)
+
+
+def mbarrier_arrive_expect_tx(bar, nbytes) -> None:
+    """Add ``nbytes`` to the phase's expected transaction bytes, then arrive (the producer's call before
+    issuing the TMA copies that complete on ``bar``)."""
+    require_sm90("mbarrier_arrive_expect_tx")
+    _d.mbarrier_arrive_expect_tx(_bar(bar).ir_value(), _i32(nbytes, "the transaction byte count"))
+
+
+def mbarrier_expect_tx(bar, nbytes) -> None:
+    """Add ``nbytes`` to the expected transaction bytes without arriving."""
+    require_sm90("mbarrier_expect_tx")
+    _d.mbarrier_expect_tx(_bar(bar).ir_value(), _i32(nbytes, "the transaction byte count"))
+
+
+def mbarrier_try_wait(bar, phase) -> Boolean:
+    """Whether the phase of parity ``phase`` has completed (may suspend the thread briefly)."""
+    require_sm90("mbarrier_try_wait")
+    return Boolean._make(_d.mbarrier_try_wait(_bar(bar).ir_value(), _i32(phase, "the phase")))
+
+
+def mbarrier_wait(bar, phase) -> None:
+    """Wait until the phase of parity ``phase`` has completed."""
+    require_sm90("mbarrier_wait")
+    _d.mbarrier_wait(_bar(bar).ir_value(), _i32(phase, "the phase"))
+
+
+# -- fences, elect, registers, named barriers ----------------------------------------------------------------
+
+
+def fence_proxy_async(space: str = "shared_cta") -> None:
+    """Order this thread's ordinary memory accesses before later async-proxy ones (TMA, wgmma):
+    ``"shared_cta"`` (the usual one: shared memory written with stores, then read by a TMA store or
+    wgmma), ``"global"`` or ``"all"``."""
+    require_sm90("fence_proxy_async")
+    if space not in _d.PROXY_SPACES:
+        raise ValueError(f"fence_proxy_async space must be one of {', '.join(_d.PROXY_SPACES)}, got {space!r}")
+    _d.fence_proxy_async(space=space)
+
+
+def fence_mbarrier_init() -> None:
+    """Make preceding ``mbarrier_init``s visible to the async proxy and the cluster."""
+    require_sm90("fence_mbarrier_init")
+    _d.fence_mbarrier_init()
+
+
+def elect_one() -> Boolean:
+    """True in exactly one active thread of the warp (the lowest): ``if fx.nvvm.elect_one(): ...``."""
+    require_sm90("elect_one")
+    return Boolean._make(_d.elect_sync())
+
+
+def setmaxnreg(count: int, action: str) -> None:
+    """``setmaxnreg.{inc,dec}``: the warpgroup's threads now own ``count`` registers each (24-256, a multiple
+    of 8). The kernel gets the register bound this needs automatically (one block per SM)."""
+    require_sm90("setmaxnreg", arch_specific=True)
+    if type(count) is not int or not 24 <= count <= 256 or count % 8:
+        raise ValueError(f"setmaxnreg takes a register count in [24, 256] that is a multiple of 8, got {count!r}")
+    if action not in ("inc", "dec"):
+        raise ValueError(f"setmaxnreg action must be 'inc' or 'dec', got {action!r}")
+    _d.setmaxnreg(count=count, action=action)
+
+
+def warpgroup_reg_alloc(count: int) -> None:
+    """Raise this warpgroup's registers per thread to ``count`` (``setmaxnreg.inc``)."""
+    setmaxnreg(count, "inc")
+
+
+def warpgroup_reg_dealloc(count: int) -> None:
+    """Lower this warpgroup's registers per thread to ``count`` (``setmaxnreg.dec``)."""
+    setmaxnreg(count, "dec")
+
+
+def barrier_sync(barrier_id, number_of_threads) -> None:
+    """Named barrier ``barrier_id`` (1-15; 0 is the block barrier): wait until ``number_of_threads`` threads
+    (whole warps) arrived — e.g. the two consumer warpgroups of a warp-specialized kernel (``bar.sync``)."""
+    _g_check_named(barrier_id, number_of_threads)
+    _d.barrier_sync(_i32(barrier_id, "the barrier id"), _i32(number_of_threads, "the thread count"))
+
+
+def barrier_arrive(barrier_id, number_of_threads) -> None:
+    """Arrive at named barrier ``barrier_id`` without waiting (``bar.arrive``)."""
+    _g_check_named(barrier_id, number_of_threads)
+    _d.barrier_arrive(_i32(barrier_id, "the barrier id"), _i32(number_of_threads, "the thread count"))
+
+
+def _g_check_named(bid, n) -> None:
+    checks = (("barrier id", bid, lambda x: 0 <= x < 16), ("thread count", n, lambda x: x > 0 and x % 32 == 0))
+    for what, v, ok in checks:
+        if isinstance(v, int) and not ok(v):
+            raise ValueError(f"named barrier: invalid {what} {v} (ids 0-15; counts are positive multiples of 32)")
+
+
+def align_shared(ptr, alignment: int = 1024):
+    """``ptr`` rounded up at run time to a multiple of ``alignment`` bytes of the shared address space, known to
+    the compiler as that aligned (allocate ``alignment - 1`` spare bytes). Swizzled TMA/wgmma buffers need
+    their base on the swizzle period (1024 bytes for 128-byte swizzling); the dynamic shared memory base is
+    only guaranteed 16-byte aligned."""
+    from .._iterators import MemIter
+
+    p = as_pointer(ptr)
+    if p.address_space != AddressSpace.SHARED:
+        raise TypeError(f"align_shared takes a shared-memory pointer, got a {p.memspace} one")
+    if type(alignment) is not int or alignment < 16 or alignment & (alignment - 1):
+        raise ValueError(f"alignment must be a power of two of at least 16, got {alignment!r}")
+    b = p.recast(Int8)
+    pad = (Int64(alignment) - (b.to_int() & (alignment - 1))) & (alignment - 1)
+    return MemIter._new((b + pad).recast(p.dtype).ir_value(), p.dtype, alignment, False)
+
+
+# -- indices ---------------------------------------------------------------------------------------------
+
+
+def _uniform(x: Int32) -> Int32:
+    """``x`` broadcast from lane 0: tells the compiler the value is warp-uniform (CUTLASS does the same)."""
+    r = _g.shuffle(x.ir_value(), Int32(0).ir_value(), Int32(32).ir_value(), mode="idx")
+    return Int32._make(r)
+
+
+def _tid() -> Int32:
+    from ..gpu import thread_idx
+
+    return thread_idx.x
+
+
+def warp_idx() -> Int32:
+    """The warp index in the block (``threadIdx.x / 32``, warp-uniform)."""
+    return _uniform(_tid() // 32)
+
+
+def warpgroup_idx() -> Int32:
+    """The warpgroup index in the block (``threadIdx.x / 128``, warp-uniform)."""
+    return _uniform(_tid() // 128)
+
+
+def warp_idx_in_warpgroup() -> Int32:
+    """The warp's index within its warpgroup (0-3)."""
+    return _uniform(_tid() // 32 % 4)
+
+
+def thread_idx_in_warpgroup() -> Int32:
+    """The thread's index within its warpgroup (0-127)."""
+    return _tid() % 128
+
+
+def cluster_ctarank() -> Int32:
+    """This block's linear rank in its cluster (0 without clusters)."""
+    require_sm90("cluster_ctarank")
+    return Int32._make(_d.cluster_ctarank())
+
+
+class _ClusterDim3:
+    __slots__ = ("_op", "_name")
+
+    def __init__(self, op, name):
+        self._op, self._name = op, name
+
+    def _get(self, d):
+        require_sm90(self._name)
+        return Int32._make(self._op(dimension=d))
+
+    x = property(lambda self: self._get("x"))
+    y = property(lambda self: self._get("y"))
+    z = property(lambda self: self._get("z"))
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+
+cluster_idx = _ClusterDim3(_d.cluster_id, "cluster_idx")
+block_idx_in_cluster = _ClusterDim3(_d.cluster_ctaid, "block_idx_in_cluster")
+cluster_shape = _ClusterDim3(_d.cluster_dim, "cluster_shape")
+
+
+# -- pipeline state ---------------------------------------------------------------------------------------
+
+
+class PipelineState:
+    """The position in a ring of ``stages`` buffers guarded by mbarriers: ``index`` (the buffer) and
+    ``phase`` (the parity the consumer waits for), advanced together (CuTe's ``PipelineState``).
+
+    It is a DSL value (two Int32s), so it can be carried through run-time loops::
+
+        st = fx.nvvm.PipelineState(4)              # index 0, phase 0 (consumers)
+        st = fx.nvvm.PipelineState(4, phase=1)     # producers: the "empty" barriers start free
+        for k in range(k_tiles):
+            fx.nvvm.mbarrier_wait(full + st.index, st.phase)
+            ...
+            st = st.next()
+    """
+
+    __slots__ = ("stages", "index", "phase")
+
+    def __init__(self, stages: int, index=0, phase=0):
+        if type(stages) is not int or stages < 1:
+            raise ValueError(f"PipelineState needs a positive number of stages, got {stages!r}")
+        self.stages = stages
+        self.index = index if isinstance(index, Int32) else Int32(index)
+        self.phase = phase if isinstance(phase, Int32) else Int32(phase)
+
+    def next(self) -> PipelineState:
+        """The following position (the phase flips when the index wraps around)."""
+        nxt = self.index + 1
+        wrap = nxt == self.stages
+        return PipelineState(self.stages, wrap.select(Int32(0), nxt), wrap.select(self.phase ^ 1, self.phase))
+
+    advance = next
+
+    def __fly_values__(self):
+        return [as_numeric(self.index).ir_value(), as_numeric(self.phase).ir_value()]
+
+    def __fly_rebuild__(self, values) -> PipelineState:
+        return PipelineState(self.stages, Int32._make(values[0]), Int32._make(values[1]))
+
+    def __fly_signature__(self):
+        return ("PipelineState", self.stages)
+
+    def __repr__(self) -> str:
+        return f"PipelineState({self.stages}, index={self.index}, phase={self.phase})"
+
+
+# the TMA and wgmma halves (they import the helpers above)
+from .tma import (  # noqa: E402
+    TmaAtom,
+    bulk_commit_group,
+    bulk_copy_g2s,
+    bulk_copy_s2g,
+    bulk_wait_group,
+    make_tma_atom,
+    tma_load,
+    tma_prefetch_descriptor,
+    tma_store,
+)
+from .wgmma import (  # noqa: E402
+    WgmmaOp,
+    make_gmma_desc,
+    make_smem_layout_gmma,
+    wgmma,
+    wgmma_acc_coords,
+    wgmma_commit_group,
+    wgmma_fence,
+    wgmma_wait_group,
+)

@@ -1,0 +1,333 @@
+"""TMA copies (``cp.async.bulk.tensor``) and 1-D bulk copies: ``fx.nvvm.make_tma_atom`` and friends.
+
+CuTe DSL's ``cpasync.make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler)`` makes the atom on the
+host from a global tensor and the shared-memory layout of one tile; here::
+
+    # in the @flyc.jit launcher (host): the descriptor is encoded there, cached per (pointer, shape,
+    # strides, box, swizzle), and passed to the kernel as a 128-byte grid-constant parameter
+    tma_a = fx.nvvm.make_tma_atom(A, sA_layout)            # A: (M, K) tensor; sA_layout: (BM, BK) smem layout
+    kernel(tma_a, ...).launch(...)
+
+    # in the kernel
+    fx.nvvm.mbarrier_arrive_expect_tx(full, tma_a.tile_bytes)
+    fx.nvvm.tma_load(tma_a, sA_stage, full, (m * BM, k * BK))          # element coordinates of the tile
+    fx.copy(tma_a, tma_a.tile(m, k), sA_stage, mbar=full)              # the same, CuTe-style
+    ...
+    fx.nvvm.fence_proxy_async()                                        # smem written by threads ...
+    fx.nvvm.tma_store(tma_c, sC, (m * BM, n * BN))                     # ... then read by TMA
+    fx.nvvm.bulk_commit_group(); fx.nvvm.bulk_wait_group(0, read=True)
+
+The box, the swizzle and the number of copies per tile are **derived from the shared-memory layout**
+(:func:`flydsl.layout.gmma.tma_box_plan`): the layout must be one a TMA box writes (row after row along
+the global tensor's unit-stride mode, with a 32/64/128-byte swizzle or none), which every layout from
+:func:`~flydsl.expr.nvvm.wgmma.make_smem_layout_gmma` is. Elements outside the tensor load as zero (a
+partial tile at the edge needs no masking) and are not stored.
+"""
+
+from __future__ import annotations
+
+from ... import layout as L
+from ...dialects import nvvm_sm90 as _d
+from ...ir import AddressSpace, Value
+from ...layout import ComposedLayout, Layout
+from ...layout.gmma import GmmaLayoutError, split_swizzle, tma_box_plan
+from ..layout_api import is_tensor
+from ..numeric import Int32, Int64, Numeric, as_numeric
+from ..pointer import Pointer, as_pointer
+from .hopper import _bar, _i32, require_sm90
+
+__all__ = [
+    "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
+    "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group",
+]  # fmt: skip
+
+_L2 = {0: 0, 64: 1, 128: 2, 256: 3}
+
+
+def _static_int(x):
+    if isinstance(x, Numeric):
+        return x.value if x.is_static() else None
+    return x if type(x) is int else None
+
+
+class TmaAtom:
+    """A TMA copy of one tile between a global tensor and shared memory (load or store).
+
+    Attributes (static): ``dtype``, ``smem_layout`` (one tile, ``(T0, T1)`` over the tensor's modes 0 and
+    1), ``plan`` (:class:`~flydsl.layout.gmma.TmaBoxPlan`: box, swizzle, copies per tile), ``contiguous``
+    (the tensor's unit-stride mode), ``rank``, ``kind`` ("load"/"store"), ``tile_bytes``. Run-time:
+    the descriptor and ``shape`` (the tensor's extents). A DSL value: pass it to a kernel as an argument.
+    """
+
+    __slots__ = ("desc", "shape", "dtype", "smem_layout", "plan", "contiguous", "rank", "kind")
+
+    def __init__(self, desc, shape, dtype, smem_layout, plan, contiguous, rank, kind):
+        self.desc, self.shape, self.dtype, self.smem_layout = desc, tuple(shape), dtype, smem_layout
+        self.plan, self.contiguous, self.rank, self.kind = plan, contiguous, rank, kind
+
+    @property
+    def tile_bytes(self) -> int:
+        """Bytes one tile moves (what a load adds to its mbarrier's transaction count)."""
+        return self.plan.tile_bytes
+
+    @property
+    def tile_shape(self) -> tuple:
+        s = self.smem_layout.shape
+        return tuple(L.size(x) for x in s[:2])
+
+    def tile(self, *tile_crd):
+        """The coordinate tile of tile index ``tile_crd`` (CuTe: ``local_tile(tma_tensor, tile, crd)``): a
+        coordinate tensor whose iterator is the tile's first element, what ``fx.copy(atom, ...)`` takes.
+        Indices after the first two address the tensor's further (batch) modes one element at a time."""
+        t0, t1 = self.tile_shape
+        crd = [as_numeric(tile_crd[0]) * t0, as_numeric(tile_crd[1]) * t1] + [as_numeric(c) for c in tile_crd[2:]]
+        return self.at(*crd)
+
+    def at(self, *crd):
+        """The coordinate tile whose first element is at element coordinates ``crd``."""
+        from .. import _iterators as _it
+        from ..tensor import Tensor
+
+        c = list(crd) + [Int32(0)] * (self.rank - len(crd))
+        return Tensor._make(_it.CoordIter(tuple(c)), Int32, L.make_identity_layout(self.tile_shape))
+
+    # -- value protocol ------------------------------------------------------------------------------------
+    def __fly_values__(self):
+        return [self.desc] + [as_numeric(s).ir_value() for s in self.shape if _static_int(s) is None]
+
+    def __fly_rebuild__(self, values) -> TmaAtom:
+        it = iter(values)
+        desc = next(it)
+        shape = [s if _static_int(s) is not None else Int32._make(next(it)) for s in self.shape]
+        return TmaAtom(desc, shape, self.dtype, self.smem_layout, self.plan, self.contiguous, self.rank, self.kind)
+
+    def __fly_signature__(self):
+        stat = tuple(_static_int(s) for s in self.shape)
+        return ("TmaAtom", self.dtype, str(self.smem_layout), self.plan.box, self.plan.swizzle, self.plan.boxes,
+                self.contiguous, self.rank, self.kind, stat)  # fmt: skip
+
+    def __fly_describe__(self) -> str:
+        return f"TmaAtom({self.kind}, {self.dtype.__name__}, tile {self.tile_shape}, box {self.plan.box})"
+
+    __repr__ = __fly_describe__
+
+    # -- fx.copy ---------------------------------------------------------------------------------------------
+    def __fly_copy_atom__(self, src, dst, *, pred=None, mbar=None, tma_bar_ptr=None, **state):
+        """``fx.copy(tma_atom, src, dst, mbar=bar)``: a load from a coordinate tile (``atom.tile(m, k)``) into
+        shared memory, or a store from shared memory into a coordinate tile."""
+        if state:
+            raise TypeError(f"fx.copy with a TMA atom takes mbar= (loads), got {sorted(state)}")
+        if pred is not None:
+            raise TypeError("a TMA copy has no predicate: elements outside the tensor are zero-filled (loads) "
+                            "or dropped (stores)")  # fmt: skip
+        bar = mbar if mbar is not None else tma_bar_ptr
+        if self.kind == "load":
+            tma_load(self, dst, bar, _coords_of(src))
+        else:
+            if bar is not None:
+                raise TypeError("a TMA store completes through bulk_commit_group/bulk_wait_group, not an mbarrier")
+            tma_store(self, src, _coords_of(dst))
+
+
+def _coords_of(t) -> tuple:
+    if not is_tensor(t) or t.memspace != "coord":
+        raise TypeError(f"the global side of a TMA copy is a coordinate tile (tma_atom.tile(m, k)), got {t!r}")
+    c = t._it.crd
+    return c if type(c) is tuple else (c,)
+
+
+def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "zero", l2_promotion: int = 128):
+    """A TMA atom for tiles of ``tensor`` stored in shared memory with ``smem_layout`` (host side, in the
+    ``@flyc.jit`` launcher; CuTe DSL: ``cpasync.make_tiled_tma_atom``).
+
+    Args:
+        tensor: a global tensor of rank 2-5 whose mode 0 or 1 has unit stride; tiles cover modes 0 and 1,
+            further modes (batch) are addressed one index per copy.
+        smem_layout: the tile's shared-memory layout over (mode 0, mode 1) (a third mode, e.g. stages, is
+            ignored): e.g. ``fx.nvvm.make_smem_layout_gmma(fx.BFloat16, (128, 64))``.
+        store: a TMA store atom (shared → global) instead of a load.
+        oob_fill: ``"zero"`` or ``"nan"`` for elements outside the tensor (loads).
+        l2_promotion: 0, 64, 128 or 256 bytes of L2 promotion.
+
+    Raises:
+        GmmaLayoutError: the layout is not one a TMA box writes. ValueError: no unit-stride mode among the
+            first two, static strides that are not multiples of 16 bytes, or a bad option.
+    """
+    require_sm90("make_tma_atom")
+    if not is_tensor(tensor) or tensor.memspace != "global":
+        raise TypeError(f"make_tma_atom needs a global-memory tensor, got {tensor!r}")
+    if oob_fill not in ("zero", "nan") or l2_promotion not in _L2:
+        raise ValueError(f"oob_fill is 'zero' or 'nan' and l2_promotion one of {sorted(_L2)}")
+    lay = tensor.layout
+    if isinstance(lay, ComposedLayout):
+        raise ValueError("make_tma_atom: the global tensor must have a plain (unswizzled) layout")
+    rank = L.rank(lay.shape) if type(lay.shape) is tuple else 1
+    if not 2 <= rank <= 5:
+        raise ValueError(f"make_tma_atom: a TMA tensor has 2 to 5 modes, got {rank} ({lay})")
+    shape = [lay.shape[i] for i in range(rank)]
+    stride = [lay.stride[i] for i in range(rank)]
+    for s, d in zip(shape, stride):
+        if type(s) is tuple or type(d) is tuple:
+            raise ValueError(f"make_tma_atom: the tensor's modes must be flat, got {lay}")
+    contig = next((i for i in (0, 1) if _static_int(stride[i]) == 1), None)
+    if contig is None:
+        raise ValueError(f"make_tma_atom: mode 0 or 1 of the tensor must have stride 1, got strides {lay.stride}")
+    bits = tensor.dtype.width
+    plan = tma_box_plan(_two_modes(smem_layout), bits, contig)
+    e = bits // 8
+    other = 1 - contig
+    order = [contig, other] + list(range(2, rank))
+    for i in order[1:]:
+        si = _static_int(stride[i])
+        if si is not None and (si * e) % 16:
+            raise ValueError(
+                f"make_tma_atom: mode {i} has a stride of {si * e} bytes; TMA needs multiples of 16 bytes "
+                "(pad the rows of the tensor)"
+            )
+    box = [plan.box[0], plan.box[1]] + [1] * (rank - 2)
+    ptr = tensor._it.ir_value()
+    ops = [ptr] + [_as_i32(shape[i]) for i in order] + [_as_i64(stride[i]) for i in order[1:]]
+    desc = _d.tma_make_desc(
+        *ops, box=box, swizzle=plan.swizzle, oob_nan=oob_fill == "nan", l2_promotion=_L2[l2_promotion]
+    )
+    return TmaAtom(desc, shape, tensor.dtype, _two_modes(smem_layout), plan, contig, rank, "store" if store else "load")
+
+
+def _as_i32(x) -> Value:
+    v = as_numeric(x)
+    return (v if v.dtype is Int32 else v.to(Int32)).ir_value()
+
+
+def _as_i64(x) -> Value:
+    v = as_numeric(x)
+    return (v if v.dtype is Int64 else v.to(Int64)).ir_value()
+
+
+def _two_modes(layout):
+    """Modes 0 and 1 of a tile layout (a trailing stage mode is dropped at index 0)."""
+    sw, off, outer = split_swizzle(layout)
+    if outer.rank > 2:
+        outer = Layout._make(tuple(outer.shape[:2]), tuple(outer.stride[:2]))
+    return outer if sw is None else ComposedLayout(sw, off, outer)
+
+
+def _smem_base(t, atom: TmaAtom, what: str) -> Pointer:
+    """The shared address the atom's layout starts at, for a tile tensor ``t`` laid out like the atom says."""
+    if not is_tensor(t) or t.memspace != "shared":
+        raise TypeError(f"{what}: the shared-memory side must be a shared tensor, got {t!r}")
+    sw, off, outer = split_swizzle_dyn(t.layout)
+    want_sw, want_off, want_outer = split_swizzle(atom.smem_layout)
+    if sw != want_sw or L.coalesce(_first2(outer)) != L.coalesce(_first2(want_outer)):
+        raise GmmaLayoutError(
+            f"{what}: the shared tile {t.layout} is not laid out as the TMA atom's {atom.smem_layout}"
+        )
+    base = t._it
+    return base if (type(off) is int and off == 0) else Pointer.__add__(base, off)
+
+
+def _first2(outer):
+    if type(outer.shape) is tuple and len(outer.shape) > 2:
+        return Layout._make(tuple(outer.shape[:2]), tuple(outer.stride[:2]))
+    return outer
+
+
+def split_swizzle_dyn(layout):
+    """Like :func:`split_swizzle`, allowing a run-time offset (a stage index folded into the layout)."""
+    if isinstance(layout, ComposedLayout):
+        return layout.inner, layout.offset, layout.outer
+    return None, 0, layout
+
+
+def _coords(atom: TmaAtom, coord) -> list:
+    c = list(coord) if isinstance(coord, (tuple, list)) else [coord]
+    if len(c) < 2:
+        raise ValueError(f"a TMA copy needs the tile's coordinates in modes 0 and 1 (at least), got {coord!r}")
+    while len(c) < atom.rank:
+        c.append(0)
+    if len(c) != atom.rank:
+        raise ValueError(f"a rank-{atom.rank} TMA tensor takes {atom.rank} coordinates, got {coord!r}")
+    return [as_numeric(x) for x in c]
+
+
+def _issue(atom: TmaAtom, base: Pointer, coord, bar) -> None:
+    c = _coords(atom, coord)
+    contig, other = atom.contiguous, 1 - atom.contiguous
+    rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
+    for s_off, cc, co in atom.plan.boxes:
+        p = base if s_off == 0 else Pointer.__add__(base, s_off)
+        crd = [_as_i32(c[contig] + cc), _as_i32(c[other] + co)] + rest
+        if bar is None:
+            _d.tma_store(atom.desc, p.ir_value(), *crd)
+        else:
+            _d.tma_load(atom.desc, p.ir_value(), bar.ir_value(), *crd)
+
+
+def tma_load(atom: TmaAtom, dst, mbar, coord) -> None:
+    """Load the tile whose first element is at ``coord`` (element coordinates in the tensor's modes) into
+    the shared tensor ``dst`` (laid out as the atom's ``smem_layout``), completing ``atom.tile_bytes``
+    on ``mbar``. Issue it from one thread (e.g. under ``fx.nvvm.elect_one()``)."""
+    require_sm90("tma_load")
+    if not isinstance(atom, TmaAtom) or atom.kind != "load":
+        raise TypeError(f"tma_load needs a load TmaAtom (make_tma_atom(...)), got {atom!r}")
+    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar))
+
+
+def tma_store(atom: TmaAtom, src, coord) -> None:
+    """Store the shared tensor ``src`` into the tile at ``coord``; out-of-bounds elements are dropped.
+    Precede it with ``fence_proxy_async()`` (and a barrier) after the threads wrote ``src``; follow with
+    ``bulk_commit_group()`` and, before ``src`` is overwritten, ``bulk_wait_group(0, read=True)``."""
+    require_sm90("tma_store")
+    if not isinstance(atom, TmaAtom) or atom.kind != "store":
+        raise TypeError(f"tma_store needs a store TmaAtom (make_tma_atom(..., store=True)), got {atom!r}")
+    _issue(atom, _smem_base(src, atom, "tma_store"), coord, None)
+
+
+def tma_prefetch_descriptor(atom: TmaAtom) -> None:
+    """Prefetch the atom's descriptor (``prefetch.tensormap``), e.g. once at kernel start."""
+    require_sm90("tma_prefetch_descriptor")
+    _d.tma_prefetch_desc(atom.desc)
+
+
+def _ptr(x, space: int, what: str) -> Pointer:
+    p = as_pointer(x)
+    if p.address_space != space:
+        raise TypeError(f"{what} must be a {AddressSpace.NAMES[space]} pointer, got a {p.memspace} one")
+    return p
+
+
+def bulk_copy_g2s(dst, src, nbytes, mbar) -> None:
+    """1-D bulk copy of ``nbytes`` (a multiple of 16, 16-byte aligned addresses) from global ``src`` to
+    shared ``dst``, completing its bytes on ``mbar`` (``cp.async.bulk``; no descriptor)."""
+    require_sm90("bulk_copy_g2s")
+    n = _static_int(as_numeric(nbytes))
+    if n is not None and (n <= 0 or n % 16):
+        raise ValueError(f"a bulk copy moves a positive multiple of 16 bytes, got {n}")
+    d = _ptr(dst, AddressSpace.SHARED, "the destination")
+    s = _ptr(src, AddressSpace.GLOBAL, "the source")
+    _d.bulk_load(d.ir_value(), s.ir_value(), _i32(nbytes, "the byte count"), _bar(mbar).ir_value())
+
+
+def bulk_copy_s2g(dst, src, nbytes) -> None:
+    """1-D bulk copy of ``nbytes`` from shared ``src`` to global ``dst`` (a bulk async-group member)."""
+    require_sm90("bulk_copy_s2g")
+    n = _static_int(as_numeric(nbytes))
+    if n is not None and (n <= 0 or n % 16):
+        raise ValueError(f"a bulk copy moves a positive multiple of 16 bytes, got {n}")
+    d = _ptr(dst, AddressSpace.GLOBAL, "the destination")
+    s = _ptr(src, AddressSpace.SHARED, "the source")
+    _d.bulk_store(d.ir_value(), s.ir_value(), _i32(nbytes, "the byte count"))
+
+
+def bulk_commit_group() -> None:
+    """Close the group of bulk/TMA stores issued since the last commit (``cp.async.bulk.commit_group``)."""
+    require_sm90("bulk_commit_group")
+    _d.bulk_commit()
+
+
+def bulk_wait_group(pending: int = 0, *, read: bool = False) -> None:
+    """Wait until at most ``pending`` bulk groups are in flight; ``read=True`` waits only until their
+    shared-memory sources were read (enough to overwrite the buffer)."""
+    require_sm90("bulk_wait_group")
+    if type(pending) is not int or not 0 <= pending <= 63:
+        raise ValueError(f"bulk_wait_group takes a static count in [0, 63], got {pending!r}")
+    _d.bulk_wait(pending=pending, read=bool(read))

@@ -1,0 +1,292 @@
+"""TMA (``cp.async.bulk.tensor``) and 1-D bulk copies on the interpreter, and the host op that makes TMA
+descriptors.
+
+A copy is executed when it is issued (one valid schedule of the asynchronous hardware), by each active
+thread in linear order; a load then completes its bytes on its mbarrier. Tile mode, as the hardware:
+
+- the box at ``coords`` (dimension 0 fastest) is laid out densely in shared memory, row after row of
+  ``box[0]`` elements, starting at the destination (128-byte aligned);
+- with a 32/64/128-byte swizzle, each element's shared address has bits [4, 4+B) xor-ed with bits
+  [7, 7+B) (B = 1, 2, 3) — the same absolute-address swizzle the wgmma descriptors read through;
+- elements outside the tensor (a coordinate < 0 or ≥ the extent) are loaded as zero (NaN with the
+  NaN fill) and are not stored; the transaction count is always the whole box.
+
+The descriptor's tensor must lie inside one registered buffer; violations of the driver's encoding
+rules (alignment, strides, box limits) are faults naming the rule.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from ..dialects.nvvm_sm90 import TmaFields, tma_desc_decode, tma_desc_encode
+from ..ir import Op
+from .access import GLOBAL, resolve
+from .host import HOST_IMPLS
+from .machine import Compiler, impl
+
+__all__ = ["swizzle_bytes", "tma_box_copy", "make_desc", "desc_maker"]
+
+_DECODED: OrderedDict = OrderedDict()
+
+
+def _fields(lanes, op, row: np.ndarray) -> TmaFields:
+    key = row.tobytes()
+    f = _DECODED.get(key)
+    if f is None:
+        f = tma_desc_decode(row)
+        if f is None:
+            raise lanes.fault(op, "the TMA descriptor operand is not a descriptor made by tma_make_desc", None)
+        err = f.check()
+        if err:
+            raise lanes.fault(op, f"invalid TMA descriptor: {err}", None)
+        if f.elem_strides != (1,) * f.rank:
+            raise lanes.fault(op, "TMA element strides other than 1 are not supported by the interpreter", None)
+        _DECODED[key] = f
+        if len(_DECODED) > 256:
+            _DECODED.popitem(last=False)
+    return f
+
+
+def swizzle_bytes(addr: np.ndarray, swizzle: int) -> np.ndarray:
+    """Apply the 32/64/128-byte swizzle to absolute shared byte addresses (identity for 0)."""
+    if not swizzle:
+        return addr
+    mask = swizzle // 16 - 1
+    return addr ^ (((addr >> 7) & mask) << 4)
+
+
+def _box(f: TmaFields, coords) -> tuple[np.ndarray, np.ndarray]:
+    """Global byte offsets (from the base) and in-bounds flags of the box, shape ``box[::-1]``."""
+    strides = (f.elem_bytes,) + f.strides
+    g = np.zeros((), np.int64)
+    ok = np.ones((), np.bool_)
+    for i in reversed(range(f.rank)):
+        idx = int(coords[i]) + np.arange(f.box[i], dtype=np.int64)
+        g = g[..., None] + idx * strides[i]
+        ok = ok[..., None] & (idx >= 0) & (idx < f.dims[i])
+    return g, ok
+
+
+def _global_buffer(lanes, op, f: TmaFields, write: bool):
+    """The registered buffer holding the whole tensor of ``f`` (else a fault)."""
+    span = f.elem_bytes + sum((d - 1) * s for d, s in zip(f.dims, (f.elem_bytes,) + f.strides))
+    buf = lanes.memory.find(f.address)
+    if buf is None or f.address + span > buf.end:
+        where = f"buffer '{buf.name}' ends at 0x{buf.end:x}" if buf is not None else "no buffer is registered there"
+        raise lanes.fault(
+            op,
+            f"the TMA descriptor's tensor covers bytes [0x{f.address:x}, 0x{f.address + span:x}) but {where} "
+            f"(extents {f.dims}, byte strides {f.strides})",
+            None,
+        )
+    if write and not buf.u8.flags.writeable:
+        raise lanes.fault(op, f"TMA store into read-only buffer '{buf.name}'", None)
+    return buf
+
+
+def _smem(lanes, op, blk: int, dst: int, nbytes: int, lane: int, align: int, what: str) -> np.ndarray:
+    """The block's shared bytes after checking ``[dst, dst + nbytes)`` (and the alignment)."""
+    if lanes.shared is None:
+        raise lanes.fault(op, f"{what} into shared memory, but the kernel has none", lane)
+    if dst % align:
+        raise lanes.fault(op, f"{what}: shared address 0x{dst:x} is not {align}-byte aligned", lane)
+    resolve(lanes, op, 3, np.array([dst], np.int64), np.array([lane], np.int64), 1, "i8", what, nbytes)
+    S = lanes.S
+    return lanes.shared.u8[blk * S : (blk + 1) * S]
+
+
+def tma_box_copy(lanes, op, f: TmaFields, smem: np.ndarray, s_off: int, coords, to_smem: bool) -> None:
+    """Copy one box between global memory and ``smem`` (the block's bytes) at shared offset ``s_off``."""
+    e = f.elem_bytes
+    g, ok = _box(f, coords)
+    n = g.size
+    lin = np.arange(n, dtype=np.int64) * e + s_off
+    saddr = swizzle_bytes(lin, f.swizzle)[:, None] + np.arange(e, dtype=np.int64)
+    if int(saddr.max()) >= smem.shape[0]:
+        raise lanes.fault(op, f"the TMA box ({n * e} bytes at shared offset 0x{s_off:x}) runs past the end of "
+                          f"shared memory ({smem.shape[0]} bytes)", None)  # fmt: skip
+    buf = _global_buffer(lanes, op, f, write=not to_smem)
+    okf = ok.reshape(-1)
+    gaddr = (f.address - buf.base + g.reshape(-1))[okf][:, None] + np.arange(e, dtype=np.int64)
+    if to_smem:
+        data = np.zeros((n, e), np.uint8)
+        if f.oob_nan and f.dtype_code in (6, 7, 8, 9):
+            data[:] = _nan_bytes(f.dtype_code)
+        data[okf] = buf.u8[gaddr]
+        smem[saddr] = data
+    else:
+        buf.u8[gaddr] = smem[saddr[okf]]
+
+
+def _nan_bytes(code: int) -> np.ndarray:
+    dt = {6: np.float16, 7: np.float32, 8: np.float64}.get(code)
+    if dt is None:  # bf16
+        return np.array([0xC0, 0x7F], np.uint8)
+    return np.array([np.nan], dt).view(np.uint8)
+
+
+def _at(value, lanes, ln: int) -> int:
+    """Lane ``ln``'s value of a scalar (uniform or per lane)."""
+    return int(np.broadcast_to(np.asarray(value).reshape(-1), (lanes.T,))[ln])
+
+
+@impl("nvvm.tma_load")
+def tma_load(op: Op, cc: Compiler):
+    """``cp.async.bulk.tensor`` global → shared, completing the box's bytes on the mbarrier."""
+    d, dst, bar, *cs = cc.slots_of(op.operands)
+
+    def step(env, lanes):
+        from .impl_sm90 import active_lanes, get_barrier
+
+        for ln in active_lanes(lanes).tolist():
+            row = np.asarray(env[d])
+            f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
+            blk = ln // lanes.tpb
+            s_off, b_off = _at(env[dst], lanes, ln), _at(env[bar], lanes, ln)
+            coords = [_at(env[c], lanes, ln) for c in cs]
+            if len(coords) != f.rank:
+                raise lanes.fault(op, f"a rank-{f.rank} descriptor takes {f.rank} coordinates, got {len(coords)}", ln)
+            smem = _smem(lanes, op, blk, s_off, f.box_bytes, ln, 128, "TMA load")
+            b = get_barrier(lanes, op, blk, b_off)
+            tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=True)
+            b.complete_tx(f.box_bytes)
+            if lanes.sched is not None:
+                lanes.sched.bump()
+
+    return step
+
+
+@impl("nvvm.tma_store")
+def tma_store(op: Op, cc: Compiler):
+    """``cp.async.bulk.tensor`` shared → global; out-of-bounds elements are not written."""
+    d, src, *cs = cc.slots_of(op.operands)
+
+    def step(env, lanes):
+        from .impl_sm90 import active_lanes
+
+        for ln in active_lanes(lanes).tolist():
+            row = np.asarray(env[d])
+            f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
+            s_off = _at(env[src], lanes, ln)
+            coords = [_at(env[c], lanes, ln) for c in cs]
+            if len(coords) != f.rank:
+                raise lanes.fault(op, f"a rank-{f.rank} descriptor takes {f.rank} coordinates, got {len(coords)}", ln)
+            smem = _smem(lanes, op, ln // lanes.tpb, s_off, f.box_bytes, ln, 128, "TMA store")
+            tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=False)
+
+    return step
+
+
+def _bulk(op: Op, cc: Compiler, to_smem: bool):
+    if to_smem:
+        dst, src, nb, bar = cc.slots_of(op.operands)
+    else:
+        dst, src, nb = cc.slots_of(op.operands)
+        bar = None
+
+    def step(env, lanes):
+        from .impl_sm90 import active_lanes, get_barrier
+
+        for ln in active_lanes(lanes).tolist():
+            n, d_addr, s_addr = (_at(env[s], lanes, ln) for s in (nb, dst, src))
+            if n <= 0 or n % 16:
+                raise lanes.fault(op, f"a bulk copy moves a positive multiple of 16 bytes, got {n}", ln)
+            g_addr, s_off = (s_addr, d_addr) if to_smem else (d_addr, s_addr)
+            if g_addr % 16:
+                raise lanes.fault(op, f"bulk copy: global address 0x{g_addr:x} is not 16-byte aligned", ln)
+            smem = _smem(lanes, op, ln // lanes.tpb, s_off, n, ln, 16, "bulk copy")
+            ((buf, off, _),) = resolve(lanes, op, GLOBAL, np.array([g_addr], np.int64), np.array([ln]), 1, "i8",
+                                       "read" if to_smem else "write", n)  # fmt: skip
+            o = int(off[0])
+            if to_smem:
+                smem[s_off : s_off + n] = buf.u8[o : o + n]
+                b = get_barrier(lanes, op, ln // lanes.tpb, _at(env[bar], lanes, ln))
+                b.complete_tx(n)
+                if lanes.sched is not None:
+                    lanes.sched.bump()
+            else:
+                if not buf.u8.flags.writeable:
+                    raise lanes.fault(op, f"bulk store into read-only buffer '{buf.name}'", ln)
+                buf.u8[o : o + n] = smem[s_off : s_off + n]
+
+    return step
+
+
+@impl("nvvm.bulk_load")
+def bulk_load(op: Op, cc: Compiler):
+    """``cp.async.bulk`` global → shared, completing its bytes on the mbarrier."""
+    return _bulk(op, cc, to_smem=True)
+
+
+@impl("nvvm.bulk_store")
+def bulk_store(op: Op, cc: Compiler):
+    """``cp.async.bulk`` shared → global."""
+    return _bulk(op, cc, to_smem=False)
+
+
+@impl("nvvm.tma_make_desc")
+def tma_make_desc_in_kernel(op: Op, cc: Compiler):
+    def step(env, lanes):
+        raise lanes.fault(op, "TMA descriptors are made on the host (in the @flyc.jit launcher), not in a kernel", None)
+
+    return step
+
+
+# -- the host op ------------------------------------------------------------------------------------
+
+
+def make_desc(op: Op, ptr: int, dims: list[int], estrides: list[int]) -> np.ndarray:
+    """The canonical descriptor of ``tma_make_desc`` for run-time values (element strides → bytes)."""
+    from ..dialects.nvvm_sm90 import TMA_DTYPES
+
+    code, esize = TMA_DTYPES[str(op.operands[0].type.elem)]
+    f = TmaFields(
+        address=ptr,
+        dtype_code=code,
+        dims=dims,
+        strides=[s * esize for s in estrides],
+        box=op.attrs["box"],
+        swizzle=op.attrs.get("swizzle", 0),
+        oob_nan=op.attrs.get("oob_nan", False),
+        l2_promotion=op.attrs.get("l2_promotion", 0),
+    )
+    err = f.check()
+    if err:
+        from .errors import InterpError
+
+        raise InterpError(f"cannot make a TMA descriptor: {err}", op=op)
+    return tma_desc_encode(f)
+
+
+def desc_maker(op: Op):
+    """``make(ptr, *extents, *strides) -> descriptor`` for one ``tma_make_desc`` op, cached per argument tuple
+    (a launcher called again with the same tensors gets the same record, ready for the encoder's cache)."""
+    rank = len(op.attrs["box"])
+    cache: OrderedDict = OrderedDict()
+
+    def make(*key):
+        d = cache.get(key)
+        if d is None:
+            d = cache[key] = make_desc(op, key[0], list(key[1 : 1 + rank]), list(key[1 + rank :]))
+            if len(cache) > 64:
+                cache.popitem(last=False)
+        return d
+
+    return make
+
+
+def _host_make_desc(op: Op, hc):
+    ins = hc.slots_of(op.operands)
+    r = hc.slot(op.results[0])
+    make = desc_maker(op)
+
+    def step(env):
+        env[r] = make(*[int(env[i]) for i in ins])
+
+    return step
+
+
+HOST_IMPLS["nvvm.tma_make_desc"] = _host_make_desc
