@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One device call: the whole gpu-marked suite, the GEMM examples and the call-path/norm measurements, each
+# step under its own time limit so a slow step cannot eat the call; a compact summary is printed last.
+#   bash benchmarks/gpu_round.sh STEP...      (from the repository root, on the GPU machine)
+# STEP: tests | ex05 | ex05sweep | ex06 | launch | norms | gemmbench | preshuffle | compat   (default: all but
+# the last three). Logs go to $OUT (the device tool brings them back).
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/flydsl_out}
+mkdir -p "$OUT"
+LOG=$OUT/round.log
+SUM=$OUT/steps.txt
+: >"$LOG"
+: >"$SUM"
+
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  echo "===== $name: $*" >>"$LOG"
+  timeout "$limit" "$@" >>"$LOG" 2>&1
+  printf "%-12s rc=%-3s %4ss\n" "$name" "$?" "$((SECONDS - t0))" >>"$SUM"
+}
+
+STEPS=${*:-tests ex05 ex05sweep ex06 launch norms}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >>"$SUM" 2>&1
+for s in $STEPS; do
+  case $s in
+  tests) step tests "${T_TESTS:-160}" python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 --tb=line -rfE tests ;;
+  ex05) step ex05 50 python3 examples/05_gemm_mma_sync.py ;;
+  ex05sweep) step ex05sweep 80 python3 examples/05_gemm_mma_sync.py --sweep ;;
+  ex06) step ex06 100 python3 examples/06_gemm_wgmma.py --bench ;;
+  launch) step launch 40 python3 -m benchmarks.launch_overhead ;;
+  norms) step norms "${T_NORMS:-110}" env FLYDSL_NORM_VARIANTS="${FLYDSL_NORM_VARIANTS:-two_pass,onchip512,iters2,ept8}" \
+    python3 -m benchmarks.run norm_sweep --reps 40 --tag norms --out "$OUT" ;;
+  gemmbench) step gemmbench 150 python3 -m benchmarks.run gemm --reps 30 --tag gemm --out "$OUT" ;;
+  preshuffle) step preshuffle 200 python3 -m benchmarks.run preshuffle_gemm --reps 30 --tag preshuffle --out "$OUT" ;;
+  compat) step compat 150 python3 tools/flydsl_compat.py ;;
+  esac
+done
+
+echo "================ steps"
+cat "$SUM"
+echo "================ tests"
+sed -n '/===== tests/,/===== /p' "$LOG" | grep -E "^(FAILED|ERROR)|passed|failed" | tail -30
+echo "================ gemm examples"
+grep -E "PASS|FAIL|TFLOP|cuBLAS|ratio|^\s*(bf16|f16|fp8|e4m3)" "$LOG" | grep -v "^=====" | tail -45
+echo "================ launch"
+sed -n '/===== launch/,/===== /p' "$LOG" | grep -E "^\[" | tail -12
+J=$(ls -t "$OUT"/*-norms.json 2>/dev/null | head -1)
+if [ -n "$J" ]; then
+  echo "================ norms"
+  python3 -m benchmarks.norm_summary "$J" 2>&1 | tail -40
+fi
