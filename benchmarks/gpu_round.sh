@@ -26,7 +26,7 @@ STEPS=${*:-tests ex05 ex05sweep ex06 launch norms}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >>"$SUM" 2>&1
 for s in $STEPS; do
   case $s in
-  tests) step tests "${T_TESTS:-160}" python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 --tb=line -rfE tests ;;
+  tests) step tests "${T_TESTS:-160}" python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 --tb=short -rfE tests ;;
   ex05) step ex05 50 python3 examples/05_gemm_mma_sync.py ;;
   ex05sweep) step ex05sweep 80 python3 examples/05_gemm_mma_sync.py --sweep ;;
   ex06) step ex06 100 python3 examples/06_gemm_wgmma.py --bench ;;

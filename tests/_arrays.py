@@ -32,7 +32,9 @@ def rand(shape, dtype: str, seed: int) -> np.ndarray:
 
 def _torch_dtype(dtype: np.dtype):
     torch = _torch()
-    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype.name]
+    if dtype == DTYPES["bf16"]:
+        return torch.bfloat16
+    return torch.from_numpy(np.empty(0, dtype)).dtype
 
 
 def to_device(a: np.ndarray, device: str, offset: int = 0):
