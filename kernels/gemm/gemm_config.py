@@ -1,0 +1,235 @@
+"""Tile configurations of the preshuffle GEMM: what is valid for each path, how invalid requests are mapped,
+and the shape heuristic used when no tile is given.
+
+Two paths (docs/gemm.md):
+
+* ``"mma"`` — warp-level ``mma.sync`` with every operand loaded from global memory straight into registers
+  (B in the preshuffled layout, one 16-byte load per lane per two mma k-steps). Any ``tile_m`` that is a
+  multiple of 16; made for small M (decode), correct for every M.
+* ``"wgmma"`` — warpgroup MMA fed by a shared-memory pipeline (TMA for A, one 1-D bulk copy per B panel
+  piece), for large M. Selected by ``path="wgmma"`` or by the heuristic once available.
+
+A configuration names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in elements) and how the
+block's warps share it: ``warps_m × warps_n`` warps side by side over the output tile, times ``warps_k``
+warps that split each ``tile_k`` step between them (their partial sums are added through shared memory
+at the end). Each warp then owns ``tile_m / warps_m`` rows (``mt`` m16 tiles) by ``tile_n / warps_n``
+columns (``nt`` n8 tiles), and loads ``tile_k / warps_k`` of K per main-loop iteration.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+from .preshuffle_layout import ATOM_BYTES, ELEM_BYTES, PANEL_N, check_weight_shape
+from .reference import EPILOGUES, IN_DTYPES, OUT_DTYPES
+
+__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "NUM_SMS", "MAX_WARPS"]
+
+NUM_SMS = 132  # H200
+MAX_WARPS = 16  # 512 threads per block
+MAX_MT, MAX_NT = 4, 4  # m16 / n8 tiles per warp (64 accumulator registers at most)
+STEP_BYTES = 64  # one lane load covers 64 bytes of K per warp row group: two mma k-steps
+
+
+class GemmConfig(NamedTuple):
+    """A validated configuration (a compile-time value: it enters the kernel's cache key)."""
+
+    path: str
+    in_dtype: str
+    out_dtype: str
+    epilogue: str
+    N: int
+    K: int
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    warps_m: int
+    warps_n: int
+    warps_k: int
+
+    @property
+    def elem_bytes(self) -> int:
+        return ELEM_BYTES[self.in_dtype]
+
+    @property
+    def num_warps(self) -> int:
+        return self.warps_m * self.warps_n * self.warps_k
+
+    @property
+    def mt(self) -> int:
+        """m16 tiles per warp."""
+        return self.tile_m // self.warps_m // 16
+
+    @property
+    def nt(self) -> int:
+        """n8 tiles per warp."""
+        return self.tile_n // self.warps_n // 8
+
+    @property
+    def steps_per_warp(self) -> int:
+        """64-byte K steps each warp loads per main-loop iteration."""
+        return self.tile_k * self.elem_bytes // STEP_BYTES // self.warps_k
+
+    @property
+    def iters(self) -> int:
+        """Main-loop iterations (``K / tile_k``)."""
+        return self.K // self.tile_k
+
+    def describe(self) -> str:
+        return (
+            f"{self.path} tile {self.tile_m}x{self.tile_n}x{self.tile_k}, warps {self.warps_m}x{self.warps_n}"
+            f"x{self.warps_k} ({self.num_warps * 32} threads; per warp {self.mt}x{self.nt} mma tiles, "
+            f"{self.steps_per_warp} loads of 64 B of K per row group per iteration)"
+        )
+
+
+_noted: set = set()
+
+
+def _note(key, msg: str) -> None:
+    """Say ``msg`` once per process (a UserWarning), however many times the same mapping happens."""
+    if key not in _noted:
+        _noted.add(key)
+        warnings.warn(f"compile_preshuffle_gemm: {msg}", stacklevel=4)
+
+
+def _divisors(n: int, step: int) -> list[int]:
+    return [d for d in range(step, n + 1, step) if n % d == 0]
+
+
+def _nearest(value: int, candidates: list[int]) -> int:
+    return min(candidates, key=lambda c: (abs(c - value), -c))
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << (max(1, x).bit_length() - 1)
+
+
+def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tuple[int, int, int]:
+    """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized).
+
+    The mma path (the only one the heuristic picks so far): ``tile_m`` the smallest of 16/32/64 that
+    covers M (capped at 64); ``tile_n`` the largest of 64/32/16/8 that still gives about two blocks per
+    SM (``N / tile_n >= 1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads
+    it keeps in flight); ``tile_k`` 1024 bytes of K (8 warps splitting K, one 128-byte atom each per
+    iteration), or the largest of 512/256/128 bytes that divides K.
+    """
+    m = 16 if M is None else M
+    tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
+    tile_n = 8
+    for cand in (64, 32, 16, 8):
+        if N % cand == 0 and N // cand >= 1.9 * NUM_SMS:
+            tile_n = cand
+            break
+    e = ELEM_BYTES[in_dtype]
+    kb = K * e
+    tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0)
+    return tile_m, tile_n, tile_kb // e
+
+
+def _warps(tile_m: int, tile_n: int, tile_kb: int) -> tuple[int, int, int]:
+    """Default warp split: at most 4×4 mma tiles per warp, then as many K-splitting warps as fit in 8 warps
+    (each taking whole 128-byte atoms of K)."""
+    m16, n8 = tile_m // 16, tile_n // 8
+    wm = max(1, m16 // MAX_MT)
+    wn = max(1, n8 // MAX_NT)
+    while m16 % wm:
+        wm += 1
+    while n8 % wn:
+        wn += 1
+    wk = 1
+    while wm * wn * wk * 2 <= 8 and tile_kb % (ATOM_BYTES * wk * 2) == 0:
+        wk *= 2
+    return wm, wn, wk
+
+
+def make_config(
+    *,
+    N: int,
+    K: int,
+    tile_m: int | None,
+    tile_n: int | None,
+    tile_k: int | None,
+    in_dtype: str = "fp8",
+    out_dtype: str = "bf16",
+    epilogue: str = "none",
+    path: str | None = None,
+    warps: tuple[int, int, int] | None = None,
+    M: int | None = None,
+) -> GemmConfig:
+    """Validate a request and return the configuration the kernel will use.
+
+    Raises ``ValueError`` for what cannot be mapped (dtypes, epilogue, N/K the preshuffled layout cannot
+    hold, non-positive tiles, impossible warp splits). Tile values that are merely invalid for the path
+    are mapped to the nearest valid one, with a warning said once.
+    """
+    if in_dtype not in IN_DTYPES:
+        raise ValueError(f"in_dtype must be one of {IN_DTYPES}, got {in_dtype!r} (fp4/MXFP4 is AMD gfx950-only)")
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"out_dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
+    if epilogue not in EPILOGUES:
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    path = path or "mma"
+    if path != "mma":
+        raise ValueError(f"path must be 'mma' (the wgmma path is not built yet), got {path!r}")
+    e = ELEM_BYTES[in_dtype]
+    check_weight_shape(N, K, e)
+    given = (tile_m, tile_n, tile_k)
+    for name, v in zip(("tile_m", "tile_n", "tile_k"), given):
+        if v is not None and (type(v) is not int or v <= 0):
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    hm, hn, hk = heuristic_tiles(N, K, in_dtype, M)
+    tile_m = hm if tile_m is None else tile_m
+    tile_n = hn if tile_n is None else tile_n
+    tile_k = hk if tile_k is None else tile_k
+
+    if tile_m % 16 or tile_m > 128:
+        new = min(128, max(16, -(-tile_m // 16) * 16))
+        _note(("tile_m", tile_m), f"tile_m={tile_m} is not a multiple of 16 up to 128 (mma.sync rows); using {new}")
+        tile_m = new
+    n_ok = [d for d in _divisors(N, 8) if d <= 256]
+    if tile_n not in n_ok:
+        new = _nearest(tile_n, n_ok)
+        _note(
+            ("tile_n", N, tile_n), f"tile_n={tile_n} must be a multiple of 8 dividing N={N} (at most 256); using {new}"
+        )
+        tile_n = new
+    kb = K * e
+    k_ok = [d // e for d in _divisors(kb, ATOM_BYTES) if d <= 4096]
+    if tile_k not in k_ok:
+        new = _nearest(tile_k, k_ok)
+        _note(
+            ("tile_k", K, e, tile_k),
+            f"tile_k={tile_k} must be a multiple of {ATOM_BYTES // e} dividing K={K} (whole 128-byte atoms); "
+            f"using {new}",
+        )
+        tile_k = new
+
+    tile_kb = tile_k * e
+    if warps is None:
+        wm, wn, wk = _warps(tile_m, tile_n, tile_kb)
+    else:
+        wm, wn, wk = (int(w) for w in warps)
+        problems = []
+        if min(wm, wn, wk) < 1 or wm * wn * wk > MAX_WARPS:
+            problems.append(f"1 to {MAX_WARPS} warps")
+        elif (tile_m // 16) % wm or (tile_n // 8) % wn:
+            problems.append("warps_m dividing tile_m/16 and warps_n dividing tile_n/8")
+        elif tile_kb % (ATOM_BYTES * wk):
+            problems.append(f"warps_k dividing tile_k into whole {ATOM_BYTES}-byte atoms")
+        if problems:
+            raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
+    cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
+    if cfg.mt > MAX_MT * 2 or cfg.nt > MAX_NT * 2:
+        raise ValueError(f"{cfg.describe()}: at most {2 * MAX_MT}x{2 * MAX_NT} mma tiles per warp (registers)")
+    return cfg
+
+
+def grid_blocks(cfg: GemmConfig, M: int) -> int:
+    """Blocks of a launch for ``M`` rows."""
+    return (cfg.N // cfg.tile_n) * math.ceil(M / cfg.tile_m)
+
+
+assert PANEL_N % 8 == 0
