@@ -110,10 +110,25 @@ def pertoken_quant(x, quant_dtype: str):
     return q.astype(_NP[quant_dtype]), scale
 
 
-def make_inputs(M: int, N: int, K: int, in_dtype: str, *, seed: int = 0, bias_dtype: str | None = None):
-    """FlyDSL's test inputs as numpy arrays: ``a`` (M×K) and ``b`` (N×K) drawn from N(0, 1) in float32,
-    quantized per row for 8-bit types (``sa`` [M], ``sb`` [N] float32) or rounded for 16-bit ones
-    (``sa = sb = None``); ``bias`` [N] in ``bias_dtype`` when given. Returns ``(a, b, sa, sb, bias)``."""
+def make_inputs(M: int, N: int, K: int, in_dtype: str, *, seed: int = 0, bias_dtype: str | None = None, device=None):
+    """FlyDSL's test inputs: ``a`` (M×K) and ``b`` (N×K) drawn from N(0, 1) in float32, quantized per row
+    for 8-bit types (``sa`` [M], ``sb`` [N] float32) or rounded for 16-bit ones (``sa = sb = None``);
+    ``bias`` [N] in ``bias_dtype`` when given. numpy arrays, or torch tensors made on ``device`` (e.g.
+    ``"cuda"``: large problems are drawn and quantized on the GPU). Returns ``(a, b, sa, sb, bias)``."""
+    if device is not None:
+        import torch
+
+        gen = torch.Generator(device=device).manual_seed(seed)
+        a32 = torch.randn((M, K), generator=gen, device=device, dtype=torch.float32)
+        b32 = torch.randn((N, K), generator=gen, device=device, dtype=torch.float32)
+        bias = None
+        if bias_dtype:
+            bias = torch.randn(N, generator=gen, device=device, dtype=torch.float32).to(_torch_dtype(bias_dtype))
+        if in_dtype in ("fp8", "int8"):
+            a, sa = pertoken_quant(a32, in_dtype)
+            b, sb = pertoken_quant(b32, in_dtype)
+            return a, b, sa.reshape(-1), sb.reshape(-1), bias
+        return a32.to(_torch_dtype(in_dtype)), b32.to(_torch_dtype(in_dtype)), None, None, bias
     rng = np.random.default_rng(seed)
     a32 = rng.standard_normal((M, K), dtype=np.float32)
     b32 = rng.standard_normal((N, K), dtype=np.float32)
@@ -129,12 +144,18 @@ def _gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
 
 
-def apply_epilogue(c: np.ndarray, epilogue: str, bias=None) -> np.ndarray:
-    """``c`` (float32 numpy) after the fused epilogue ``epilogue`` (with ``bias`` [N] for ``bias*``)."""
+def apply_epilogue(c, epilogue: str, bias=None):
+    """``c`` (float32, numpy or torch) after the fused epilogue ``epilogue`` (``bias`` [N] for ``bias*``)."""
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     if epilogue == "none":
         return c
+    if _is_torch(c):
+        import torch.nn.functional as F
+
+        c = c + bias.float()[None, :]
+        act = {"bias_relu": F.relu, "bias_silu": F.silu, "bias_gelu": lambda x: F.gelu(x, approximate="tanh")}
+        return act[epilogue](c) if epilogue in act else c
     c = c + to_numpy(bias).astype(np.float32)[None, :]
     if epilogue == "bias_relu":
         return np.maximum(c, 0)
@@ -145,9 +166,22 @@ def apply_epilogue(c: np.ndarray, epilogue: str, bias=None) -> np.ndarray:
     return c
 
 
-def reference_gemm(a, b, sa=None, sb=None, *, bias=None, epilogue: str = "none") -> np.ndarray:
-    """``(a·sa[:, None]) @ (b·sb[:, None])ᵀ`` in float32 (``b`` is N×K, not shuffled), then the epilogue;
-    a float32 numpy array ``[M, N]``."""
+def reference_gemm(a, b, sa=None, sb=None, *, bias=None, epilogue: str = "none"):
+    """``(a·sa[:, None]) @ (b·sb[:, None])ᵀ`` in float32 (``b`` is N×K, not shuffled), then the epilogue:
+    ``[M, N]`` float32, numpy for numpy inputs, torch (same device, TF32 off) for torch inputs."""
+    if _is_torch(a):
+        import torch
+
+        a32, b32 = a.float(), b.float()
+        if sa is not None and sb is not None:
+            a32, b32 = a32 * sa.float().reshape(-1, 1), b32 * sb.float().reshape(-1, 1)
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            c = a32 @ b32.T
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        return apply_epilogue(c, epilogue, bias)
     a32 = to_numpy(a).astype(np.float32)
     b32 = to_numpy(b).astype(np.float32)
     if sa is not None and sb is not None:
@@ -156,29 +190,44 @@ def reference_gemm(a, b, sa=None, sb=None, *, bias=None, epilogue: str = "none")
     return apply_epilogue(a32 @ b32.T, epilogue, bias)
 
 
-def check_allclose(x, y, rtol: float = 1e-2, atol: float = 1e-2) -> float:
-    """The fraction of elements of ``x`` not within ``atol + rtol·|y|`` of ``y`` (NaN counts as a miss)."""
+def _stats(x, y, rtol, atol):
+    """``(fraction not close, 1 - 2Σxy/Σ(x²+y²), max |x-y|, mean |x-y|, NaN count)`` in float64, computed
+    where the data live (torch tensors on their device)."""
+    if _is_torch(x) or _is_torch(y):
+        import torch
+
+        x = x.double() if _is_torch(x) else torch.from_numpy(np.asarray(x, np.float64))
+        y = y.double().to(x.device) if _is_torch(y) else torch.from_numpy(np.asarray(y, np.float64)).to(x.device)
+        d = (x - y).abs()
+        bad = 1.0 - (d <= atol + rtol * y.abs()).double().mean().item() if x.numel() else 0.0
+        den = (x * x + y * y).sum().item()
+        diff = 0.0 if den == 0 else 1.0 - 2.0 * (x * y).sum().item() / den
+        nan = int(torch.isnan(x).sum().item())
+        return bad, diff, d.max().item() if x.numel() else 0.0, d.mean().item() if x.numel() else 0.0, nan
     x = to_numpy(x).astype(np.float64)
     y = to_numpy(y).astype(np.float64)
-    close = np.abs(x - y) <= atol + rtol * np.abs(y)
-    return float(1.0 - close.mean()) if close.size else 0.0
+    d = np.abs(x - y)
+    bad = float(1.0 - (d <= atol + rtol * np.abs(y)).mean()) if x.size else 0.0
+    den = float((x * x + y * y).sum())
+    diff = 0.0 if den == 0 else 1.0 - 2.0 * float((x * y).sum()) / den
+    return bad, diff, float(d.max()) if x.size else 0.0, float(d.mean()) if x.size else 0.0, int(np.isnan(x).sum())
+
+
+def check_allclose(x, y, rtol: float = 1e-2, atol: float = 1e-2) -> float:
+    """The fraction of elements of ``x`` not within ``atol + rtol·|y|`` of ``y`` (NaN counts as a miss)."""
+    return _stats(x, y, rtol, atol)[0]
 
 
 def verify_output(c, ref, rtol: float = 0.1, atol: float = 0.1, logits_diff_threshold: float = 2e-3, log=print):
     """FlyDSL's ``verify_output``: True when at most 5% of the elements miss the tolerance, or else when
     ``1 - 2·Σxy / Σ(x² + y²) <= logits_diff_threshold``. NaN in ``c`` always fails."""
-    x = to_numpy(c).astype(np.float64)
-    y = to_numpy(ref).astype(np.float64)
-    if np.isnan(x).any():
-        log(f"✗ Check failed: {int(np.isnan(x).sum())} NaN element(s) in the output")
+    bad, diff, dmax, dmean, nan = _stats(c, ref, rtol, atol)
+    if nan:
+        log(f"✗ Check failed: {nan} NaN element(s) in the output")
         return False
-    bad = check_allclose(x, y, rtol, atol)
     if bad < 0.05:
         return True
-    den = float((x * x + y * y).sum())
-    diff = 0.0 if den == 0 else 1.0 - 2.0 * float((x * y).sum()) / den
-    d = np.abs(x - y)
-    log(f"Logits Diff: {diff:.6f}, Max Diff: {d.max():.6f}, Mean Diff: {d.mean():.6f} ({bad:.1%} not close)")
+    log(f"Logits Diff: {diff:.6f}, Max Diff: {dmax:.6f}, Mean Diff: {dmean:.6f} ({bad:.1%} not close)")
     if not diff <= logits_diff_threshold:
         log(f"✗ Check failed: logits_diff {diff} > {logits_diff_threshold}")
         return False

@@ -147,6 +147,29 @@ def test_fp16_output_and_fp8_passed_as_fp8(interpreter):
     assert res.ok and res.guard_ok and res.rel_err < 2**-9
 
 
+@pytest.mark.parametrize("in_dtype", ["fp8", "bf16"])
+def test_torch_cpu_tensors_on_the_interpreter(in_dtype, interpreter):
+    """FlyDSL's calling convention with torch tensors (fp8 as an int8 view, flat views, empty scales for
+    bf16): inputs drawn, quantized and checked by the torch branches of kernels.gemm.reference."""
+    torch = pytest.importorskip("torch")
+    M, N, K = 19, 64, 256
+    a, b, sa, sb, bias = make_inputs(M, N, K, in_dtype, seed=5, bias_dtype="bf16", device="cpu")
+    fn = compile_preshuffle_gemm(N=N, K=K, tile_m=16, tile_n=32, tile_k=128, in_dtype=in_dtype, epilogue="bias_silu")
+    c = torch.full((M + 16, N), -8192.0, dtype=torch.bfloat16)
+    empty = torch.empty((0,), dtype=torch.float32)
+    bs = shuffle_weight(b)
+    if in_dtype == "fp8":
+        a, bs = a.view(torch.int8), bs.view(torch.int8)
+    fn(c[:M].view(-1), a.view(-1), bs.view(-1), sa if sa is not None else empty, sb if sb is not None else empty,
+       bias, M, N)  # fmt: skip
+    ref = reference_gemm(make_inputs(M, N, K, in_dtype, seed=5, device="cpu")[0], b, sa, sb, bias=bias,
+                         epilogue="bias_silu")  # fmt: skip
+    assert isinstance(ref, torch.Tensor)
+    assert verify_output(c[:M].float(), ref)
+    assert (c[:M].float() - ref).abs().max().item() <= 2**-7 * ref.abs().max().item()
+    assert (c[M:] == -8192.0).all()
+
+
 def test_one_kernel_serves_every_m(interpreter):
     """M is a run-time argument: the same launcher runs M = 1, 16 and 33 (one compiled kernel)."""
     fn = compile_preshuffle_gemm(N=64, K=128, tile_m=16, tile_n=32, tile_k=128, in_dtype="int8")
