@@ -135,6 +135,7 @@ def run_gemm(
     warmup: int = 3,
     graph: bool = False,
     cublas: bool = False,
+    graph_check: bool = False,
     int8_view: bool = True,
     seed: int = 0,
     log=print,
@@ -142,8 +143,10 @@ def run_gemm(
 ) -> GemmResult:
     """Build (or take ``launch_fn``), run and check one problem; time it (and cuBLAS) when ``bench``.
 
-    ``int8_view``: pass fp8 tensors as int8 views, as FlyDSL's test does. Returns a :class:`GemmResult`;
-    ``ok`` covers FlyDSL's tolerance rule and the untouched guard rows.
+    ``int8_view``: pass fp8 tensors as int8 views, as FlyDSL's test does. ``graph_check`` (CUDA): also
+    capture one launch in a CUDA graph and check what its replay writes (the launch must follow the
+    capturing stream). Returns a :class:`GemmResult`; ``ok`` covers FlyDSL's tolerance rule and the
+    untouched guard rows (of every run).
     """
     cuda = cuda_device() if cuda is None else cuda
     if launch_fn is None:
@@ -181,21 +184,37 @@ def run_gemm(
     }
 
     def args(d, c):
-        return (c[:M].reshape(-1), d["a"].reshape(-1), d["b"].reshape(-1), d["sa"], d["sb"], d["bias"], M, N)
+        """FlyDSL's arguments; on CUDA the stream current at the call (the capturing one inside a graph)."""
+        base = (c[:M].reshape(-1), d["a"].reshape(-1), d["b"].reshape(-1), d["sa"], d["sb"], d["bias"], M, N)
+        return (*base, torch.cuda.current_stream()) if cuda else base
 
-    launch_fn(*args(ops, c_all))
-    if cuda:
+    def check(run) -> tuple:
+        run()
+        if not cuda:
+            c = c_all[:M].astype(np.float32)
+            scale = float(np.abs(ref).max()) or 1.0
+            rel = float(np.nanmax(np.abs(c - ref))) / scale if c.size else 0.0
+            return bool((c_all[M:] == SENTINEL).all()), verify_output(c, ref, log=log), rel
         torch.cuda.synchronize()
-        guard_ok = bool((c_all[M:] == SENTINEL).all().item())
         c = c_all[:M].float()
         scale = float(ref.abs().max().item()) or 1.0
         rel = float((c - ref).abs().max().item()) / scale if c.numel() else 0.0
-    else:
-        guard_ok = bool((c_all[M:] == SENTINEL).all())
-        c = c_all[:M].astype(np.float32)
-        scale = float(np.abs(ref).max()) or 1.0
-        rel = float(np.nanmax(np.abs(c - ref))) / scale if c.size else 0.0
-    ok = verify_output(c, ref, rtol=0.1, atol=0.1, log=log)
+        return bool((c_all[M:] == SENTINEL).all().item()), verify_output(c, ref, log=log), rel
+
+    guard_ok, ok, rel = check(lambda: launch_fn(*args(ops, c_all)))
+    if cuda and graph_check:
+        c_all.fill_(SENTINEL)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side), torch.cuda.graph(graph, stream=side):
+            launch_fn(*args(ops, c_all))
+        torch.cuda.current_stream().wait_stream(side)
+        c_all.fill_(SENTINEL)
+        g_guard, g_ok, g_rel = check(graph.replay)
+        if not g_ok:
+            log("✗ the CUDA-graph replay computed a wrong result (was the launch captured?)")
+        guard_ok, ok, rel = guard_ok and g_guard, ok and g_ok, max(rel, g_rel)
     if rel != rel:
         rel = float("inf")
     if not guard_ok:

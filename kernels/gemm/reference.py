@@ -234,13 +234,24 @@ def verify_output(c, ref, rtol: float = 0.1, atol: float = 0.1, logits_diff_thre
     return True
 
 
+def _padded(a, rows: int):
+    """``a`` with zero rows appended up to ``rows`` (cuBLASLt's fp8/int8 GEMMs refuse some small M)."""
+    import torch
+
+    p = torch.zeros((rows, a.shape[1]), dtype=a.dtype, device=a.device)
+    p[: a.shape[0]] = a
+    return p
+
+
 def cublas_gemm(in_dtype: str, out_dtype: str, a, b, sa=None, sb=None, *, bias=None, epilogue: str = "none"):
     """A thunk computing the same GEMM through cuBLAS (torch CUDA tensors; ``b`` N×K, not shuffled).
 
     fp8: ``torch._scaled_mm`` with row-wise scales (``sa`` [M, 1], ``sb`` [1, N]); int8: ``torch._int_mm``
-    (i32; cuBLASLt needs more than 16 rows, so fewer rows are padded to 32 and the time includes them),
-    then the scales and the cast; bf16/fp16: ``torch.matmul``. The epilogue (bias, activation) follows in
-    torch. Returns ``fn() -> C``.
+    (int32), then the scales and the cast; bf16/fp16: ``torch.matmul``. The epilogue (bias, activation)
+    follows in torch. Where cuBLASLt refuses the row count (``_int_mm`` needs more than 16 rows; fp8 may
+    need a multiple of 16), A is padded with zero rows — the time then includes them — and the result
+    cut back to M rows. The thunk is run once here (eagerly) to pick the form that works. Returns
+    ``fn() -> C``.
     """
     import torch
     import torch.nn.functional as F
@@ -260,22 +271,27 @@ def cublas_gemm(in_dtype: str, out_dtype: str, a, b, sa=None, sb=None, *, bias=N
             c = c + bias
         return act(c) if act is not None else c
 
-    if in_dtype == "fp8":
-        sa2, sb2 = sa.reshape(-1, 1).float(), sb.reshape(1, -1).float()
-        bt = b.t()
-        return lambda: finish(torch._scaled_mm(a, bt, scale_a=sa2, scale_b=sb2, out_dtype=odt))
-    if in_dtype == "int8":
-        sa2, sb2 = sa.reshape(-1, 1).float(), sb.reshape(1, -1).float()
-        ap = a
-        if M <= 16:
-            ap = torch.zeros((32, a.shape[1]), dtype=a.dtype, device=a.device)
-            ap[:M] = a
-        bt = b.t()
-
-        def run_int8():
-            c = torch._int_mm(ap, bt)[:M]
-            return finish((c.float() * sa2 * sb2).to(odt))
-
-        return run_int8
     bt = b.t()
-    return lambda: finish(torch.matmul(a, bt)).to(odt)
+    if in_dtype == "bf16" or in_dtype == "fp16":
+        return lambda: finish(torch.matmul(a, bt)).to(odt)
+    sb2 = sb.reshape(1, -1).float()
+
+    def make(rows: int):
+        ap = a if rows == M else _padded(a, rows)
+        sa2 = sa.reshape(-1, 1).float()
+        sa2 = sa2 if rows == M else _padded(sa2, rows)
+        if in_dtype == "fp8":
+            return lambda: finish(torch._scaled_mm(ap, bt, scale_a=sa2, scale_b=sb2, out_dtype=odt)[:M])
+        return lambda: finish((torch._int_mm(ap, bt)[:M].float() * sa2[:M] * sb2).to(odt))
+
+    padded = max(32, -(-M // 16) * 16)
+    try:
+        fn = make(M)
+        fn()
+        return fn
+    except RuntimeError:
+        if padded == M:
+            raise
+    fn = make(padded)
+    fn()
+    return fn
