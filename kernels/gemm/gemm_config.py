@@ -6,14 +6,17 @@ Two paths (docs/gemm.md):
 * ``"mma"`` — warp-level ``mma.sync`` with every operand loaded from global memory straight into registers
   (B in the preshuffled layout, one 16-byte load per lane per two mma k-steps). Any ``tile_m`` that is a
   multiple of 16; made for small M (decode), correct for every M.
-* ``"wgmma"`` — warpgroup MMA fed by a shared-memory pipeline (TMA for A, one 1-D bulk copy per B panel
-  piece), for large M. Selected by ``path="wgmma"`` or by the heuristic once available.
+* ``"wgmma"`` — warpgroup MMA fed by a shared-memory pipeline (TMA for A, one 1-D bulk copy per 8-KB
+  piece of B), for large M (sm_90a). ``tile_m`` 64 or 128 (one or two consumer warpgroups), ``tile_n`` a
+  multiple of 64 up to 256 dividing N, ``tile_k`` one or two 128-byte K atoms; ``stages`` as many as fit
+  in 200 KB of shared memory (at most 8).
 
-A configuration names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in elements) and how the
-block's warps share it: ``warps_m × warps_n`` warps side by side over the output tile, times ``warps_k``
-warps that split each ``tile_k`` step between them (their partial sums are added through shared memory
-at the end). Each warp then owns ``tile_m / warps_m`` rows (``mt`` m16 tiles) by ``tile_n / warps_n``
-columns (``nt`` n8 tiles), and loads ``tile_k / warps_k`` of K per main-loop iteration.
+The path follows ``tile_m``: below 64 rows the mma path, from 64 on the wgmma path (``path=`` forces
+one). A configuration of the mma path names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in
+elements) and how the block's warps share it: ``warps_m × warps_n`` warps side by side over the output
+tile, times ``warps_k`` warps that split each ``tile_k`` step between them (their partial sums are added
+through shared memory at the end). Each warp then owns ``tile_m / warps_m`` rows (``mt`` m16 tiles) by
+``tile_n / warps_n`` columns (``nt`` n8 tiles), and loads ``tile_k / warps_k`` of K per iteration.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ from typing import NamedTuple
 from .preshuffle_layout import ATOM_BYTES, ELEM_BYTES, PANEL_N, check_weight_shape
 from .reference import EPILOGUES, IN_DTYPES, OUT_DTYPES
 
-__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "NUM_SMS", "MAX_WARPS"]
+__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "NUM_SMS", "MAX_WARPS", "PATHS"]
 
 NUM_SMS = 132  # H200
 MAX_WARPS = 16  # 512 threads per block
 MAX_MT, MAX_NT = 4, 4  # m16 / n8 tiles per warp (64 accumulator registers at most)
 STEP_BYTES = 64  # one lane load covers 64 bytes of K per warp row group: two mma k-steps
+PATHS = ("mma", "wgmma")
+SMEM_BUDGET = 200 * 1024  # wgmma stages (the rest of the 227 KB: barriers, alignment)
+MAX_STAGES = 8
 
 
 class GemmConfig(NamedTuple):
@@ -48,6 +54,7 @@ class GemmConfig(NamedTuple):
     warps_m: int
     warps_n: int
     warps_k: int
+    stages: int = 0  # wgmma: shared-memory stages (0 on the mma path)
 
     @property
     def elem_bytes(self) -> int:
@@ -78,6 +85,11 @@ class GemmConfig(NamedTuple):
         return self.K // self.tile_k
 
     def describe(self) -> str:
+        if self.path == "wgmma":
+            return (
+                f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, "
+                f"{self.tile_m // 64} consumer warpgroup(s) + 1 producer ({128 * (1 + self.tile_m // 64)} threads)"
+            )
         return (
             f"{self.path} tile {self.tile_m}x{self.tile_n}x{self.tile_k}, warps {self.warps_m}x{self.warps_n}"
             f"x{self.warps_k} ({self.num_warps * 32} threads; per warp {self.mt}x{self.nt} mma tiles, "
@@ -110,21 +122,33 @@ def _pow2_floor(x: int) -> int:
 def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tuple[int, int, int]:
     """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized).
 
-    The mma path (the only one the heuristic picks so far): ``tile_m`` the smallest of 16/32/64 that
-    covers M (capped at 64); ``tile_n`` the largest of 64/32/16/8 that still gives about two blocks per
-    SM (``N / tile_n >= 1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads
-    it keeps in flight); ``tile_k`` 1024 bytes of K (8 warps splitting K, one 128-byte atom each per
-    iteration), or the largest of 512/256/128 bytes that divides K.
+    * ``M <= 64`` (or unknown): the mma path. ``tile_m`` the smallest of 16/32/64 that covers M;
+      ``tile_n`` the largest of 64/32/16/8 that still gives about two blocks per SM (``N / tile_n >=
+      1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads it keeps in
+      flight); ``tile_k`` 1024 bytes of K (8 warps splitting K, one 128-byte atom each per iteration), or
+      the largest of 512/256/128 bytes that divides K.
+    * larger M: the wgmma path, 128 x 256 x (128 bytes) when N allows and the last wave of the persistent
+      grid stays at least 90% full, else 128 x 128, else 128 x 64.
     """
+    e = ELEM_BYTES[in_dtype]
+    kb = K * e
     m = 16 if M is None else M
+    if m > 64:
+        tile_n = 64
+        for cand in (256, 128):
+            if N % cand:
+                continue
+            tiles = -(-m // 128) * (N // cand)
+            if cand == 128 or tiles / (-(-tiles // NUM_SMS) * NUM_SMS) >= 0.9:
+                tile_n = cand
+                break
+        return 128, tile_n, ATOM_BYTES // e
     tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
     tile_n = 8
     for cand in (64, 32, 16, 8):
         if N % cand == 0 and N // cand >= 1.9 * NUM_SMS:
             tile_n = cand
             break
-    e = ELEM_BYTES[in_dtype]
-    kb = K * e
     tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0)
     return tile_m, tile_n, tile_kb // e
 
@@ -171,9 +195,8 @@ def make_config(
         raise ValueError(f"out_dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
-    path = path or "mma"
-    if path != "mma":
-        raise ValueError(f"path must be 'mma' (the wgmma path is not built yet), got {path!r}")
+    if path is not None and path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
     e = ELEM_BYTES[in_dtype]
     check_weight_shape(N, K, e)
     given = (tile_m, tile_n, tile_k)
@@ -184,6 +207,13 @@ def make_config(
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
     tile_k = hk if tile_k is None else tile_k
+    path = path or ("wgmma" if tile_m >= 64 else "mma")
+    if path == "wgmma":
+        if warps is not None:
+            raise ValueError(
+                "warps=(...) applies to the mma path; the wgmma path has one producer and tile_m/64 consumer warpgroups"
+            )
+        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k)
 
     if tile_m % 16 or tile_m > 128:
         new = min(128, max(16, -(-tile_m // 16) * 16))
@@ -225,6 +255,36 @@ def make_config(
     if cfg.mt > MAX_MT * 2 or cfg.nt > MAX_NT * 2:
         raise ValueError(f"{cfg.describe()}: at most {2 * MAX_MT}x{2 * MAX_NT} mma tiles per warp (registers)")
     return cfg
+
+
+def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k) -> GemmConfig:
+    e = ELEM_BYTES[in_dtype]
+    if tile_m not in (64, 128):
+        new = 64 if tile_m < 96 else 128
+        _note(
+            ("wg_tile_m", tile_m),
+            f"tile_m={tile_m}: the wgmma path takes 64 or 128 (one or two consumer warpgroups); using {new}",
+        )
+        tile_m = new
+    n_ok = [d for d in _divisors(N, PANEL_N) if d <= 256]
+    if tile_n not in n_ok:
+        new = _nearest(tile_n, n_ok)
+        _note(
+            ("wg_tile_n", N, tile_n),
+            f"tile_n={tile_n}: the wgmma path takes a multiple of 64 dividing N={N} (at most 256); using {new}",
+        )
+        tile_n = new
+    k_ok = [d // e for d in (ATOM_BYTES, 2 * ATOM_BYTES) if (K * e) % d == 0]
+    if tile_k not in k_ok:
+        new = _nearest(tile_k, k_ok)
+        _note(
+            ("wg_tile_k", K, e, tile_k),
+            f"tile_k={tile_k}: the wgmma path stages one or two 128-byte K atoms ({k_ok}); using {new}",
+        )
+        tile_k = new
+    stage_bytes = (tile_m + tile_n) * tile_k * e
+    stages = max(2, min(MAX_STAGES, SMEM_BUDGET // stage_bytes))
+    return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages)
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

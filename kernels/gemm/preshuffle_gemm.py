@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config
 from .gemm_mma_sync import build_mma_sync_gemm
+from .gemm_wgmma import build_wgmma_gemm
 from .preshuffle_layout import preshuffle_layout, shuffle_weight, unshuffle_weight
 
 __all__ = [
@@ -62,7 +63,8 @@ def compile_preshuffle_gemm(
     warps_n, warps_k)``) override the automatic choices; ``M`` is a hint for the tile heuristic only.
 
     ``use_async_copy`` and ``lds_stage`` (FlyDSL: A through the gfx950 LDS DMA, shared-memory stages) are
-    accepted; the mma path keeps every operand in registers and uses neither (said once).
+    accepted: the wgmma path always copies asynchronously (TMA, bulk copies) into as many stages as fit;
+    the mma path keeps every operand in registers and uses neither (said once).
 
     Raises:
         ValueError: unsupported dtypes or epilogue, ``N``/``K`` that the preshuffled layout cannot hold,
@@ -95,4 +97,11 @@ def compile_preshuffle_gemm(
             "use_async_copy/lds_stage select shared-memory staging, which the mma path (operands straight "
             "from global memory into registers) does not use; ignored",
         )
+    if cfg.path == "wgmma":
+        if lds_stage != 2:
+            _note(
+                ("wg-stages", lds_stage),
+                f"lds_stage={lds_stage}: the wgmma path uses {cfg.stages} stages (as many as fit)",
+            )
+        return build_wgmma_gemm(cfg)
     return build_mma_sync_gemm(cfg)

@@ -135,6 +135,33 @@ def test_gemm_interpreter(in_dtype, M, N, K, tiles, warps, interpreter):
     assert res.rel_err < 2**-7, res.rel_err
 
 
+# the wgmma path (tile_m 64 or 128): M below one tile, M past a tile, one and two 128-byte K atoms per stage,
+# N tiles of 64 to 256, the persistent grid walking several tiles per block (tiles > 132 is not reachable
+# on the interpreter cheaply; several tiles per block are: M=257 with tile_n=64 gives 9 x 2 tiles)
+WG_CASES = [
+    (1, 64, 512, (64, 64, 256)),
+    (130, 256, 256, (128, 256, 128)),
+    (33, 192, 384, (64, 192, 128)),
+    (257, 128, 512, (128, 64, 256)),
+]
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize(
+    "M,N,K,tiles", WG_CASES, ids=[f"M{m}-N{n}-K{k}-t{'x'.join(map(str, t))}" for m, n, k, t in WG_CASES]
+)
+def test_gemm_wgmma_interpreter(in_dtype, M, N, K, tiles, interpreter):
+    res = _run_cpu(in_dtype, M, N, K, tiles, seed=M + N)
+    assert res.config.startswith("wgmma")
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
+@pytest.mark.parametrize("epilogue", ["bias_relu", "bias_gelu"])
+def test_wgmma_epilogue_interpreter(epilogue, interpreter):
+    res = _run_cpu("int8", 70, 128, 256, (64, 128, 128), epilogue=epilogue, seed=3)
+    assert res.config.startswith("wgmma") and res.ok and res.guard_ok and res.rel_err < 2**-7
+
+
 @pytest.mark.parametrize("epilogue", ["bias", "bias_relu", "bias_silu", "bias_gelu"])
 @pytest.mark.parametrize("in_dtype", ["bf16", "fp8"])
 def test_fused_epilogues_interpreter(epilogue, in_dtype, interpreter):
@@ -187,6 +214,10 @@ def test_heuristic_and_defaults(interpreter):
     assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (32, 32, 512)
     cfg = compile_preshuffle_gemm(N=7168, K=2048, in_dtype="int8", M=1).gemm_config
     assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (16, 16, 1024)
+    cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=8192).gemm_config
+    assert (cfg.path, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages) == ("wgmma", 128, 256, 128, 4)
+    cfg = compile_preshuffle_gemm(N=5120, K=8320, in_dtype="bf16", M=5120).gemm_config
+    assert (cfg.path, cfg.tile_n, cfg.tile_k) == ("wgmma", 128, 64)  # 256 would leave the last wave 87% full
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -220,6 +251,7 @@ def test_invalid_tiles_are_mapped_and_said_once():
         ({"warps": (1, 1, 8), "tile_k": 512}, "whole 128-byte atoms"),
         ({"warps": (4, 4, 2)}, "1 to 16 warps"),
         ({"path": "tcgen05"}, "path"),
+        ({"tile_m": 128, "warps": (2, 2, 1)}, "mma path"),
         ({"lds_stage": 7}, "lds_stage"),
         ({"bogus": 1}, "unknown keyword"),
     ],
@@ -272,8 +304,11 @@ def test_cli_compile_only_writes_the_dumps(tmp_path):
     names = sorted(p.name for p in d.iterdir())
     assert names[0] == "00_origin.mlir" and names[-1].endswith("final_isa.ptx"), names
     ptx = (d / names[-1]).read_text()
-    assert "mma.sync.aligned.m16n8k16" in ptx and "ld.global" in ptx and ".v4" in ptx
-    assert "compile only" in r.stdout
+    # tile_m 128: the wgmma path (TMA for A, bulk copies for B, setmaxnreg)
+    for inst in ("wgmma.mma_async.sync.aligned.m64n128k32", "cp.async.bulk.tensor.2d", "cp.async.bulk.shared",
+                 "setmaxnreg", "mbarrier"):  # fmt: skip
+        assert inst in ptx, inst
+    assert "compile only" in r.stdout and "wgmma tile 128x128x256" in r.stdout
 
 
 def test_cli_runs_on_the_interpreter_and_ignores_amd_flags():
@@ -287,26 +322,32 @@ def test_cli_runs_on_the_interpreter_and_ignores_amd_flags():
 
 
 def test_ptx_has_no_spills_and_uses_tensor_cores(tmp_path):
-    """ptxas (when installed) reports no local memory for the decode configuration of each dtype."""
+    """ptxas (when installed) reports no local memory for the decode configuration of each dtype (mma
+    path) and for a large-M one (wgmma path); cuobjdump (when installed) shows the tensor-core
+    instructions: HMMA/IMMA for mma.sync, QGMMA/HGMMA/IGMMA for wgmma."""
     import shutil
 
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not installed")
-    for in_dtype in IN_DTYPES:
+    cuobjdump = shutil.which("cuobjdump")
+    runs = [("fp8", "16", "HMMA"), ("int8", "16", "IMMA"), ("fp8", "4096", "QGMMA"), ("bf16", "4096", "HGMMA")]
+    for in_dtype, M, sass in runs:
         e = 1 if in_dtype in ("fp8", "int8") else 2
+        d = tmp_path / f"{in_dtype}-{M}"
         r = _cli(
-            "--in_dtype", in_dtype, "-M", "16", "-N", "4096", "-K", str(4096 // e),
-            env={"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(tmp_path / in_dtype),
-                 "FLYDSL_RUNTIME_ENABLE_CACHE": "0"},
+            "--in_dtype", in_dtype, "-M", M, "-N", "4096", "-K", str(4096 // e),
+            env={"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(d), "FLYDSL_RUNTIME_ENABLE_CACHE": "0"},
         )  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
-        ptx = next((tmp_path / in_dtype / "kernel_gemm_0").glob("*final_isa.ptx"))
-        out = subprocess.run(
-            [ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True
-        )
+        ptx = next((d / "kernel_gemm_0").glob("*final_isa.ptx"))
+        cubin = d / "k.cubin"
+        out = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", str(cubin)], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out.stdout + out.stderr
+        if cuobjdump:
+            text = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True).stdout
+            assert any(name in text for name in sass.split("|")), (in_dtype, M, sass)
 
 
 # ---------------------------------------------------------------------------------------------------------

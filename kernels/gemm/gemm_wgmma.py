@@ -1,0 +1,180 @@
+"""The wgmma path of the preshuffle GEMM (sm_90a), for large M: CUTLASS's warp-specialized persistent
+cooperative design, fed by TMA for A and by 1-D bulk copies of the preshuffled B.
+
+* **A** (M×K, row-major) arrives by TMA into the canonical 128-byte-swizzled K-major shared layout
+  (``fx.nvvm.make_smem_layout_gmma``); rows past M are zero-filled by the copy engine.
+* **B** needs no tensor map: a stage of ``tile_n`` rows by ``tile_k`` is ``tile_n/64 × tile_k·e/128`` pieces
+  of 8 KB, each one panel's 64 rows of one 128-byte K atom — contiguous in the preshuffled layout and
+  exactly the bytes wgmma reads at that place of the shared tile (atoms along N, then K). One
+  ``cp.async.bulk`` per piece, completing on the stage's mbarrier with A's TMA bytes.
+* **Warp specialization**: warpgroup 0 produces (one elected thread; ``setmaxnreg`` 40), ``tile_m / 64``
+  consumer warpgroups each run ``wgmma.mma_async`` m64n{tile_n}k{16,32} on 64 rows of the tile (232
+  registers), keeping one batch in flight while releasing the previous stage.
+* **Persistent grid**: ``min(132, tiles)`` blocks walk the tiles in steps of the grid, down groups of 8
+  tile-rows first so that a wave's B panels stay in L2.
+* **Epilogue** in registers: the f32 (int8: i32) accumulators get the per-token/per-channel scales, bias
+  and activation (:mod:`kernels.gemm.epilogue`) and are stored as bf16/fp16 pairs, rows past M skipped.
+"""
+
+from __future__ import annotations
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+from flydsl.expr import nvvm
+
+from .epilogue import Epilogue
+from .gemm_config import NUM_SMS, GemmConfig
+from .preshuffle_layout import ATOM_BYTES, PANEL_N
+
+__all__ = ["build_wgmma_gemm", "WGMMA_TYPES", "PRODUCER_REGS", "CONSUMER_REGS", "GROUP_M"]
+
+WGMMA_TYPES = {
+    "fp8": (fx.Float8E4M3FN, fx.Float32),
+    "int8": (fx.Int8, fx.Int32),
+    "bf16": (fx.BFloat16, fx.Float32),
+    "fp16": (fx.Float16, fx.Float32),
+}
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+GROUP_M = 8  # tile-rows per scheduler group (L2 reuse of B)
+PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
+
+
+def tile_coords(tile, tiles_m, tiles_n):
+    """The (m, n) tile of linear tile index ``tile``: down GROUP_M tile-rows, then right."""
+    group = GROUP_M * tiles_n
+    first_m = tile // group * GROUP_M
+    rows = fx.min(tiles_m - first_m, GROUP_M)
+    local = tile % group
+    return first_m + local % rows, local // rows
+
+
+def build_wgmma_gemm(cfg: GemmConfig):
+    """The ``@flyc.jit`` launcher of the wgmma path for ``cfg`` (FlyDSL's ``launch_gemm`` signature)."""
+    dt, acc_t = WGMMA_TYPES[cfg.in_dtype]
+    e = cfg.elem_bytes
+    BM, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
+    kblks = BK * e // ATOM_BYTES  # 128-byte K atoms per stage
+    stages = cfg.stages
+    consumers = BM // 64
+    threads = 128 * (1 + consumers)
+    k_tiles = cfg.K // BK
+    tiles_n = cfg.N // BN
+    row_bytes = cfg.K * e  # of A and of B
+    b_stage_bytes = BN * BK * e
+
+    @flyc.kernel(known_block_size=(threads, 1, 1))
+    def kernel_gemm(tma_a: nvvm.TmaAtom, C: fx.Tensor, B: fx.Tensor, SA: fx.Tensor, SB: fx.Tensor,
+                    BIAS: fx.Tensor, M: fx.Int32):  # fmt: skip
+        epi = Epilogue(cfg, C, SA, SB, BIAS, M)
+        tid = fx.thread_idx.x
+        wg = nvvm.warpgroup_idx()
+
+        smem = fx.SharedAllocator(static=False, base_alignment=1024)
+        la = nvvm.make_smem_layout_gmma(dt, (BM, BK), stages=stages)
+        lb = nvvm.make_smem_layout_gmma(dt, (BN, BK), stages=stages)
+        sa_raw = smem.allocate(BM * BK * e * stages, alignment=1024).ptr
+        sb_raw = smem.allocate(b_stage_bytes * stages, alignment=1024).ptr
+        sA = fx.make_tensor(sa_raw.recast(dt), la)
+        sB = fx.make_tensor(sb_raw.recast(dt), lb)
+        sB_bytes = sb_raw.recast(fx.Int8)
+        full = smem.allocate(fx.Array[fx.Int64, stages], alignment=8).ptr.recast(fx.Int64)
+        empty = smem.allocate(fx.Array[fx.Int64, stages], alignment=8).ptr.recast(fx.Int64)
+        if tid == 0:
+            for s in fx.range_constexpr(stages):
+                nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
+                nvvm.mbarrier_init(empty + s, consumers * 128)  # every consumer thread releases the stage
+            nvvm.fence_mbarrier_init()
+        fx.barrier()
+
+        tiles_m = (M + BM - 1) // BM
+        num_tiles = tiles_m * tiles_n
+        first, step = fx.block_idx.x, fx.grid_dim.x
+        gB = B.iterator.recast(fx.Int8)
+
+        if wg == 0:
+            # ------------------------------------------------------------ producer: TMA (A) + bulk copies (B)
+            nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
+            if nvvm.warp_idx_in_warpgroup() == 0:
+                if nvvm.elect_one():
+                    st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
+                    for tile in range(first, num_tiles, step):
+                        m, n = tile_coords(tile, tiles_m, tiles_n)
+                        panel0 = gB + n * (BN * row_bytes)  # panels n*BN/64 ... are consecutive
+                        for kt in range(k_tiles):
+                            nvvm.mbarrier_wait(empty + st.index, st.phase)
+                            nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + b_stage_bytes)
+                            nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m * BM, kt * BK))
+                            dst0 = sB_bytes + st.index * b_stage_bytes
+                            for p in fx.range_constexpr(BN // PANEL_N):
+                                for j in fx.range_constexpr(kblks):
+                                    src = panel0 + (p * PANEL_N * row_bytes + (kt * kblks + j) * PIECE)
+                                    dst = dst0 + (j * BN * ATOM_BYTES + p * PIECE)
+                                    nvvm.bulk_copy_g2s(dst, src, PIECE, full + st.index)
+                            st = st.next()
+        else:
+            # ------------------------------------------------------------ consumers: wgmma, then the epilogue
+            nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
+            cw = wg - 1  # rows 64*cw .. 64*cw + 63 of the tile
+            t = nvvm.thread_idx_in_warpgroup()
+            op = nvvm.WgmmaOp(dt, acc_t, BN)
+            kin = op.shape_mnk[2]
+            st = nvvm.PipelineState(stages)
+            for tile in range(first, num_tiles, step):
+                m, n = tile_coords(tile, tiles_m, tiles_n)
+                acc = fx.full(BN // 2, 0, acc_t)
+                prev = fx.Int32(0)
+                for kt in range(k_tiles):
+                    nvvm.mbarrier_wait(full + st.index, st.phase)
+                    a_k = fx.zipped_divide(sA[None, None, st.index], (64, kin))
+                    b_k = fx.zipped_divide(sB[None, None, st.index], (BN, kin))
+                    nvvm.wgmma_fence()
+                    for kk in fx.range_constexpr(BK // kin):
+                        acc = nvvm.wgmma(acc, a_k[None, (cw, kk)], b_k[None, (0, kk)], op=op,
+                                         accumulate=(kt > 0) if kk == 0 else True)  # fmt: skip
+                    nvvm.wgmma_commit_group()
+                    acc = nvvm.wgmma_wait_group(1, acc)  # the previous batch is done: release its stage
+                    if kt > 0:
+                        nvvm.mbarrier_arrive(empty + prev)
+                    prev = st.index
+                    st = st.next()
+                acc = nvvm.wgmma_wait_group(0, acc)
+                nvvm.mbarrier_arrive(empty + prev)
+                _store_tile(epi, acc, m * BM + 64 * cw, n * BN, t)
+
+    def _store_tile(epi, acc, row0, col0, t):
+        """The consumer thread's accumulators (wgmma's m64nN fragment: value ``4j + 2h + i`` is row
+        ``16·warp + lane/4 + 8h``, column ``8j + 2·(lane % 4) + i``) through the epilogue."""
+        lane = t % 32
+        r0 = row0 + 16 * (t // 32) + lane // 4
+        r1 = r0 + 8
+        sa0 = epi.row_scale(r0) if epi.scaled else None
+        sa1 = epi.row_scale(r1) if epi.scaled else None
+        v = acc.to(fx.Float32)
+        for j in fx.range_constexpr(BN // 8):
+            col = col0 + 8 * j + 2 * (lane % 4)
+            sb, bias = epi.col_operands(col)
+            epi.store_pair(v[4 * j : 4 * j + 2], r0, col, sa0, sb, bias)
+            epi.store_pair(v[4 * j + 2 : 4 * j + 4], r1, col, sa1, sb, bias)
+
+    @flyc.jit
+    def launch_gemm(
+        arg_c: fx.Tensor,
+        arg_a: fx.Tensor,
+        arg_b: fx.Tensor,
+        arg_scale_a: fx.Tensor,
+        arg_scale_b: fx.Tensor,
+        arg_bias: fx.Tensor,
+        i32_m: fx.Int32,
+        i32_n: fx.Int32,
+        stream: fx.Stream = fx.Stream(None),
+    ):
+        a2 = fx.make_view(arg_a.iterator.recast(dt), fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
+        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(dt, (BM, BK)))
+        tiles = ((i32_m + BM - 1) // BM) * tiles_n
+        grid = fx.max(fx.min(tiles, NUM_SMS), 1)
+        kernel_gemm(tma_a, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, i32_m).launch(
+            grid=(grid, 1, 1), block=(threads, 1, 1), stream=stream
+        )
+
+    launch_gemm.gemm_config = cfg
+    return launch_gemm
