@@ -127,22 +127,16 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tupl
       1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads it keeps in
       flight); ``tile_k`` 1024 bytes of K (8 warps splitting K, one 128-byte atom each per iteration), or
       the largest of 512/256/128 bytes that divides K.
-    * larger M: the wgmma path, 128 x 256 x (128 bytes) when N allows and the last wave of the persistent
-      grid stays at least 90% full, else 128 x 128, else 128 x 64.
+    * larger M: the wgmma path with one 128-byte K atom per stage and the (tile_m, tile_n) of
+      :data:`WGMMA_TILE_EFFICIENCY` that minimizes ``waves × tile_m × tile_n / efficiency`` — the
+      persistent grid's rounds of 132 tiles, each as long as its tile's work at that tile's relative
+      speed (small tiles fill the machine at mid M, large ones use the tensor cores best at large M).
     """
     e = ELEM_BYTES[in_dtype]
     kb = K * e
     m = 16 if M is None else M
     if m > 64:
-        tile_n = 64
-        for cand in (256, 128):
-            if N % cand:
-                continue
-            tiles = -(-m // 128) * (N // cand)
-            if cand == 128 or tiles / (-(-tiles // NUM_SMS) * NUM_SMS) >= 0.9:
-                tile_n = cand
-                break
-        return 128, tile_n, ATOM_BYTES // e
+        return (*_wgmma_tile(m, N), ATOM_BYTES // e)
     tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
     tile_n = 8
     for cand in (64, 32, 16, 8):
@@ -151,6 +145,30 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tupl
             break
     tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0)
     return tile_m, tile_n, tile_kb // e
+
+
+# relative speed of a wgmma tile shape (per output element, full machine): B/A reuse in shared memory and
+# the fixed cost per k-step favour wide tiles; a model to be calibrated on the H200 (docs/gemm.md)
+WGMMA_TILE_EFFICIENCY = {
+    (128, 256): 1.0,
+    (128, 128): 0.9,
+    (64, 256): 0.85,
+    (128, 64): 0.7,
+    (64, 128): 0.75,
+    (64, 64): 0.55,
+}
+
+
+def _wgmma_tile(M: int, N: int) -> tuple[int, int]:
+    best = None
+    for (tm, tn), eff in WGMMA_TILE_EFFICIENCY.items():
+        if N % tn:
+            continue
+        tiles = -(-M // tm) * (N // tn)
+        cost = -(-tiles // NUM_SMS) * tm * tn / eff
+        if best is None or cost < best[0]:
+            best = (cost, tm, tn)
+    return best[1], best[2]
 
 
 def _warps(tile_m: int, tile_n: int, tile_kb: int) -> tuple[int, int, int]:

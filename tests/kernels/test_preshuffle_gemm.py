@@ -216,8 +216,8 @@ def test_heuristic_and_defaults(interpreter):
     assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (16, 16, 1024)
     cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=8192).gemm_config
     assert (cfg.path, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages) == ("wgmma", 128, 256, 128, 4)
-    cfg = compile_preshuffle_gemm(N=5120, K=8320, in_dtype="bf16", M=5120).gemm_config
-    assert (cfg.path, cfg.tile_n, cfg.tile_k) == ("wgmma", 128, 64)  # 256 would leave the last wave 87% full
+    cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="bf16", M=128).gemm_config
+    assert (cfg.path, cfg.tile_m, cfg.tile_n, cfg.tile_k) == ("wgmma", 64, 64, 64)  # 128 tiles fill the SMs
 
 
 # ---------------------------------------------------------------------------------------------------------
