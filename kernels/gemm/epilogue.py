@@ -67,13 +67,16 @@ class Epilogue:
         bias = (self.pbias + col).load(vec_width=2).to(fx.Float32) if self.biased else None
         return sb, bias
 
-    def store_pair(self, v, row, col, sa=None, sb=None, bias=None) -> None:
-        """Finish the float32 pair ``v`` (a 2-lane Vector) of ``row``, columns ``col, col+1``, and store it
-        when ``row < M``."""
+    def finish(self, v, sa=None, sb=None, bias=None):
+        """The float32 pair ``v`` (a 2-lane Vector of one row, columns ``col, col+1``) scaled (``sa`` the
+        row's scale, ``sb``/``bias`` the columns'), biased, activated and rounded to the output type."""
         if self.scaled:
             v = v * sa * sb
         if self.biased:
             v = v + bias
-        v = activate(v, self.cfg.epilogue)
-        out = v.to(self.out)
+        return activate(v, self.cfg.epilogue).to(self.out)
+
+    def store_pair(self, v, row, col, sa=None, sb=None, bias=None) -> None:
+        """:meth:`finish` the pair and store it at ``(row, col)`` when ``row < M``."""
+        out = self.finish(v, sa, sb, bias)
         (self.pc + (row * self.cfg.N + col)).store(out, align=4, mask=row < self.M)

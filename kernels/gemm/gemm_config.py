@@ -9,7 +9,8 @@ Two paths (docs/gemm.md):
 * ``"wgmma"`` — warpgroup MMA fed by a shared-memory pipeline (TMA for A, one 1-D bulk copy per 8-KB
   piece of B), for large M (sm_90a). ``tile_m`` 64 or 128 (one or two consumer warpgroups), ``tile_n`` a
   multiple of 64 up to 256 dividing N, ``tile_k`` one or two 128-byte K atoms; ``stages`` as many as fit
-  in 200 KB of shared memory (at most 8).
+  in the 227 KB of shared memory beside the epilogue's buffers (at most 8); C leaves through shared
+  memory and TMA stores (``c_store="tma"``) or straight from registers (``"direct"``).
 
 The path follows ``tile_m``: below 64 rows the mma path, from 64 on the wgmma path (``path=`` forces
 one). A configuration of the mma path names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in
@@ -35,7 +36,8 @@ MAX_WARPS = 16  # 512 threads per block
 MAX_MT, MAX_NT = 4, 4  # m16 / n8 tiles per warp (64 accumulator registers at most)
 STEP_BYTES = 64  # one lane load covers 64 bytes of K per warp row group: two mma k-steps
 PATHS = ("mma", "wgmma")
-SMEM_BUDGET = 200 * 1024  # wgmma stages (the rest of the 227 KB: barriers, alignment)
+SMEM_LIMIT = 227 * 1024  # per block on sm_90
+EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers of the TMA-store epilogue
 MAX_STAGES = 8
 
 
@@ -55,6 +57,7 @@ class GemmConfig(NamedTuple):
     warps_n: int
     warps_k: int
     stages: int = 0  # wgmma: shared-memory stages (0 on the mma path)
+    c_store: str = "direct"  # how C leaves: "direct" (guarded 4-byte stores) or "tma" (smem + TMA store)
 
     @property
     def elem_bytes(self) -> int:
@@ -87,7 +90,7 @@ class GemmConfig(NamedTuple):
     def describe(self) -> str:
         if self.path == "wgmma":
             return (
-                f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, "
+                f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, C by {self.c_store}, "
                 f"{self.tile_m // 64} consumer warpgroup(s) + 1 producer ({128 * (1 + self.tile_m // 64)} threads)"
             )
         return (
@@ -200,6 +203,7 @@ def make_config(
     path: str | None = None,
     warps: tuple[int, int, int] | None = None,
     M: int | None = None,
+    c_store: str | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -231,7 +235,11 @@ def make_config(
             raise ValueError(
                 "warps=(...) applies to the mma path; the wgmma path has one producer and tile_m/64 consumer warpgroups"
             )
-        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k)
+        if c_store not in (None, "tma", "direct"):
+            raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
+        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma")
+    if c_store not in (None, "direct"):
+        raise ValueError(f"c_store={c_store!r}: the mma path stores C directly from registers")
 
     if tile_m % 16 or tile_m > 128:
         new = min(128, max(16, -(-tile_m // 16) * 16))
@@ -275,7 +283,7 @@ def make_config(
     return cfg
 
 
-def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k) -> GemmConfig:
+def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store) -> GemmConfig:
     e = ELEM_BYTES[in_dtype]
     if tile_m not in (64, 128):
         new = 64 if tile_m < 96 else 128
@@ -301,8 +309,9 @@ def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k) -
         )
         tile_k = new
     stage_bytes = (tile_m + tile_n) * tile_k * e
-    stages = max(2, min(MAX_STAGES, SMEM_BUDGET // stage_bytes))
-    return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages)
+    budget = SMEM_LIMIT - 1024 - (EPI_BYTES * (tile_m // 64) if c_store == "tma" else 0)
+    stages = max(2, min(MAX_STAGES, budget // stage_bytes))
+    return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages, c_store)
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

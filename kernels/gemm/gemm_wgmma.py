@@ -12,8 +12,11 @@ cooperative design, fed by TMA for A and by 1-D bulk copies of the preshuffled B
   registers), keeping one batch in flight while releasing the previous stage.
 * **Persistent grid**: ``min(132, tiles)`` blocks walk the tiles in steps of the grid, down groups of 8
   tile-rows first so that a wave's B panels stay in L2.
-* **Epilogue** in registers: the f32 (int8: i32) accumulators get the per-token/per-channel scales, bias
-  and activation (:mod:`kernels.gemm.epilogue`) and are stored as bf16/fp16 pairs, rows past M skipped.
+* **Epilogue**: the f32 (int8: i32) accumulators get the per-token/per-channel scales, bias and
+  activation in registers (:mod:`kernels.gemm.epilogue`), then leave either through shared memory — two
+  128-byte-swizzled 64×64 buffers per consumer, filled in turn while one thread TMA-stores the other
+  (``c_store="tma"``: coalesced, and the copy engine drops rows past M) — or straight from registers as
+  guarded 4-byte stores (``c_store="direct"``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ WGMMA_TYPES = {
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 GROUP_M = 8  # tile-rows per scheduler group (L2 reuse of B)
 PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
+EPI = 64  # epilogue chunk: 64 x 64 outputs, one 128-byte swizzle row of 16-bit values
 
 
 def tile_coords(tile, tiles_m, tiles_n):
@@ -62,9 +66,11 @@ def build_wgmma_gemm(cfg: GemmConfig):
     row_bytes = cfg.K * e  # of A and of B
     b_stage_bytes = BN * BK * e
 
+    tma_store = cfg.c_store == "tma"
+
     @flyc.kernel(known_block_size=(threads, 1, 1))
-    def kernel_gemm(tma_a: nvvm.TmaAtom, C: fx.Tensor, B: fx.Tensor, SA: fx.Tensor, SB: fx.Tensor,
-                    BIAS: fx.Tensor, M: fx.Int32):  # fmt: skip
+    def kernel_gemm(tma_a: nvvm.TmaAtom, tma_c: nvvm.TmaAtom, C: fx.Tensor, B: fx.Tensor, SA: fx.Tensor,
+                    SB: fx.Tensor, BIAS: fx.Tensor, M: fx.Int32):  # fmt: skip
         epi = Epilogue(cfg, C, SA, SB, BIAS, M)
         tid = fx.thread_idx.x
         wg = nvvm.warpgroup_idx()
@@ -77,6 +83,10 @@ def build_wgmma_gemm(cfg: GemmConfig):
         sA = fx.make_tensor(sa_raw.recast(dt), la)
         sB = fx.make_tensor(sb_raw.recast(dt), lb)
         sB_bytes = sb_raw.recast(fx.Int8)
+        sC = None
+        if fx.const_expr(tma_store):
+            lc = nvvm.make_smem_layout_gmma(epi.out, (EPI, EPI), stages=2 * consumers)
+            sC = fx.make_tensor(smem.allocate(EPI * EPI * 2 * 2 * consumers, alignment=1024).ptr.recast(epi.out), lc)
         full = smem.allocate(fx.Array[fx.Int64, stages], alignment=8).ptr.recast(fx.Int64)
         empty = smem.allocate(fx.Array[fx.Int64, stages], alignment=8).ptr.recast(fx.Int64)
         if tid == 0:
@@ -119,6 +129,9 @@ def build_wgmma_gemm(cfg: GemmConfig):
             op = nvvm.WgmmaOp(dt, acc_t, BN)
             kin = op.shape_mnk[2]
             st = nvvm.PipelineState(stages)
+            frag_c = None
+            if fx.const_expr(tma_store):
+                frag_c = fx.make_tiled_mma(fx.make_mma_atom(nvvm.WgmmaOp(dt, acc_t, EPI))).get_slice(t)
             for tile in range(first, num_tiles, step):
                 m, n = tile_coords(tile, tiles_m, tiles_n)
                 acc = fx.full(BN // 2, 0, acc_t)
@@ -139,22 +152,61 @@ def build_wgmma_gemm(cfg: GemmConfig):
                     st = st.next()
                 acc = nvvm.wgmma_wait_group(0, acc)
                 nvvm.mbarrier_arrive(empty + prev)
-                _store_tile(epi, acc, m * BM + 64 * cw, n * BN, t)
+                row0, col0 = m * BM + 64 * cw, n * BN
+                if fx.const_expr(tma_store):
+                    # 64 columns at a time into the consumer's two shared buffers in turn; one thread
+                    # TMA-stores each chunk (rows past M are dropped by the copy engine)
+                    rows = _rows(epi, row0, t)
+                    for c in fx.range_constexpr(BN // EPI):
+                        buf = sC[None, None, 2 * cw + c % 2]
+                        if t == 0:
+                            nvvm.bulk_wait_group(1, read=True)  # the store that last read this buffer is done
+                        nvvm.barrier_sync(1 + cw, 128)
+                        dst = frag_c.partition_C(buf)
+                        vals = _finished(epi, acc, rows, col0, t, c)
+                        for i in fx.range_constexpr(EPI // 2):
+                            dst[(i, 0, 0)] = vals[i]
+                        nvvm.fence_proxy_async()
+                        nvvm.barrier_sync(1 + cw, 128)
+                        if t == 0:
+                            nvvm.tma_store(tma_c, buf, (row0, col0 + EPI * c))
+                            nvvm.bulk_commit_group()
+                else:
+                    _store_tile(epi, acc, row0, col0, t)
+            if fx.const_expr(tma_store):
+                if t == 0:
+                    nvvm.bulk_wait_group(0)
+
+    def _rows(epi, row0, t):
+        """The thread's two rows of the warpgroup's 64 (wgmma's m64nN fragment: value ``4j + 2h + i`` is row
+        ``16·warp + lane/4 + 8h``, column ``8j + 2·(lane % 4) + i``) and their scales."""
+        r0 = row0 + 16 * (t // 32) + (t % 32) // 4
+        r1 = r0 + 8
+        return r0, r1, (epi.row_scale(r0) if epi.scaled else None), (epi.row_scale(r1) if epi.scaled else None)
 
     def _store_tile(epi, acc, row0, col0, t):
-        """The consumer thread's accumulators (wgmma's m64nN fragment: value ``4j + 2h + i`` is row
-        ``16·warp + lane/4 + 8h``, column ``8j + 2·(lane % 4) + i``) through the epilogue."""
-        lane = t % 32
-        r0 = row0 + 16 * (t // 32) + lane // 4
-        r1 = r0 + 8
-        sa0 = epi.row_scale(r0) if epi.scaled else None
-        sa1 = epi.row_scale(r1) if epi.scaled else None
+        """The consumer thread's accumulators through the epilogue, straight to global memory."""
+        r0, r1, sa0, sa1 = _rows(epi, row0, t)
         v = acc.to(fx.Float32)
         for j in fx.range_constexpr(BN // 8):
-            col = col0 + 8 * j + 2 * (lane % 4)
+            col = col0 + 8 * j + 2 * (t % 4)
             sb, bias = epi.col_operands(col)
             epi.store_pair(v[4 * j : 4 * j + 2], r0, col, sa0, sb, bias)
             epi.store_pair(v[4 * j + 2 : 4 * j + 4], r1, col, sa1, sb, bias)
+
+    def _finished(epi, acc, rows, col0, t, chunk):
+        """The thread's accumulators of 64-column chunk ``chunk`` after the epilogue, in fragment order
+        (output type): computed chunk by chunk, so that only 32 finished values are live at a time."""
+        _, _, sa0, sa1 = rows
+        v = acc[chunk * (EPI // 2) : (chunk + 1) * (EPI // 2)].to(fx.Float32)
+        out = []
+        for jj in fx.range_constexpr(EPI // 8):
+            j = chunk * (EPI // 8) + jj
+            col = col0 + 8 * j + 2 * (t % 4)
+            sb, bias = epi.col_operands(col)
+            out += list(epi.finish(v[4 * jj : 4 * jj + 2], sa0, sb, bias))
+            out += list(epi.finish(v[4 * jj + 2 : 4 * jj + 4], sa1, sb, bias))
+        return out
 
     @flyc.jit
     def launch_gemm(
@@ -170,9 +222,14 @@ def build_wgmma_gemm(cfg: GemmConfig):
     ):
         a2 = fx.make_view(arg_a.iterator.recast(dt), fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
         tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(dt, (BM, BK)))
+        tma_c = tma_a  # an unused stand-in when C is stored directly
+        if fx.const_expr(tma_store):
+            out = arg_c.dtype
+            c2 = fx.make_view(arg_c.iterator, fx.make_layout((i32_m, cfg.N), (cfg.N, 1)))
+            tma_c = nvvm.make_tma_atom(c2, nvvm.make_smem_layout_gmma(out, (EPI, EPI)), store=True)
         tiles = ((i32_m + BM - 1) // BM) * tiles_n
         grid = fx.max(fx.min(tiles, NUM_SMS), 1)
-        kernel_gemm(tma_a, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, i32_m).launch(
+        kernel_gemm(tma_a, tma_c, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, i32_m).launch(
             grid=(grid, 1, 1), block=(threads, 1, 1), stream=stream
         )
 

@@ -57,10 +57,12 @@ def compile_preshuffle_gemm(
     path: str | None = None,
     warps: tuple[int, int, int] | None = None,
     M: int | None = None,
+    c_store: str | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``) and ``warps`` (``(warps_m,
-    warps_n, warps_k)``) override the automatic choices; ``M`` is a hint for the tile heuristic only.
+    warps_n, warps_k)``) override the automatic choices; ``M`` is a hint for the tile heuristic only;
+    ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``.
 
     ``use_async_copy`` and ``lds_stage`` (FlyDSL: A through the gfx950 LDS DMA, shared-memory stages) are
     accepted: the wgmma path always copies asynchronously (TMA, bulk copies) into as many stages as fit;
@@ -90,6 +92,7 @@ def compile_preshuffle_gemm(
         path=path,
         warps=warps,
         M=M,
+        c_store=c_store,
     )
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(

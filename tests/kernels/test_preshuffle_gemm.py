@@ -156,10 +156,12 @@ def test_gemm_wgmma_interpreter(in_dtype, M, N, K, tiles, interpreter):
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
 
 
+@pytest.mark.parametrize("c_store", ["tma", "direct"])
 @pytest.mark.parametrize("epilogue", ["bias_relu", "bias_gelu"])
-def test_wgmma_epilogue_interpreter(epilogue, interpreter):
-    res = _run_cpu("int8", 70, 128, 256, (64, 128, 128), epilogue=epilogue, seed=3)
-    assert res.config.startswith("wgmma") and res.ok and res.guard_ok and res.rel_err < 2**-7
+def test_wgmma_epilogue_interpreter(epilogue, c_store, interpreter):
+    res = _run_cpu("int8", 70, 128, 256, (64, 128, 128), epilogue=epilogue, seed=3, c_store=c_store)
+    assert res.config.startswith("wgmma") and f"C by {c_store}" in res.config
+    assert res.ok and res.guard_ok and res.rel_err < 2**-7
 
 
 @pytest.mark.parametrize("epilogue", ["bias", "bias_relu", "bias_silu", "bias_gelu"])
@@ -252,6 +254,8 @@ def test_invalid_tiles_are_mapped_and_said_once():
         ({"warps": (4, 4, 2)}, "1 to 16 warps"),
         ({"path": "tcgen05"}, "path"),
         ({"tile_m": 128, "warps": (2, 2, 1)}, "mma path"),
+        ({"tile_m": 128, "c_store": "smem"}, "c_store"),
+        ({"tile_m": 16, "c_store": "tma"}, "directly from registers"),
         ({"lds_stage": 7}, "lds_stage"),
         ({"bogus": 1}, "unknown keyword"),
     ],
@@ -361,6 +365,7 @@ GPU_SHAPES = [
     (16, 10240, 8192, None),
     (32, 7168, 2048, None),
     (2048, 4096, 512, (128, 128, 256)),  # the seed command
+    (1000, 2048, 1024, None),  # the heuristic's wgmma path, M not a tile multiple
 ]
 
 
