@@ -28,7 +28,7 @@ from .epilogue import Epilogue
 from .gemm_config import STEP_BYTES, GemmConfig
 from .preshuffle_layout import ATOM_BYTES, CHUNK_BYTES, PANEL_N, preshuffle_layout
 
-__all__ = ["build_mma_sync_gemm", "MMA_TYPES"]
+__all__ = ["build_mma_sync_gemm", "MMA_TYPES", "check_operand"]
 
 # in_dtype -> (mma shape, operand element type, accumulator element type). fp8 is converted to f16 in
 # registers first: Hopper has no fp8 mma.sync (ptxas emulates m16n8k32 e4m3 with the same conversions
@@ -43,7 +43,8 @@ MMA_TYPES = {
 WORD = 4  # loads are 4 x i32
 
 
-def _check_operand(name: str, t, elem_bytes: int) -> None:
+def check_operand(name: str, t, elem_bytes: int) -> None:
+    """Raise unless tensor ``t`` holds ``elem_bytes``-byte elements and starts 16-byte aligned (at trace time)."""
     width = t.dtype.width // 8
     if width != elem_bytes:
         raise TypeError(
@@ -76,8 +77,8 @@ def build_mma_sync_gemm(cfg: GemmConfig):
     def kernel_gemm(
         C: fx.Tensor, A: fx.Tensor, B: fx.Tensor, SA: fx.Tensor, SB: fx.Tensor, BIAS: fx.Tensor, M: fx.Int32
     ):
-        _check_operand("arg_a", A, e)
-        _check_operand("arg_b", B, e)
+        check_operand("arg_a", A, e)
+        check_operand("arg_b", B, e)
         epi = Epilogue(cfg, C, SA, SB, BIAS, M)
         tid = fx.thread_idx.x
         lane = tid % 32

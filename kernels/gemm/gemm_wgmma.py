@@ -27,6 +27,7 @@ from flydsl.expr import nvvm
 
 from .epilogue import Epilogue
 from .gemm_config import NUM_SMS, GemmConfig
+from .gemm_mma_sync import check_operand
 from .preshuffle_layout import ATOM_BYTES, PANEL_N
 
 __all__ = ["build_wgmma_gemm", "WGMMA_TYPES", "PRODUCER_REGS", "CONSUMER_REGS", "GROUP_M"]
@@ -220,8 +221,12 @@ def build_wgmma_gemm(cfg: GemmConfig):
         i32_n: fx.Int32,
         stream: fx.Stream = fx.Stream(None),
     ):
-        a2 = fx.make_view(arg_a.iterator.recast(dt), fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
-        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(dt, (BM, BK)))
+        check_operand("arg_a", arg_a, e)
+        check_operand("arg_b", arg_b, e)
+        # NOTE: A keeps its own element type (fp8 may come as an int8 view): TMA moves bytes, and a pointer
+        # cast here would keep the launcher off the straight-line launch plan
+        a2 = fx.make_view(arg_a.iterator, fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
+        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (BM, BK)))
         tma_c = tma_a  # an unused stand-in when C is stored directly
         if fx.const_expr(tma_store):
             out = arg_c.dtype

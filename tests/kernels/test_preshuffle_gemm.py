@@ -208,6 +208,23 @@ def test_one_kernel_serves_every_m(interpreter):
     assert fn.cache_info().currsize == 1
 
 
+def test_launchers_are_straight_line_launch_plans():
+    """Both paths' host functions compile to launch plans (no interpreter on the cached-call path): no
+    pointer casts, only integer arithmetic, TMA descriptors and the launch."""
+    from flydsl.passes import DEFAULT_PIPELINE, run_pipeline
+    from flydsl.runtime.launch_plan import launch_plan
+
+    c = np.zeros((64, 256), numpy_dtype("bf16"))
+    args = (c, np.zeros((64, 256), np.int8), np.zeros((256, 256), np.int8), np.zeros(64, np.float32),
+            np.zeros(256, np.float32), c[0, :0], 64, 256)  # fmt: skip
+    for tiles in ((16, 32, 256), (128, 128, 128)):
+        fn = compile_preshuffle_gemm(N=256, K=256, tile_m=tiles[0], tile_n=tiles[1], tile_k=tiles[2], in_dtype="fp8")
+        mod = fn.trace(*args)
+        run_pipeline(mod, DEFAULT_PIPELINE)
+        host = [op for op in mod.regions[0].blocks[0].ops if op.name == "func.func"]
+        assert host and all(launch_plan(op) is not None for op in host), fn.gemm_config.describe()
+
+
 def test_heuristic_and_defaults(interpreter):
     fn = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8")
     cfg = fn.gemm_config
