@@ -13,7 +13,8 @@ N = K = 4096 fp8 (plotted). ``--variants`` compares tile configurations in one r
     python -m benchmarks.cases.preshuffle_gemm --groups decode --variants auto 16x32x1024 16x16x1024:1,1,4
 
 A variant is ``auto`` (the shape heuristic with the problem's M as hint) or
-``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements). Writes ``<out>/<date>-<gpu>-gemm.{json,md,png}``.
+``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements), either followed by options ``/rNN`` (register cap,
+mma path) and ``/tma`` or ``/direct`` (how the wgmma path stores C). Writes ``<out>/<date>-<gpu>-gemm.{json,md,png}``.
 ``cases(quick)`` serves ``python -m benchmarks.run preshuffle_gemm`` (times per shape, default variant).
 """
 
@@ -66,10 +67,20 @@ class Row:
 
 
 def parse_variant(text: str) -> dict:
-    """``auto`` → {}; ``128x128x256:2,4,1@mma`` → tile/warps/path keyword arguments."""
-    if text == "auto":
-        return {}
+    """``auto`` → {}; ``128x128x256:2,4,1@mma/r80/direct`` → compile keyword arguments (tiles, ``warps``,
+    ``path``, ``maxnreg`` from ``/rNN``, ``c_store`` from ``/tma`` or ``/direct``); ``auto/r80`` keeps
+    the heuristic's tiles."""
     kw = {}
+    text, *opts = text.split("/")
+    for o in opts:
+        if o in ("tma", "direct"):
+            kw["c_store"] = o
+        elif o.startswith("r") and o[1:].isdigit():
+            kw["maxnreg"] = int(o[1:])
+        else:
+            raise ValueError(f"unknown variant option /{o} (use /rNN, /tma or /direct)")
+    if text == "auto":
+        return kw
     if "@" in text:
         text, kw["path"] = text.split("@", 1)
     if ":" in text:
@@ -115,8 +126,8 @@ def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, 
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:
-        if not kw:
-            kw = {"M": M}
+        if "tile_m" not in kw:
+            kw["M"] = M
         r = run_gemm(in_dtype, M, N, K, cuda=True, bench=True, graph=True, cublas=True, iters=iters, warmup=3,
                      log=log, **kw)  # fmt: skip
     except Exception as ex:  # a variant that does not build for a shape is reported, not fatal

@@ -33,7 +33,8 @@ __all__ = ["GemmConfig", "make_config", "heuristic_tiles", "NUM_SMS", "MAX_WARPS
 
 NUM_SMS = 132  # H200
 MAX_WARPS = 16  # 512 threads per block
-MAX_MT, MAX_NT = 4, 4  # m16 / n8 tiles per warp (64 accumulator registers at most)
+MAX_MT, MAX_NT = 4, 2  # default m16 / n8 tiles per warp (registers: the loads in flight need them)
+LIMIT_TILES = 8  # m16 or n8 tiles per warp accepted with explicit warps
 STEP_BYTES = 64  # one lane load covers 64 bytes of K per warp row group: two mma k-steps
 PATHS = ("mma", "wgmma")
 SMEM_LIMIT = 227 * 1024  # per block on sm_90
@@ -128,8 +129,8 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tupl
     * ``M <= 64`` (or unknown): the mma path. ``tile_m`` the smallest of 16/32/64 that covers M;
       ``tile_n`` the largest of 64/32/16/8 that still gives about two blocks per SM (``N / tile_n >=
       1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads it keeps in
-      flight); ``tile_k`` 1024 bytes of K (8 warps splitting K, one 128-byte atom each per iteration), or
-      the largest of 512/256/128 bytes that divides K.
+      flight); ``tile_k`` one 128-byte K atom per warp and iteration for 8 warps in all (1024 bytes when
+      one warp covers tile_n, 512 when two do), or the largest power-of-two multiple of 128 bytes dividing K.
     * larger M: the wgmma path with one 128-byte K atom per stage and the (tile_m, tile_n) of
       :data:`WGMMA_TILE_EFFICIENCY` that minimizes ``waves × tile_m × tile_n / efficiency`` — the
       persistent grid's rounds of 132 tiles, each as long as its tile's work at that tile's relative
@@ -146,7 +147,10 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tupl
         if N % cand == 0 and N // cand >= 1.9 * NUM_SMS:
             tile_n = cand
             break
-    tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0)
+    # 8 warps, each loading one 128-byte K atom per iteration: tile_k = 128 B x the K-splitting warps
+    wm, wn, _ = _warps(tile_m, tile_n, ATOM_BYTES)
+    want = ATOM_BYTES * max(1, 8 // (wm * wn))
+    tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0 and d <= want)
     return tile_m, tile_n, tile_kb // e
 
 
@@ -175,8 +179,10 @@ def _wgmma_tile(M: int, N: int) -> tuple[int, int]:
 
 
 def _warps(tile_m: int, tile_n: int, tile_kb: int) -> tuple[int, int, int]:
-    """Default warp split: at most 4×4 mma tiles per warp, then as many K-splitting warps as fit in 8 warps
-    (each taking whole 128-byte atoms of K)."""
+    """Default warp split: at most 4 m16 × 2 n8 mma tiles per warp (more n8 tiles per warp keep too many
+    registers live: 170 for 1×4 fp8 tiles, one block per SM), then K-splitting warps so that each loads
+    one 128-byte K atom per iteration (two 64-byte steps: the fewest registers for the loads in flight),
+    at most 16 warps in all (beyond that, warps take more atoms each)."""
     m16, n8 = tile_m // 16, tile_n // 8
     wm = max(1, m16 // MAX_MT)
     wn = max(1, n8 // MAX_NT)
@@ -185,7 +191,7 @@ def _warps(tile_m: int, tile_n: int, tile_kb: int) -> tuple[int, int, int]:
     while n8 % wn:
         wn += 1
     wk = 1
-    while wm * wn * wk * 2 <= 8 and tile_kb % (ATOM_BYTES * wk * 2) == 0:
+    while wm * wn * wk * 2 <= MAX_WARPS and tile_kb % (ATOM_BYTES * wk * 2) == 0:
         wk *= 2
     return wm, wn, wk
 
@@ -229,7 +235,9 @@ def make_config(
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
     tile_k = hk if tile_k is None else tile_k
-    path = path or ("wgmma" if tile_m >= 64 else "mma")
+    # the path follows tile_m (64 rows or more: wgmma), except for the heuristic's own mma tiles of 64 rows
+    heuristic_mma = given[0] is None and (M or 16) <= 64
+    path = path or ("wgmma" if tile_m >= 64 and not heuristic_mma else "mma")
     if path == "wgmma":
         if warps is not None:
             raise ValueError(
@@ -278,8 +286,8 @@ def make_config(
         if problems:
             raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
     cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
-    if cfg.mt > MAX_MT * 2 or cfg.nt > MAX_NT * 2:
-        raise ValueError(f"{cfg.describe()}: at most {2 * MAX_MT}x{2 * MAX_NT} mma tiles per warp (registers)")
+    if cfg.mt > LIMIT_TILES or cfg.nt > LIMIT_TILES:
+        raise ValueError(f"{cfg.describe()}: at most {LIMIT_TILES}x{LIMIT_TILES} mma tiles per warp (registers)")
     return cfg
 
 

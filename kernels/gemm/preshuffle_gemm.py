@@ -58,11 +58,13 @@ def compile_preshuffle_gemm(
     warps: tuple[int, int, int] | None = None,
     M: int | None = None,
     c_store: str | None = None,
+    maxnreg: int | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``) and ``warps`` (``(warps_m,
     warps_n, warps_k)``) override the automatic choices; ``M`` is a hint for the tile heuristic only;
-    ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``.
+    ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``; ``maxnreg`` caps the registers per
+    thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per SM on the mma path).
 
     ``use_async_copy`` and ``lds_stage`` (FlyDSL: A through the gfx950 LDS DMA, shared-memory stages) are
     accepted: the wgmma path always copies asynchronously (TMA, bulk copies) into as many stages as fit;
@@ -100,11 +102,20 @@ def compile_preshuffle_gemm(
             "use_async_copy/lds_stage select shared-memory staging, which the mma path (operands straight "
             "from global memory into registers) does not use; ignored",
         )
+    if maxnreg is not None and (type(maxnreg) is not int or not 24 <= maxnreg <= 255):
+        raise ValueError(f"maxnreg must be an int in [24, 255], got {maxnreg!r}")
     if cfg.path == "wgmma":
         if lds_stage != 2:
             _note(
                 ("wg-stages", lds_stage),
                 f"lds_stage={lds_stage}: the wgmma path uses {cfg.stages} stages (as many as fit)",
             )
-        return build_wgmma_gemm(cfg)
-    return build_mma_sync_gemm(cfg)
+        if maxnreg is not None:
+            _note(("wg-maxnreg",), "maxnreg: the wgmma path sets its registers per warpgroup (setmaxnreg); ignored")
+            maxnreg = None
+        fn = build_wgmma_gemm(cfg)
+    else:
+        fn = build_mma_sync_gemm(cfg)
+    if maxnreg is not None:
+        fn.compile_hints["maxnreg"] = maxnreg
+    return fn

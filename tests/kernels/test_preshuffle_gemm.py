@@ -225,14 +225,32 @@ def test_launchers_are_straight_line_launch_plans():
         assert host and all(launch_plan(op) is not None for op in host), fn.gemm_config.describe()
 
 
+def test_maxnreg_hint_caps_the_kernel_registers(tmp_path, monkeypatch):
+    """FlyDSL's ``maxnreg`` compile hint (here a keyword of compile_preshuffle_gemm) becomes PTX ``.maxnreg``."""
+    for k, v in {"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(tmp_path),
+                 "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}.items():  # fmt: skip
+        monkeypatch.setenv(k, v)
+    fn = compile_preshuffle_gemm(N=256, K=256, tile_m=16, tile_n=32, tile_k=256, in_dtype="fp8", maxnreg=80)
+    assert fn.compile_hints == {"maxnreg": 80}
+    c = np.zeros((16, 256), numpy_dtype("bf16"))
+    z = np.zeros(256, np.float32)
+    assert fn(c, np.zeros((16, 256), np.int8), np.zeros((256, 256), np.int8), z, z, c[0, :0], 16, 256) is None
+    ptx = next((tmp_path / "kernel_gemm_0").glob("*final_isa.ptx")).read_text()
+    assert ".maxnreg 80" in ptx
+    with pytest.raises(ValueError, match="maxnreg"):
+        compile_preshuffle_gemm(N=256, K=256, in_dtype="fp8", maxnreg=8)
+
+
 def test_heuristic_and_defaults(interpreter):
     fn = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8")
     cfg = fn.gemm_config
     assert (cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.num_warps) == (16, 16, 1024, 8)
     cfg = compile_preshuffle_gemm(N=10240, K=8192, in_dtype="bf16", M=32).gemm_config
-    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (32, 32, 512)
+    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.num_warps) == (32, 32, 256, 8)  # 512 bytes: 4 x 128
     cfg = compile_preshuffle_gemm(N=7168, K=2048, in_dtype="int8", M=1).gemm_config
     assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (16, 16, 1024)
+    cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=64).gemm_config
+    assert (cfg.path, cfg.tile_m, cfg.tile_n) == ("mma", 64, 16)  # the heuristic's 64-row mma tile
     cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=8192).gemm_config
     assert (cfg.path, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages) == ("wgmma", 128, 256, 128, 4)
     cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="bf16", M=128).gemm_config
