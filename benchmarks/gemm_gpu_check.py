@@ -9,9 +9,10 @@
    interpreter on one small problem per dtype (the same IR, two executors).
 2. **compile** — a cold compile of one configuration in a fresh process (disk cache off), and the first
    call of a second process that finds it in the disk cache.
-3. **bench** — :mod:`benchmarks.cases.preshuffle_gemm` over the chosen groups and variants (a variant is
-   ``auto`` or ``TMxTNxTK[:WM,WN,WK][@path]``): µs, TFLOP/s, cuBLAS, speedup, % of the HBM roofline for
-   reading B once. Results go to ``$OUT`` (or benchmarks/results) as JSON/markdown/PNG.
+3. **bench** — :mod:`benchmarks.cases.preshuffle_gemm` over the chosen groups and variants
+   (:data:`DEFAULT_VARIANTS` per group, or ``--variants`` for all: ``auto``,
+   ``TMxTNxTK[:WM,WN,WK][@path][/rNN][/tma|/direct]``): µs, TFLOP/s, cuBLAS, speedup, % of the HBM
+   roofline for reading B once. Results go to ``$OUT`` (or benchmarks/results) as JSON/markdown/PNG.
 
 The last lines printed are a compact table of everything (what a device call's output tail shows).
 """
@@ -27,6 +28,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# the variants compared by default, per group (see benchmarks/cases/preshuffle_gemm.py for the syntax):
+# decode: the heuristic, with a register cap (3 blocks of 256 threads per SM), and tile_n 8 / 32 / 64;
+# seed: the heuristic (128x256), FlyDSL's 128x128x256, 128x128x128, and C stored from registers
+DEFAULT_VARIANTS = {
+    "decode": ["auto", "auto/r80", "_x8x1024", "_x32x512", "_x64x256"],
+    "seed": ["auto", "128x128x256", "128x128x128", "auto/direct"],
+    "large": ["auto", "128x128x128"],
+    "sweep": ["auto"],
+}
 
 EPILOGUES = ("bias", "bias_relu", "bias_silu", "bias_gelu")
 CHECKS = [  # (in_dtype, M, N, K (8-bit elements), tiles (m, n, k in 8-bit elements) or None, epilogue, out)
@@ -139,7 +150,7 @@ def compile_times(log) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--groups", default="seed,decode,large,sweep")
-    ap.add_argument("--variants", nargs="*", default=["auto"])
+    ap.add_argument("--variants", nargs="*", default=None, help="variants for every group (default: per group)")
     ap.add_argument("--dtypes", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--iters", type=int, default=30)
@@ -158,7 +169,10 @@ def main(argv=None) -> int:
 
         groups = [g for g in args.groups.split(",") if g]
         dtypes = args.dtypes.split(",") if args.dtypes else None
-        rows = bench.run(groups, args.variants, dtypes, args.quick, args.iters, out)
+        variants = args.variants or DEFAULT_VARIANTS
+        if args.quick and not args.variants:
+            variants = {g: v[:2] for g, v in DEFAULT_VARIANTS.items()}
+        rows = bench.run(groups, variants, dtypes, args.quick, args.iters, out)
     (out / "gemm_gpu_check.json").parent.mkdir(parents=True, exist_ok=True)
     (out / "gemm_gpu_check.json").write_text(json.dumps({"summary": summary}, indent=1))
     print("\n" + "=" * 100)

@@ -13,8 +13,9 @@ N = K = 4096 fp8 (plotted). ``--variants`` compares tile configurations in one r
     python -m benchmarks.cases.preshuffle_gemm --groups decode --variants auto 16x32x1024 16x16x1024:1,1,4
 
 A variant is ``auto`` (the shape heuristic with the problem's M as hint) or
-``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements), either followed by options ``/rNN`` (register cap,
-mma path) and ``/tma`` or ``/direct`` (how the wgmma path stores C). Writes ``<out>/<date>-<gpu>-gemm.{json,md,png}``.
+``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements; ``_`` leaves one to the heuristic), either followed
+by options ``/rNN`` (register cap, mma path) and ``/tma`` or ``/direct`` (how the wgmma path stores C).
+Writes ``<out>/<date>-<gpu>-gemm.{json,md,png}``.
 ``cases(quick)`` serves ``python -m benchmarks.run preshuffle_gemm`` (times per shape, default variant).
 """
 
@@ -69,7 +70,7 @@ class Row:
 def parse_variant(text: str) -> dict:
     """``auto`` → {}; ``128x128x256:2,4,1@mma/r80/direct`` → compile keyword arguments (tiles, ``warps``,
     ``path``, ``maxnreg`` from ``/rNN``, ``c_store`` from ``/tma`` or ``/direct``); ``auto/r80`` keeps
-    the heuristic's tiles."""
+    the heuristic's tiles, and ``_`` for a tile (``_x8x1024``) takes that one from the heuristic."""
     kw = {}
     text, *opts = text.split("/")
     for o in opts:
@@ -86,7 +87,7 @@ def parse_variant(text: str) -> dict:
     if ":" in text:
         text, w = text.split(":", 1)
         kw["warps"] = tuple(int(x) for x in w.split(","))
-    tm, tn, tk = (int(x) for x in text.lower().split("x"))
+    tm, tn, tk = (None if x == "_" else int(x) for x in text.lower().split("x"))
     kw.update(tile_m=tm, tile_n=tn, tile_k=tk)
     return kw
 
@@ -126,8 +127,7 @@ def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, 
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:
-        if "tile_m" not in kw:
-            kw["M"] = M
+        kw["M"] = M  # the heuristic's hint (for tiles left to it)
         r = run_gemm(in_dtype, M, N, K, cuda=True, bench=True, graph=True, cublas=True, iters=iters, warmup=3,
                      log=log, **kw)  # fmt: skip
     except Exception as ex:  # a variant that does not build for a shape is reported, not fatal
@@ -211,6 +211,7 @@ def write(rows: list[Row], out: Path, meta: dict) -> Path:
 
 
 def run(groups, variants=("auto",), dtypes=None, quick=False, iters=50, out=None, log=print) -> list[Row]:
+    """Measure every problem of ``groups`` with each variant (``variants`` a list, or a dict group -> list)."""
     import torch
 
     from ..harness import _commit, _gpu_name
@@ -219,13 +220,13 @@ def run(groups, variants=("auto",), dtypes=None, quick=False, iters=50, out=None
     log(f"[gemm] HBM (copy) bandwidth {bw / 1e9:.0f} GB/s")
     rows = []
     for group, dt, M, N, K in problems(groups, dtypes, quick):
-        for v in variants:
+        for v in variants.get(group, ["auto"]) if isinstance(variants, dict) else variants:
             r = measure(group, dt, M, N, K, v, bw, iters=iters, log=log)
             rows.append(r)
             log(compact([r]).splitlines()[1], flush=True)
             torch.cuda.empty_cache()
     if out is not None:
-        meta = {"gpu": _gpu_name(), "commit": _commit(), "hbm_gbps": bw / 1e9, "variants": list(variants)}
+        meta = {"gpu": _gpu_name(), "commit": _commit(), "hbm_gbps": bw / 1e9, "variants": variants}
         log(f"[gemm] wrote {write(rows, Path(out), meta)}.*")
     return rows
 
