@@ -234,14 +234,13 @@ def run_gemm(
         thunks = [(lambda d=d: compiled(*args(d, c_all))) for d in copies]
         res.us = _time(thunks, iters, warmup, graph)
         if cublas:
-            lib = []
-            for d in copies:
-                ta = d["a"].view(torch.float8_e4m3fn) if in_dtype == "fp8" else d["a"]
-                tb = b if d is ops else b.clone()
-                lib.append(
-                    cublas_gemm(in_dtype, out_dtype, ta, tb, d["sa"], d["sb"], bias=d["bias"], epilogue=epilogue)
-                )
             try:
+                lib = []
+                for d in copies:
+                    ta = d["a"].view(torch.float8_e4m3fn) if in_dtype == "fp8" else d["a"]
+                    tb = b if d is ops else b.clone()
+                    sa_, sb_, bias_ = d["sa"], d["sb"], d["bias"]
+                    lib.append(cublas_gemm(in_dtype, out_dtype, ta, tb, sa_, sb_, bias=bias_, epilogue=epilogue))
                 res.cublas_us = _time(lib, iters, warmup, graph)
             except Exception as ex:  # an op cuBLAS lacks here (e.g. a shape _int_mm refuses) is reported
                 log(f"[cuBLAS] not runnable here: {type(ex).__name__}: {str(ex).splitlines()[0][:160]}")
