@@ -72,6 +72,13 @@ def build_mma_sync_gemm(cfg: GemmConfig):
     kblock_words = PANEL_N * ATOM_BYTES // WORD  # one 128-byte K atom column of a panel
     row_words = kb // WORD
     red_words = (wk - 1) * wm * wn * MT * NT * 32 * 4  # split-K partials in shared memory
+    panel_words = PANEL_N * row_words
+    # every warp's columns start a panel or stay inside one (tile_n and warp_cols dividing 64, or multiples)
+    static_b = warp_cols % PANEL_N == 0 and cfg.tile_n % PANEL_N == 0 or PANEL_N % cfg.tile_n == 0
+
+    def _b_tile_offset(j: int) -> int:
+        """Words from the warp's first n8 tile to its ``j``-th in the layout (atoms of 1 KB, panels)."""
+        return (j // 8) * panel_words + (j % 8) * (ATOM_BYTES * 8 // WORD)
 
     @flyc.kernel
     def kernel_gemm(
@@ -93,56 +100,68 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         pa = A.iterator.recast(fx.Int32)
         pb = B.iterator.recast(fx.Int32)
 
-        # B: the lane's chunk t of row n0 + g in K atom 0, and the step to chunk 4 + t (+-64 bytes)
-        b_base = []
-        for j in fx.range_constexpr(NT):
-            row = n_warp + 8 * j + g
-            first = bl((row, t * chunk))
-            b_base.append(first // (WORD // e) + wk_i * (U // 2) * kblock_words)
-            if fx.const_expr(j == 0):
-                b_half = (bl((row, (t + 4) * chunk)) - first) // (WORD // e)
+        # B: the lane's chunk t of row n0 + g in K atom 0 (the layout on the lane's coordinates), and the
+        # step to chunk 4 + t (+-64 bytes). The warp's n8 tiles sit at static distances from the first when
+        # its columns stay inside a 64-row panel or start one: one base pointer, immediate offsets.
+        row0 = n_warp + g
+        first = bl((row0, t * chunk))
+        b_half = (bl((row0, (t + 4) * chunk)) - first) // (WORD // e)
+        if fx.const_expr(static_b):
+            pb0 = pb + (first // (WORD // e) + wk_i * (U // 2) * kblock_words)
+            b_ptrs = [pb0 + _b_tile_offset(j) for j in range(NT)]
+        else:
+            b_ptrs = [
+                pb + (bl((row0 + 8 * j, t * chunk)) // (WORD // e) + wk_i * (U // 2) * kblock_words) for j in range(NT)
+            ]
         # A: rows g and g + 8 of each m16 tile, bytes 16t of the step (rows past M read row M-1)
-        a_base = []
+        a_ptrs = []
         for i in fx.range_constexpr(MT):
             pair = []
             for h in fx.range_constexpr(2):
                 r = fx.min(m_warp + 16 * i + 8 * h + g, M - 1)
-                pair.append(r * row_words + t * (CHUNK_BYTES // WORD) + wk_i * U * (STEP_BYTES // WORD))
-            a_base.append(pair)
+                pair.append(pa + (r * row_words + t * (CHUNK_BYTES // WORD) + wk_i * U * (STEP_BYTES // WORD)))
+            a_ptrs.append(pair)
 
         def load(it):
             """Iteration ``it``'s fragments: ``(b[u][j], a[u][i][h])`` as 4 x i32 Vectors."""
             bs, as_ = [], []
+            kb_it = it * (steps_per_iter // 2) * kblock_words
+            ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
             for u in fx.range_constexpr(U):
-                koff = it * (steps_per_iter // 2) * kblock_words + (u // 2) * kblock_words
+                koff = kb_it + (u // 2) * kblock_words
                 if fx.const_expr(u % 2):
                     koff = koff + b_half
-                bs.append([(pb + (b_base[j] + koff)).load(vec_width=4, align=16) for j in range(NT)])
-                aoff = (it * steps_per_iter + u) * (STEP_BYTES // WORD)
-                as_.append(
-                    [[(pa + (a_base[i][h] + aoff)).load(vec_width=4, align=16) for h in range(2)] for i in range(MT)]
-                )
+                bs.append([(b_ptrs[j] + koff).load(vec_width=4, align=16) for j in range(NT)])
+                aoff = ka_it + u * (STEP_BYTES // WORD)
+                as_.append([[(a_ptrs[i][h] + aoff).load(vec_width=4, align=16) for h in range(2)] for i in range(MT)])
             return bs, as_
 
-        def words(v):
-            """A loaded 16-byte chunk as the 32-bit registers the mma takes (fp8: widened to f16 first)."""
+        def words(v, w):
+            """32-bit word ``w`` of a loaded 16-byte chunk as the registers the mma takes: the word itself, or
+            for fp8 its four e4m3 values widened to two words of f16 pairs (converted just before use, so
+            that only the words in flight are live)."""
             if fx.const_expr(cfg.in_dtype == "fp8"):
-                return v.bitcast(fx.Float8E4M3FN).to(fx.Float16).bitcast(fx.Int32)
-            return v
+                return v[w : w + 1].bitcast(fx.Float8E4M3FN).to(fx.Float16).bitcast(fx.Int32)
+            return v[w : w + 1]
 
         def compute(frags, acc):
             bs, as_ = frags
             out = [list(row) for row in acc]
+            # mma s takes words 2s, 2s+1 of the B chunk (after widening for fp8: the f16 words of loaded
+            # word s) and the same words of rows g and g + 8 for A: [row g, row g+8, row g, row g+8]
+            per = 2 if cfg.in_dtype == "fp8" else 1  # mma steps per loaded word
             for u in fx.range_constexpr(U):
-                bw = [words(bs[u][j]) for j in range(NT)]
-                aw = [[words(as_[u][i][h]) for h in range(2)] for i in range(MT)]
-                # mma s of the chunk takes words 2s, 2s+1 (B) and the same words of rows g, g + 8 (A)
-                for s in fx.range_constexpr(bw[0].numel // 2):
-                    bf = [bw[j][2 * s : 2 * s + 2].bitcast(ab_type) for j in range(NT)]
+                for w in fx.range_constexpr(0, 4, 2 // per):
+                    if fx.const_expr(per == 2):
+                        bw = [words(bs[u][j], w) for j in range(NT)]
+                        aw = [[words(as_[u][i][h], w) for h in range(2)] for i in range(MT)]
+                    else:
+                        bw = [bs[u][j][w : w + 2] for j in range(NT)]
+                        aw = [[as_[u][i][h][w : w + 2] for h in range(2)] for i in range(MT)]
+                    bf = [bw[j].bitcast(ab_type) for j in range(NT)]
                     for i in fx.range_constexpr(MT):
                         lo, hi = aw[i]
-                        n = lo.numel
-                        af = lo.shuffle(hi, [2 * s, n + 2 * s, 2 * s + 1, n + 2 * s + 1]).bitcast(ab_type)
+                        af = lo.shuffle(hi, [0, 2, 1, 3]).bitcast(ab_type)
                         for j in fx.range_constexpr(NT):
                             out[i][j] = fx.nvvm.mma_sync(af, bf[j], out[i][j], shape=shape)
             return out
