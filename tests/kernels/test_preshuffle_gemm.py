@@ -115,6 +115,7 @@ CPU_CASES = [
     (33, 64, 640, (16, 64, 128), (1, 2, 1)),
     (2, 64, 512, (16, 16, 512), (1, 1, 4)),
     (40, 192, 256, (48, 64, 256), (1, 2, 2)),
+    (9, 320, 256, (16, 40, 128), None),  # 40-column tiles straddle the 64-row panels of B
 ]
 CPU_IDS = [f"M{m}-N{n}-K{k}-t{'x'.join(map(str, t))}" for m, n, k, t, _ in CPU_CASES]
 
