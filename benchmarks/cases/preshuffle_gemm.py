@@ -271,10 +271,18 @@ def cases(quick: bool):
             a, b, _, sa, sb, _ = inp
             return cublas_gemm(dt, "bf16", a, b, sa, sb)
 
+        def check(inp, dt=dt):
+            from kernels.gemm.reference import reference_gemm, verify_output
+
+            a, b, _, sa, sb, c = inp
+            ref = reference_gemm(a, b, sa if dt in ("fp8", "int8") else None, sb if dt in ("fp8", "int8") else None)
+            if not verify_output(c.float(), ref):
+                raise AssertionError("flydsl's preshuffle GEMM differs from the f32 reference (FlyDSL's rule)")
+
         e = 1 if dt in ("fp8", "int8") else 2
         nbytes = (M * K + N * K) * e + M * N * 2 + (M + N) * 4
         out.append(Case("gemm", (M, N, K), dt, nbytes, make_inputs, {"flydsl": flydsl, "cuBLAS": cublas},
-                        flops=2 * M * N * K))  # fmt: skip
+                        check, flops=2 * M * N * K))  # fmt: skip
     return out
 
 

@@ -317,7 +317,9 @@ def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c
         )
         tile_k = new
     stage_bytes = (tile_m + tile_n) * tile_k * e
+    # 1 KB: aligning the base to the swizzle period at run time; 16 bytes per stage: its two mbarriers
     budget = SMEM_LIMIT - 1024 - (EPI_BYTES * (tile_m // 64) if c_store == "tma" else 0)
+    budget -= 16 * MAX_STAGES
     stages = max(2, min(MAX_STAGES, budget // stage_bytes))
     return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages, c_store)
 

@@ -66,6 +66,8 @@ def build_wgmma_gemm(cfg: GemmConfig):
     tiles_n = cfg.N // BN
     row_bytes = cfg.K * e  # of A and of B
     b_stage_bytes = BN * BK * e
+    a_bytes, b_bytes = BM * BK * e * stages, b_stage_bytes * stages
+    c_bytes = EPI * EPI * 2 * 2 * consumers if cfg.c_store == "tma" else 0
 
     tma_store = cfg.c_store == "tma"
 
@@ -76,20 +78,22 @@ def build_wgmma_gemm(cfg: GemmConfig):
         tid = fx.thread_idx.x
         wg = nvvm.warpgroup_idx()
 
-        smem = fx.SharedAllocator(static=False, base_alignment=1024)
+        # one dynamic allocation, its base rounded up at run time to the 1-KB swizzle period (the dynamic
+        # shared base is only 16-byte aligned; TMA and wgmma swizzle absolute addresses): A stages, B stages,
+        # the epilogue buffers, then the mbarriers
         la = nvvm.make_smem_layout_gmma(dt, (BM, BK), stages=stages)
         lb = nvvm.make_smem_layout_gmma(dt, (BN, BK), stages=stages)
-        sa_raw = smem.allocate(BM * BK * e * stages, alignment=1024).ptr
-        sb_raw = smem.allocate(b_stage_bytes * stages, alignment=1024).ptr
-        sA = fx.make_tensor(sa_raw.recast(dt), la)
-        sB = fx.make_tensor(sb_raw.recast(dt), lb)
-        sB_bytes = sb_raw.recast(fx.Int8)
+        raw = fx.SharedAllocator(static=False).allocate(a_bytes + b_bytes + c_bytes + 16 * stages + 1024).ptr
+        base = nvvm.align_shared(raw, 1024).recast(fx.Int8)
+        sA = fx.make_tensor(base.recast(dt), la)
+        sB_bytes = base + a_bytes
+        sB = fx.make_tensor(sB_bytes.recast(dt), lb)
         sC = None
         if fx.const_expr(tma_store):
             lc = nvvm.make_smem_layout_gmma(epi.out, (EPI, EPI), stages=2 * consumers)
-            sC = fx.make_tensor(smem.allocate(EPI * EPI * 2 * 2 * consumers, alignment=1024).ptr.recast(epi.out), lc)
-        full = smem.allocate(fx.Array[fx.Int64, stages], alignment=8).ptr.recast(fx.Int64)
-        empty = smem.allocate(fx.Array[fx.Int64, stages], alignment=8).ptr.recast(fx.Int64)
+            sC = fx.make_tensor((base + a_bytes + b_bytes).recast(epi.out), lc)
+        full = (base + a_bytes + b_bytes + c_bytes).recast(fx.Int64)
+        empty = full + stages
         if tid == 0:
             for s in fx.range_constexpr(stages):
                 nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
