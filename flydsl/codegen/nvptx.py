@@ -137,7 +137,7 @@ class NVPTXHooks(TargetHooks):
         kbs = fn_op.attrs.get("known_block_size")
         if kbs:
             attrs.append(f'"nvvm.reqntid"="{",".join(str(int(x)) for x in kbs)}"')
-        maxreg = fn_op.attrs.get("max_registers")
+        maxreg = fn_op.attrs.get("max_registers") or self.target.maxnreg
         if maxreg:
             attrs.append(f'"nvvm.maxnreg"="{int(maxreg)}"')
         minb = fn_op.attrs.get("min_blocks_per_sm")

@@ -36,6 +36,8 @@ class Target:
         codegen_opt: LLVM back-end level 0-3; None chooses by module size.
         libdevice: explicit path of ``libdevice.10.bc`` (None: search the usual places).
         cubin: also produce a cubin with nvJitLink when it is installed.
+        maxnreg: a register cap for every kernel that sets none itself (PTX ``.maxnreg``; FlyDSL's
+            ``maxnreg`` compile hint): more blocks per SM at the price of the registers ptxas may use.
     """
 
     arch: str = "sm_90a"
@@ -46,6 +48,7 @@ class Target:
     codegen_opt: int | None = None
     libdevice: str | None = None
     cubin: bool = False
+    maxnreg: int | None = None
     _hooks: object = field(default=None, init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self):
@@ -81,7 +84,7 @@ class Target:
         """A canonical string of every field that affects the generated code."""
         return (
             f"{self.arch}|ptx={self.ptx_version}|max={self.max_ptx_version}|math={self.math}|"
-            f"O{self.opt_level}|cg{self.codegen_opt}|ld={self.libdevice}|cubin={self.cubin}"
+            f"O{self.opt_level}|cg{self.codegen_opt}|ld={self.libdevice}|cubin={self.cubin}|maxnreg={self.maxnreg}"
         )
 
     def hooks(self) -> TargetHooks:

@@ -106,6 +106,8 @@ def codegen_target(arch: str, hints: dict | None = None):
         kw["libdevice"] = env.libdevice
     if hints and hints.get("fast_fp_math"):
         kw["math"] = "approx"
+    if hints and hints.get("maxnreg"):
+        kw["maxnreg"] = int(hints["maxnreg"])
     return CgTarget(arch=arch, **kw)
 
 

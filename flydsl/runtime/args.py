@@ -135,12 +135,13 @@ def _torch_numpy(t, dtype: np.dtype) -> np.ndarray:
 
 
 def unit_axis(shape, strides) -> int:
-    """The mode of stride 1 (the last one; a size-1 mode when no stride is 1), -1 if none."""
+    """The mode of stride 1 (the last one; a mode of size 0 or 1 — whose stride never matters — when no stride
+    is 1), -1 if none."""
     for i in range(len(strides) - 1, -1, -1):
         if strides[i] == 1:
             return i
     for i in range(len(shape) - 1, -1, -1):
-        if shape[i] == 1:
+        if shape[i] <= 1:
             return i
     return -1
 

@@ -257,3 +257,23 @@ def test_constexpr_annotation_from_string_annotations():
     from flydsl.compiler.kernel import resolve_signature
 
     assert resolve_signature(ns["f"]).parameters["N"].annotation is Constexpr[int]
+
+
+def test_empty_tensors_are_accepted():
+    """numpy gives an empty array stride 0; a mode of size 0 (or 1) needs no unit stride (FlyDSL passes empty
+    scale tensors to kernels that do not read them)."""
+
+    @flyc.kernel
+    def k(unused: Tensor, out: Tensor):
+        out[0] = 7.0
+
+    @flyc.jit
+    def launch(unused, out):
+        k(unused, out).launch(grid=1, block=1)
+
+    empty = np.zeros(0, np.float32)
+    assert empty.strides == (0,)
+    out = np.zeros(1, np.float32)
+    launch(empty, out)
+    launch(np.zeros((0, 4), np.float32)[:, ::2], out)  # size-0 leading mode, stride-2 trailing mode
+    assert out[0] == 7.0

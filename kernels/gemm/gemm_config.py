@@ -1,0 +1,332 @@
+"""Tile configurations of the preshuffle GEMM: what is valid for each path, how invalid requests are mapped,
+and the shape heuristic used when no tile is given.
+
+Two paths (docs/gemm.md):
+
+* ``"mma"`` — warp-level ``mma.sync`` with every operand loaded from global memory straight into registers
+  (B in the preshuffled layout, one 16-byte load per lane per two mma k-steps). Any ``tile_m`` that is a
+  multiple of 16; made for small M (decode), correct for every M.
+* ``"wgmma"`` — warpgroup MMA fed by a shared-memory pipeline (TMA for A, one 1-D bulk copy per 8-KB
+  piece of B), for large M (sm_90a). ``tile_m`` 64 or 128 (one or two consumer warpgroups), ``tile_n`` a
+  multiple of 64 up to 256 dividing N, ``tile_k`` one or two 128-byte K atoms; ``stages`` as many as fit
+  in the 227 KB of shared memory beside the epilogue's buffers (at most 8); C leaves through shared
+  memory and TMA stores (``c_store="tma"``) or straight from registers (``"direct"``).
+
+The path follows ``tile_m``: below 64 rows the mma path, from 64 on the wgmma path (``path=`` forces
+one). A configuration of the mma path names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in
+elements) and how the block's warps share it: ``warps_m × warps_n`` warps side by side over the output
+tile, times ``warps_k`` warps that split each ``tile_k`` step between them (their partial sums are added
+through shared memory at the end). Each warp then owns ``tile_m / warps_m`` rows (``mt`` m16 tiles) by
+``tile_n / warps_n`` columns (``nt`` n8 tiles), and loads ``tile_k / warps_k`` of K per iteration.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import NamedTuple
+
+from .preshuffle_layout import ATOM_BYTES, ELEM_BYTES, PANEL_N, check_weight_shape
+from .reference import EPILOGUES, IN_DTYPES, OUT_DTYPES
+
+__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "NUM_SMS", "MAX_WARPS", "PATHS"]
+
+NUM_SMS = 132  # H200
+MAX_WARPS = 16  # 512 threads per block
+MAX_MT, MAX_NT = 4, 2  # default m16 / n8 tiles per warp (registers: the loads in flight need them)
+LIMIT_TILES = 8  # m16 or n8 tiles per warp accepted with explicit warps
+STEP_BYTES = 64  # one lane load covers 64 bytes of K per warp row group: two mma k-steps
+PATHS = ("mma", "wgmma")
+SMEM_LIMIT = 227 * 1024  # per block on sm_90
+EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers of the TMA-store epilogue
+MAX_STAGES = 8
+
+
+class GemmConfig(NamedTuple):
+    """A validated configuration (a compile-time value: it enters the kernel's cache key)."""
+
+    path: str
+    in_dtype: str
+    out_dtype: str
+    epilogue: str
+    N: int
+    K: int
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    warps_m: int
+    warps_n: int
+    warps_k: int
+    stages: int = 0  # wgmma: shared-memory stages (0 on the mma path)
+    c_store: str = "direct"  # how C leaves: "direct" (guarded 4-byte stores) or "tma" (smem + TMA store)
+
+    @property
+    def elem_bytes(self) -> int:
+        return ELEM_BYTES[self.in_dtype]
+
+    @property
+    def num_warps(self) -> int:
+        return self.warps_m * self.warps_n * self.warps_k
+
+    @property
+    def mt(self) -> int:
+        """m16 tiles per warp."""
+        return self.tile_m // self.warps_m // 16
+
+    @property
+    def nt(self) -> int:
+        """n8 tiles per warp."""
+        return self.tile_n // self.warps_n // 8
+
+    @property
+    def steps_per_warp(self) -> int:
+        """64-byte K steps each warp loads per main-loop iteration."""
+        return self.tile_k * self.elem_bytes // STEP_BYTES // self.warps_k
+
+    @property
+    def iters(self) -> int:
+        """Main-loop iterations (``K / tile_k``)."""
+        return self.K // self.tile_k
+
+    def describe(self) -> str:
+        if self.path == "wgmma":
+            return (
+                f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, C by {self.c_store}, "
+                f"{self.tile_m // 64} consumer warpgroup(s) + 1 producer ({128 * (1 + self.tile_m // 64)} threads)"
+            )
+        return (
+            f"{self.path} tile {self.tile_m}x{self.tile_n}x{self.tile_k}, warps {self.warps_m}x{self.warps_n}"
+            f"x{self.warps_k} ({self.num_warps * 32} threads; per warp {self.mt}x{self.nt} mma tiles, "
+            f"{self.steps_per_warp} loads of 64 B of K per row group per iteration)"
+        )
+
+
+_noted: set = set()
+
+
+def _note(key, msg: str) -> None:
+    """Say ``msg`` once per process (a UserWarning), however many times the same mapping happens."""
+    if key not in _noted:
+        _noted.add(key)
+        warnings.warn(f"compile_preshuffle_gemm: {msg}", stacklevel=4)
+
+
+def _divisors(n: int, step: int) -> list[int]:
+    return [d for d in range(step, n + 1, step) if n % d == 0]
+
+
+def _nearest(value: int, candidates: list[int]) -> int:
+    return min(candidates, key=lambda c: (abs(c - value), -c))
+
+
+def _pow2_floor(x: int) -> int:
+    return 1 << (max(1, x).bit_length() - 1)
+
+
+def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tuple[int, int, int]:
+    """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized).
+
+    * ``M <= 64`` (or unknown): the mma path. ``tile_m`` the smallest of 16/32/64 that covers M;
+      ``tile_n`` the largest of 64/32/16/8 that still gives about two blocks per SM (``N / tile_n >=
+      1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads it keeps in
+      flight); ``tile_k`` one 128-byte K atom per warp and iteration for 8 warps in all (1024 bytes when
+      one warp covers tile_n, 512 when two do), or the largest power-of-two multiple of 128 bytes dividing K.
+    * larger M: the wgmma path with one 128-byte K atom per stage and the (tile_m, tile_n) of
+      :data:`WGMMA_TILE_EFFICIENCY` that minimizes ``waves × tile_m × tile_n / efficiency`` — the
+      persistent grid's rounds of 132 tiles, each as long as its tile's work at that tile's relative
+      speed (small tiles fill the machine at mid M, large ones use the tensor cores best at large M).
+    """
+    e = ELEM_BYTES[in_dtype]
+    kb = K * e
+    m = 16 if M is None else M
+    if m > 64:
+        return (*_wgmma_tile(m, N), ATOM_BYTES // e)
+    tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
+    tile_n = 8
+    for cand in (64, 32, 16, 8):
+        if N % cand == 0 and N // cand >= 1.9 * NUM_SMS:
+            tile_n = cand
+            break
+    # 8 warps, each loading one 128-byte K atom per iteration: tile_k = 128 B x the K-splitting warps
+    wm, wn, _ = _warps(tile_m, tile_n, ATOM_BYTES)
+    want = ATOM_BYTES * max(1, 8 // (wm * wn))
+    tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0 and d <= want)
+    return tile_m, tile_n, tile_kb // e
+
+
+# relative speed of a wgmma tile shape (per output element, full machine): B/A reuse in shared memory and
+# the fixed cost per k-step favour wide tiles; a model to be calibrated on the H200 (docs/gemm.md)
+WGMMA_TILE_EFFICIENCY = {
+    (128, 256): 1.0,
+    (128, 128): 0.9,
+    (64, 256): 0.85,
+    (128, 64): 0.7,
+    (64, 128): 0.75,
+    (64, 64): 0.55,
+}
+
+
+def _wgmma_tile(M: int, N: int) -> tuple[int, int]:
+    best = None
+    for (tm, tn), eff in WGMMA_TILE_EFFICIENCY.items():
+        if N % tn:
+            continue
+        tiles = -(-M // tm) * (N // tn)
+        cost = -(-tiles // NUM_SMS) * tm * tn / eff
+        if best is None or cost < best[0]:
+            best = (cost, tm, tn)
+    return best[1], best[2]
+
+
+def _warps(tile_m: int, tile_n: int, tile_kb: int) -> tuple[int, int, int]:
+    """Default warp split: at most 4 m16 × 2 n8 mma tiles per warp (more n8 tiles per warp keep too many
+    registers live: 170 for 1×4 fp8 tiles, one block per SM), then K-splitting warps so that each loads
+    one 128-byte K atom per iteration (two 64-byte steps: the fewest registers for the loads in flight),
+    at most 16 warps in all (beyond that, warps take more atoms each)."""
+    m16, n8 = tile_m // 16, tile_n // 8
+    wm = max(1, m16 // MAX_MT)
+    wn = max(1, n8 // MAX_NT)
+    while m16 % wm:
+        wm += 1
+    while n8 % wn:
+        wn += 1
+    wk = 1
+    while wm * wn * wk * 2 <= MAX_WARPS and tile_kb % (ATOM_BYTES * wk * 2) == 0:
+        wk *= 2
+    return wm, wn, wk
+
+
+def make_config(
+    *,
+    N: int,
+    K: int,
+    tile_m: int | None,
+    tile_n: int | None,
+    tile_k: int | None,
+    in_dtype: str = "fp8",
+    out_dtype: str = "bf16",
+    epilogue: str = "none",
+    path: str | None = None,
+    warps: tuple[int, int, int] | None = None,
+    M: int | None = None,
+    c_store: str | None = None,
+) -> GemmConfig:
+    """Validate a request and return the configuration the kernel will use.
+
+    Raises ``ValueError`` for what cannot be mapped (dtypes, epilogue, N/K the preshuffled layout cannot
+    hold, non-positive tiles, impossible warp splits). Tile values that are merely invalid for the path
+    are mapped to the nearest valid one, with a warning said once.
+    """
+    if in_dtype not in IN_DTYPES:
+        raise ValueError(f"in_dtype must be one of {IN_DTYPES}, got {in_dtype!r} (fp4/MXFP4 is AMD gfx950-only)")
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"out_dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
+    if epilogue not in EPILOGUES:
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    if path is not None and path not in PATHS:
+        raise ValueError(f"path must be one of {PATHS}, got {path!r}")
+    e = ELEM_BYTES[in_dtype]
+    check_weight_shape(N, K, e)
+    given = (tile_m, tile_n, tile_k)
+    for name, v in zip(("tile_m", "tile_n", "tile_k"), given):
+        if v is not None and (type(v) is not int or v <= 0):
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    hm, hn, hk = heuristic_tiles(N, K, in_dtype, M)
+    tile_m = hm if tile_m is None else tile_m
+    tile_n = hn if tile_n is None else tile_n
+    tile_k = hk if tile_k is None else tile_k
+    # the path follows tile_m (64 rows or more: wgmma), except for the heuristic's own mma tiles of 64 rows
+    heuristic_mma = given[0] is None and (M or 16) <= 64
+    path = path or ("wgmma" if tile_m >= 64 and not heuristic_mma else "mma")
+    if path == "wgmma":
+        if warps is not None:
+            raise ValueError(
+                "warps=(...) applies to the mma path; the wgmma path has one producer and tile_m/64 consumer warpgroups"
+            )
+        if c_store not in (None, "tma", "direct"):
+            raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
+        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma")
+    if c_store not in (None, "direct"):
+        raise ValueError(f"c_store={c_store!r}: the mma path stores C directly from registers")
+
+    if tile_m % 16 or tile_m > 128:
+        new = min(128, max(16, -(-tile_m // 16) * 16))
+        _note(("tile_m", tile_m), f"tile_m={tile_m} is not a multiple of 16 up to 128 (mma.sync rows); using {new}")
+        tile_m = new
+    n_ok = [d for d in _divisors(N, 8) if d <= 256]
+    if tile_n not in n_ok:
+        new = _nearest(tile_n, n_ok)
+        _note(
+            ("tile_n", N, tile_n), f"tile_n={tile_n} must be a multiple of 8 dividing N={N} (at most 256); using {new}"
+        )
+        tile_n = new
+    kb = K * e
+    k_ok = [d // e for d in _divisors(kb, ATOM_BYTES) if d <= 4096]
+    if tile_k not in k_ok:
+        new = _nearest(tile_k, k_ok)
+        _note(
+            ("tile_k", K, e, tile_k),
+            f"tile_k={tile_k} must be a multiple of {ATOM_BYTES // e} dividing K={K} (whole 128-byte atoms); "
+            f"using {new}",
+        )
+        tile_k = new
+
+    tile_kb = tile_k * e
+    if warps is None:
+        wm, wn, wk = _warps(tile_m, tile_n, tile_kb)
+    else:
+        wm, wn, wk = (int(w) for w in warps)
+        problems = []
+        if min(wm, wn, wk) < 1 or wm * wn * wk > MAX_WARPS:
+            problems.append(f"1 to {MAX_WARPS} warps")
+        elif (tile_m // 16) % wm or (tile_n // 8) % wn:
+            problems.append("warps_m dividing tile_m/16 and warps_n dividing tile_n/8")
+        elif tile_kb % (ATOM_BYTES * wk):
+            problems.append(f"warps_k dividing tile_k into whole {ATOM_BYTES}-byte atoms")
+        if problems:
+            raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
+    cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
+    if cfg.mt > LIMIT_TILES or cfg.nt > LIMIT_TILES:
+        raise ValueError(f"{cfg.describe()}: at most {LIMIT_TILES}x{LIMIT_TILES} mma tiles per warp (registers)")
+    return cfg
+
+
+def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store) -> GemmConfig:
+    e = ELEM_BYTES[in_dtype]
+    if tile_m not in (64, 128):
+        new = 64 if tile_m < 96 else 128
+        _note(
+            ("wg_tile_m", tile_m),
+            f"tile_m={tile_m}: the wgmma path takes 64 or 128 (one or two consumer warpgroups); using {new}",
+        )
+        tile_m = new
+    n_ok = [d for d in _divisors(N, PANEL_N) if d <= 256]
+    if tile_n not in n_ok:
+        new = _nearest(tile_n, n_ok)
+        _note(
+            ("wg_tile_n", N, tile_n),
+            f"tile_n={tile_n}: the wgmma path takes a multiple of 64 dividing N={N} (at most 256); using {new}",
+        )
+        tile_n = new
+    k_ok = [d // e for d in (ATOM_BYTES, 2 * ATOM_BYTES) if (K * e) % d == 0]
+    if tile_k not in k_ok:
+        new = _nearest(tile_k, k_ok)
+        _note(
+            ("wg_tile_k", K, e, tile_k),
+            f"tile_k={tile_k}: the wgmma path stages one or two 128-byte K atoms ({k_ok}); using {new}",
+        )
+        tile_k = new
+    stage_bytes = (tile_m + tile_n) * tile_k * e
+    # 1 KB: aligning the base to the swizzle period at run time; 16 bytes per stage: its two mbarriers
+    budget = SMEM_LIMIT - 1024 - (EPI_BYTES * (tile_m // 64) if c_store == "tma" else 0)
+    budget -= 16 * MAX_STAGES
+    stages = max(2, min(MAX_STAGES, budget // stage_bytes))
+    return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages, c_store)
+
+
+def grid_blocks(cfg: GemmConfig, M: int) -> int:
+    """Blocks of a launch for ``M`` rows."""
+    return (cfg.N // cfg.tile_n) * math.ceil(M / cfg.tile_m)
+
+
+assert PANEL_N % 8 == 0
