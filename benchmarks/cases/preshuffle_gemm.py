@@ -127,7 +127,6 @@ def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, 
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:
-        kw["M"] = M  # the heuristic's hint (for tiles left to it)
         r = run_gemm(in_dtype, M, N, K, cuda=True, bench=True, graph=True, cublas=True, iters=iters, warmup=3,
                      log=log, **kw)  # fmt: skip
     except Exception as ex:  # a variant that does not build for a shape is reported, not fatal
