@@ -149,7 +149,14 @@ def gemm_kernel(
         cB = fx.flat_divide(fx.make_identity_tensor((N, K)), (BN, BK))[None, None, bn, None]
 
     def load_tile(k_tile, stage):
-        """Start the copies of k-slice ``k_tile`` into ``stage`` (zero-filled past the edges)."""
+        """Start the copies of k-slice ``k_tile`` into ``stage`` (zero-filled past the edges).
+
+        A slice that lies past K is not copied: its stage is never multiplied (at most prefetched into
+        registers that go unused). When both ``k_tile`` and K are known at trace time (the prologue, with
+        fewer k-slices than pipeline stages) nothing is emitted — the slice does not exist in ``gA`` —,
+        otherwise the copy is predicated off (zero fill, no global read)."""
+        if fx.const_expr(isinstance(k_tile, int) and isinstance(k_tiles, int) and k_tile >= k_tiles):
+            return
         src_a, dst_a = copy_a.partition_S(gA[None, None, k_tile]), copy_a.partition_D(s_a(stage))
         src_b, dst_b = copy_b.partition_S(gB[None, None, k_tile]), copy_b.partition_D(s_b(stage))
         if fx.const_expr(ragged):

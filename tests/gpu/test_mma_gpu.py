@@ -144,7 +144,8 @@ def gpu_env(monkeypatch, tmp_path):
     [
         ("bf16", 96, 80, 72, "nk", "64x64"),
         ("bf16", 130, 136, 200, "kn", "128x128w8"),
-        ("f16", 256, 256, 128, "kn", "128x256"),
+        ("f16", 256, 256, 128, "kn", "128x256"),  # 2 k-slices, 4 stages
+        ("bf16", 128, 128, 8, "kn", "128x128w8"),  # 1 k-slice (the smallest K), 4 stages
         ("e4m3", 64, 72, 160, "nk", "64x64"),
     ],
 )

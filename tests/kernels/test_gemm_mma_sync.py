@@ -53,6 +53,11 @@ def _operands(name, M, N, K, b_layout, seed=0):
         ("bf16", 130, 136, 200, "kn", "128x128w8"),  # 8 warps, 4 stages, ragged
         ("e4m3", 64, 72, 160, "nk", "64x64"),
         ("e5m2", 40, 64, 96, "nk", "64x64"),
+        # fewer k-slices than pipeline stages (the prologue's slices past K are known at trace time)
+        ("f16", 256, 256, 128, "kn", "128x256"),  # 2 slices, 4 stages, tile multiples
+        ("bf16", 128, 128, 64, "nk", "128x128w8"),  # 1 slice, 4 stages, tile multiples
+        ("bf16", 128, 128, 8, "kn", "128x128w8"),  # the smallest K (one 16-byte chunk), ragged K
+        ("bf16", 100, 72, 40, "nk", "128x256s3"),  # 1 slice, 3 stages, ragged M, N, K
     ],
 )
 def test_gemm_on_the_interpreter(name, M, N, K, b_layout, config):
