@@ -154,6 +154,8 @@ _INTRINSIC_SM = (
     ("llvm.nvvm.mbarrier.arrive.expect.tx", 90), ("llvm.nvvm.fence.mbarrier_init", 90),
 )  # fmt: skip
 _ARCH_SPECIFIC = ("llvm.nvvm.wgmma", "llvm.nvvm.setmaxnreg", "llvm.nvvm.tcgen05")
+# prefix -> the last architecture that has it (LLVM 22 cannot select wgmma for sm_100a/sm_120a: it aborts)
+_INTRINSIC_LAST_SM = (("llvm.nvvm.wgmma", 90),)
 # (prefix, sm) -> lowest PTX version at which LLVM selects it there
 _INTRINSIC_PTX = {("llvm.nvvm.e4m3x2.to", 89): 81, ("llvm.nvvm.e5m2x2.to", 89): 81}
 # prefix -> lowest PTX version at which LLVM selects it on every architecture
@@ -173,6 +175,9 @@ def check_intrinsics(llvm_text: str, target: Target, ptx_version: int | None = N
         for prefix, need in _INTRINSIC_SM:
             if name.startswith(prefix) and sm < need:
                 raise CodegenError(f"{name} needs sm_{need} or newer; the target is {target.arch}")
+        for prefix, last in _INTRINSIC_LAST_SM:
+            if name.startswith(prefix) and sm > last:
+                raise CodegenError(f"{name} exists on sm_{last} only (later GPUs do not have it), not {target.arch}")
         if name.startswith(_ARCH_SPECIFIC) and not target.arch_specific:
             raise CodegenError(f"{name} needs an architecture-specific target such as sm_90a, not {target.arch}")
         for prefix, need in _INTRINSIC_MIN_PTX:

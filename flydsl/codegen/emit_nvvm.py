@@ -14,9 +14,9 @@ cp_async_commit_group / wait_group n   ``llvm.nvvm.cp.async.commit.group`` / ``w
 =====================================  ========================================================================
 
 Register fragments are IR vectors; they are packed into (or unpacked from) the 32-bit registers the
-intrinsics take with ``bitcast`` and ``extractelement``/``insertelement``. Every emitter checks the
-target's capability first (:data:`flydsl.codegen.nvptx.CAPABILITIES`), so an unsupported instruction
-is a :class:`CodegenError` at the user's line, never an LLVM abort.
+intrinsics take with ``bitcast`` and ``extractelement``/``insertelement``. What each op needs from the
+target is declared with the op (``requires``, :mod:`flydsl.dialects.capabilities`) and checked by the
+dispatcher before these emitters run (and by the front end while tracing).
 """
 
 from __future__ import annotations
@@ -58,9 +58,6 @@ def emit_mma_sync(fe: FunctionEmitter, op: Op) -> None:
     shape = op.attrs["shape"]
     ea, eb, ec = a.type.elem, b.type.elem, c.type.elem
     kind = mma_kind(shape, ea, eb, ec)
-    fe.hooks.require(op, "mma_fp8" if kind == "fp8" else "mma_sync")
-    if kind == "fp8" and ec.name == "f16":
-        fe.hooks.require(op, "mma_fp8_f16")
     base = f"llvm.nvvm.mma.{shape}.row.col"
     half_c = ec.name == "f16" if hasattr(ec, "name") else False
     if kind == "f16bf16" and ea.name == "bf16":
@@ -93,7 +90,6 @@ def _matrix_name(op: Op, what: str) -> str:
 
 @emitter("nvvm.ldmatrix")
 def emit_ldmatrix(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "ldmatrix")
     num = op.attrs["num"]
     sty = "i32" if num == 1 else _struct("i32", num)
     p = op.operands[0]
@@ -103,7 +99,6 @@ def emit_ldmatrix(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.stmatrix")
 def emit_stmatrix(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "stmatrix")
     p, v = op.operands
     words = _words(fe, fe.val(v), llvm_type(v.type), op.attrs["num"])
     fe.call(_matrix_name(op, "stmatrix"), "void", [(llvm_type(p.type), fe.val(p))] + [("i32", w) for w in words])
@@ -111,7 +106,6 @@ def emit_stmatrix(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.cp_async")
 def emit_cp_async(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "cp_async")
     dst, src = op.operands[:2]
     name = f"llvm.nvvm.cp.async.{op.attrs.get('cache', 'ca')}.shared.global.{op.attrs['bytes']}"
     args = [(llvm_type(dst.type), fe.val(dst)), (llvm_type(src.type), fe.val(src))]
@@ -123,17 +117,14 @@ def emit_cp_async(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.cp_async_commit_group")
 def emit_cp_async_commit(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "cp_async")
     fe.call("llvm.nvvm.cp.async.commit.group", "void", [])
 
 
 @emitter("nvvm.cp_async_wait_group")
 def emit_cp_async_wait(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "cp_async")
     fe.call("llvm.nvvm.cp.async.wait.group", "void", [("i32", str(int(op.attrs["n"])))])
 
 
 @emitter("nvvm.cp_async_wait_all")
 def emit_cp_async_wait_all(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "cp_async")
     fe.call("llvm.nvvm.cp.async.wait.all", "void", [])

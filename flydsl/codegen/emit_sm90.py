@@ -24,9 +24,10 @@ and inline PTX for ``wgmma.mma_async`` (LLVM has no intrinsic for it).
 A ``!fly.tma_desc`` kernel parameter is ``ptr byval([128 x i8]) align 64 "nvvm.grid_constant"``: the
 value is the parameter's address (PTX ``cvta.param``), read in place by the TMA unit.
 
-Every op first checks the target (sm_90 for mbarriers, TMA, proxy fences and elect; the
-architecture-specific sm_90a for wgmma and setmaxnreg), so LLVM is never asked to select what it
-cannot — that would abort the process.
+Every op declares what it needs from the target (``requires``: sm_90 for mbarriers, TMA, proxy fences,
+elect and cluster ids; the architecture-specific sm_90a for wgmma and setmaxnreg) and the dispatcher
+checks it before these emitters run (:mod:`flydsl.dialects.capabilities`), so LLVM is never asked to
+select what it cannot — that would abort the process.
 """
 
 from __future__ import annotations
@@ -36,24 +37,9 @@ from .errors import CodegenError
 from .intrinsics import constant_int
 from .llvm_emitter import FunctionEmitter, emitter
 
-__all__ = ["ARCH_SPECIFIC_FEATURES", "wgmma_asm"]
-
-# features that exist only on the architecture-specific target (sm_90a), not on sm_90
-ARCH_SPECIFIC_FEATURES = {"wgmma": "warpgroup MMA (wgmma)", "setmaxnreg": "setmaxnreg"}
+__all__ = ["wgmma_asm"]
 
 _BAR = "ptr addrspace(3)"
-
-
-def _require(fe: FunctionEmitter, op: Op, feature: str) -> None:
-    fe.hooks.require(op, feature)
-    what = ARCH_SPECIFIC_FEATURES.get(feature)
-    if what is not None and not fe.target.arch_specific:
-        raise CodegenError(
-            f"{what} exists only on the architecture-specific target sm_{fe.target.sm}a; the target is "
-            f"{fe.target.arch}",
-            op=op,
-            fix=f"compile for sm_{fe.target.sm}a (ARCH=sm_{fe.target.sm}a)",
-        )
 
 
 def _i32(fe: FunctionEmitter, v) -> tuple[str, str]:
@@ -65,14 +51,12 @@ def _i32(fe: FunctionEmitter, v) -> tuple[str, str]:
 
 @emitter("nvvm.mbarrier_init")
 def emit_mbarrier_init(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "mbarrier")
     bar, count = op.operands
     fe.call("llvm.nvvm.mbarrier.init.shared", "void", [(_BAR, fe.val(bar)), _i32(fe, count)])
 
 
 @emitter("nvvm.mbarrier_arrive")
 def emit_mbarrier_arrive(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "mbarrier")
     bar = op.operands[0]
     count = fe.val(op.operands[1]) if len(op.operands) > 1 else "1"
     fe.call("llvm.nvvm.mbarrier.arrive.scope.cta.space.cta", "i64", [(_BAR, fe.val(bar)), ("i32", count)])
@@ -80,14 +64,12 @@ def emit_mbarrier_arrive(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.mbarrier_arrive_expect_tx")
 def emit_mbarrier_arrive_expect_tx(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "mbarrier")
     bar, nbytes = op.operands
     fe.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", "i64", [(_BAR, fe.val(bar)), _i32(fe, nbytes)])
 
 
 @emitter("nvvm.mbarrier_expect_tx")
 def emit_mbarrier_expect_tx(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "mbarrier")
     bar, nbytes = op.operands
     fe.call("llvm.nvvm.mbarrier.expect.tx.scope.cta.space.cta", "void", [(_BAR, fe.val(bar)), _i32(fe, nbytes)])
 
@@ -97,7 +79,6 @@ _TRY_WAIT = "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta"
 
 @emitter("nvvm.mbarrier_try_wait")
 def emit_mbarrier_try_wait(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "mbarrier")
     bar, parity = op.operands
     fe.define(op.results[0], fe.call(_TRY_WAIT, "i1", [(_BAR, fe.val(bar)), _i32(fe, parity)]))
 
@@ -105,7 +86,6 @@ def emit_mbarrier_try_wait(fe: FunctionEmitter, op: Op) -> None:
 @emitter("nvvm.mbarrier_wait")
 def emit_mbarrier_wait(fe: FunctionEmitter, op: Op) -> None:
     """``try_wait.parity`` in a loop (the instruction itself suspends the thread for a while)."""
-    _require(fe, op, "mbarrier")
     bar, parity = op.operands
     spin, done = fe.label("mbar_wait"), fe.label("mbar_done")
     fe.br(spin)
@@ -123,26 +103,22 @@ _PROXY = {"shared_cta": "llvm.nvvm.fence.proxy.async.shared_cta", "global": "llv
 
 @emitter("nvvm.fence_proxy_async")
 def emit_fence_proxy_async(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     fe.call(_PROXY[op.attrs["space"]], "void", [])
 
 
 @emitter("nvvm.fence_mbarrier_init")
 def emit_fence_mbarrier_init(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "mbarrier")
     fe.call("llvm.nvvm.fence.mbarrier_init.release.cluster", "void", [])
 
 
 @emitter("nvvm.elect_sync")
 def emit_elect_sync(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "elect")
     r = fe.call("llvm.nvvm.elect.sync", "{i32, i1}", [("i32", "-1")])
     fe.define(op.results[0], fe.assign(f"extractvalue {{i32, i1}} {r}, 1"))
 
 
 @emitter("nvvm.setmaxnreg")
 def emit_setmaxnreg(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "setmaxnreg")
     fe.call(f"llvm.nvvm.setmaxnreg.{op.attrs['action']}.sync.aligned.u32", "void", [("i32", str(op.attrs["count"]))])
 
 
@@ -169,7 +145,6 @@ _CLUSTER_SREG = {"nvvm.cluster_id": "clusterid", "nvvm.cluster_ctaid": "cluster.
 
 @emitter("nvvm.cluster_ctarank", *_CLUSTER_SREG)
 def emit_cluster_sreg(fe: FunctionEmitter, op: Op) -> None:
-    fe.hooks.require(op, "cluster")
     name = op.defn.name
     reg = "cluster.ctarank" if name == "nvvm.cluster_ctarank" else f"{_CLUSTER_SREG[name]}.{op.attrs['dimension']}"
     fe.define(op.results[0], fe.call(f"llvm.nvvm.read.ptx.sreg.{reg}", "i32", []))
@@ -185,7 +160,6 @@ def _to_cluster(fe: FunctionEmitter, v) -> str:
 
 @emitter("nvvm.tma_load")
 def emit_tma_load(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     desc, dst, bar, *coords = op.operands
     rank = len(coords)
     args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr", fe.val(desc))]
@@ -196,7 +170,6 @@ def emit_tma_load(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.tma_store")
 def emit_tma_store(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     desc, src, *coords = op.operands
     args = [("ptr addrspace(3)", fe.val(src)), ("ptr", fe.val(desc))] + [_i32(fe, c) for c in coords]
     args += [("i64", "0"), ("i1", "false")]
@@ -205,13 +178,11 @@ def emit_tma_store(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.tma_prefetch_desc")
 def emit_tma_prefetch_desc(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     fe.call("llvm.nvvm.prefetch.tensormap.p0", "void", [("ptr", fe.val(op.operands[0]))])
 
 
 @emitter("nvvm.bulk_load")
 def emit_bulk_load(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     dst, src, nbytes, bar = op.operands
     args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr addrspace(1)", fe.val(src))]
     args += [_i32(fe, nbytes), ("i16", "0"), ("i64", "0"), ("i1", "false"), ("i1", "false")]
@@ -220,7 +191,6 @@ def emit_bulk_load(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.bulk_store")
 def emit_bulk_store(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     dst, src, nbytes = op.operands
     args = [("ptr addrspace(1)", fe.val(dst)), ("ptr addrspace(3)", fe.val(src)), _i32(fe, nbytes)]
     fe.call("llvm.nvvm.cp.async.bulk.shared.cta.to.global", "void", args + [("i64", "0"), ("i1", "false")])
@@ -228,13 +198,11 @@ def emit_bulk_store(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.bulk_commit")
 def emit_bulk_commit(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     fe.call("llvm.nvvm.cp.async.bulk.commit.group", "void", [])
 
 
 @emitter("nvvm.bulk_wait")
 def emit_bulk_wait(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "tma")
     name = "llvm.nvvm.cp.async.bulk.wait.group" + (".read" if op.attrs.get("read") else "")
     fe.call(name, "void", [("i32", str(op.attrs["pending"]))])
 
@@ -305,7 +273,6 @@ def _pack(fe: FunctionEmitter, struct: str, sty: str, n: int, ety: str, base: in
 
 @emitter("nvvm.wgmma")
 def emit_wgmma(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "wgmma")
     acc, a, b, scale_d = op.operands
     a_regs = a.type.is_vector
     sc = constant_int(scale_d)
@@ -327,7 +294,6 @@ def emit_wgmma(fe: FunctionEmitter, op: Op) -> None:
 
 @emitter("nvvm.wgmma_fence", "nvvm.wgmma_commit")
 def emit_wgmma_fence_commit(fe: FunctionEmitter, op: Op) -> None:
-    _require(fe, op, "wgmma")
     what = "fence" if op.defn.name == "nvvm.wgmma_fence" else "commit_group"
     fe.call(f"llvm.nvvm.wgmma.{what}.sync.aligned", "void", [])
 
@@ -336,7 +302,6 @@ def emit_wgmma_fence_commit(fe: FunctionEmitter, op: Op) -> None:
 def emit_wgmma_wait(fe: FunctionEmitter, op: Op) -> None:
     """``wgmma.wait_group N`` as inline asm whose register operands are the accumulators (tied in and out):
     a read of an accumulator is data-dependent on the wait and can never be scheduled above it."""
-    _require(fe, op, "wgmma")
     n = op.attrs["pending"]
     ins, tys = [], []
     for v in op.operands:

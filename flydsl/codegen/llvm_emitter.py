@@ -6,8 +6,11 @@ are skipped.
 
 Every op is lowered by one named function registered in :data:`EMITTERS` under the op's name
 (``@emitter("arith.addi")``); the dispatcher looks the op up and calls it. Adding an op is one
-function and one decorator. An emitter reads operands with ``fe.val(v)``, appends instructions with
-``fe.assign(...)``/``fe.emit(...)`` and defines results with ``fe.define(result, text)``.
+function and one decorator. Before the emitter runs, the dispatcher checks the capabilities the op's
+definition declares (``requires``, :mod:`flydsl.dialects.capabilities`) against the target, so an
+instruction the GPU lacks is a :class:`CodegenError` at the op's line, never an LLVM abort. An emitter
+reads operands with ``fe.val(v)``, appends instructions with ``fe.assign(...)``/``fe.emit(...)`` and
+defines results with ``fe.define(result, text)``.
 
 Structured control flow becomes basic blocks with phi nodes (see ``emit_control``); per-thread
 allocations (``ptr.alloca``) are hoisted to the entry block so they stay static allocas.
@@ -19,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..dialects.capabilities import requirements
 from ..ir import Block, FunctionType, Op, PointerType, TmaDescType, Type, Value
 from .errors import CodegenError
 from .llvm_types import llvm_type, natural_align, store_size
@@ -343,6 +347,9 @@ class FunctionEmitter:
                 fix="this op must be lowered by a pass before codegen, or is not supported on this target",
             )
         try:
+            if op.defn.requires is not None:  # the trace checked this too; IR may be built or retargeted by hand
+                for feature in requirements(op):
+                    self.hooks.require(op, feature)
             fn(self, op)
         except CodegenError as e:
             if e.op is None and e.loc is None:

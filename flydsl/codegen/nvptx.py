@@ -18,6 +18,7 @@ Kernels use the ``ptx_kernel`` calling convention; ``known_block_size`` becomes
 
 from __future__ import annotations
 
+from ..dialects.capabilities import CAPABILITIES, capability_gap, min_ptx
 from ..ir import FloatType, PointerType, VectorType
 from .emit_rounding import f64_to_f32_round_odd
 from .errors import CodegenError
@@ -27,7 +28,7 @@ from .llvm_types import is_fp8, llvm_type, store_size
 from .nvptx_math import lower_math
 from .target import Target, TargetHooks
 
-__all__ = ["NVPTXHooks", "CAPABILITIES", "PTX_OVERRIDES", "ARCH_MIN_PTX", "NVPTX_DATALAYOUT", "min_ptx_for_arch"]
+__all__ = ["NVPTXHooks", "ARCH_MIN_PTX", "NVPTX_DATALAYOUT", "min_ptx_for_arch"]
 
 NVPTX_DATALAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 
@@ -36,47 +37,6 @@ ARCH_MIN_PTX = {
     60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 70, 86: 71, 87: 74, 89: 78, 90: 78,
     100: 86, 101: 86, 103: 88, 110: 90, 120: 87, 121: 88,
 }  # fmt: skip
-
-_HOPPER_FIX = "compile for sm_90a (an H100/H200); on older GPUs use cp.async and __syncthreads-style barriers"
-# feature -> (min sm, min PTX, what, fix); PTX_OVERRIDES raises the PTX minimum on some architectures
-CAPABILITIES = {
-    "fp8": (89, 78, "fp8 (e4m3/e5m2) conversions", "compile for sm_89 or newer (e.g. sm_90a), or keep fp8 data as i8"),
-    "tanh_approx": (75, 70, "tanh.approx.f32", "compile for sm_75 or newer"),
-    "bf16": (80, 70, "bf16 arithmetic and conversions", "compile for sm_80 or newer"),
-    "cluster": (90, 78, "thread block clusters", "compile for sm_90 or newer"),
-    "scoped_atomics": (70, 60, "scoped atomics and fences", "compile for sm_70 or newer"),
-    "bf16_int_cvt": (90, 78, "integer -> bf16 in one cvt", "(emulated exactly on older targets)"),
-    # warp-level tensor cores and asynchronous copies (emit_nvvm.py)
-    "mma_sync": (80, 70, "warp tensor-core MMAs (mma.sync)", "compile for sm_80 or newer"),
-    "mma_fp8": (
-        89,
-        84,
-        "fp8 (e4m3/e5m2) mma.sync instructions",
-        "compile for sm_89 or newer (e.g. sm_90a), or use bf16 operands",
-    ),
-    "mma_fp8_f16": (89, 87, "fp8 mma.sync instructions with f16 accumulators", "use f32 accumulators (PTX 8.4)"),
-    "ldmatrix": (75, 65, "ldmatrix instructions", "compile for sm_75 or newer"),
-    "stmatrix": (
-        90,
-        78,
-        "stmatrix instructions",
-        "compile for sm_90 or newer, or store the fragment with ordinary shared stores",
-    ),
-    "cp_async": (
-        80,
-        70,
-        "cp.async copies",
-        "compile for sm_80 or newer, or copy through registers (fx.UniversalCopy*)",
-    ),
-    # Hopper (emit_sm90.py); wgmma and setmaxnreg also need the architecture-specific sm_90a
-    "mbarrier": (90, 80, "mbarriers with transaction counts (expect_tx, try_wait.parity)", _HOPPER_FIX),
-    "tma": (90, 80, "TMA and bulk copies (cp.async.bulk) and async-proxy fences", _HOPPER_FIX),
-    "elect": (90, 80, "elect.sync", _HOPPER_FIX),
-    "wgmma": (90, 80, "warpgroup MMA (wgmma)", "compile for sm_90a (an H100/H200), or use warp-level mma.sync"),
-    "setmaxnreg": (90, 80, "setmaxnreg", "compile for sm_90a, or leave the register counts to ptxas"),
-}
-# LLVM 22 selects the fp8 -> f16x2 conversions on sm_89 only from PTX 8.1 (sm_90+: 7.8)
-PTX_OVERRIDES = {("fp8", 89): 81}
 
 
 def min_ptx_for_arch(target: Target) -> int:
@@ -118,16 +78,16 @@ class NVPTXHooks(TargetHooks):
         return self._libdevice
 
     # -- capabilities ---------------------------------------------------------------------------
+    # the table is flydsl.dialects.capabilities' (the front end checks the same table while tracing)
     def supports(self, feature: str) -> bool:
-        return self.target.sm >= CAPABILITIES[feature][0]
+        return capability_gap(feature, self.target.arch) is None
 
     def require(self, op, feature: str) -> None:
-        sm, ptx, what, fix = CAPABILITIES[feature]
-        ptx = PTX_OVERRIDES.get((feature, self.target.sm), ptx)
-        if self.target.sm < sm:
-            raise CodegenError(f"{what} need sm_{sm} or newer; the target is {self.target.arch}", op=op, fix=fix)
+        gap = capability_gap(feature, self.target.arch)
+        if gap is not None:
+            raise CodegenError(gap.message, op=op, fix=gap.fix)
         if self.me is not None:
-            self.me.need_ptx(ptx, what)
+            self.me.need_ptx(min_ptx(feature, self.target.sm), CAPABILITIES[feature].what)
 
     # -- functions ------------------------------------------------------------------------------
     def function_attributes(self, me, fn_op, is_kernel: bool) -> tuple[str, list[str]]:

@@ -159,11 +159,11 @@ class TargetHooks(abc.ABC):
 
     @abc.abstractmethod
     def supports(self, feature: str) -> bool:
-        """True when the target has ``feature`` (an entry of the back end's capability table)."""
+        """True when the target has ``feature`` (an entry of :data:`flydsl.dialects.capabilities.CAPABILITIES`)."""
 
     @abc.abstractmethod
     def require(self, op, feature: str) -> None:
-        """Raise :class:`CodegenError` unless the target supports ``feature`` (see the capability table)."""
+        """Raise :class:`CodegenError` unless the target supports ``feature`` (same table); record its PTX need."""
 
     @abc.abstractmethod
     def cached_load(self, fe, op, ptr: str, llty: str, space: int, cache: str) -> str | None:

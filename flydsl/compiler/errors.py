@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..dialects.capabilities import MESSAGE as CAPABILITY_MESSAGE
 from .diagnostics import (
     ControlFlowError,
     DSLNameError,
@@ -315,12 +316,9 @@ NO_DEVICE = _d(
 
 # -- tensor cores and asynchronous copies (FLY5xx) -------------------------------------------------
 
-HOPPER_FEATURE = _d(
-    "FLY520",
-    DSLValueError,
-    "{what} needs {need}; this kernel is compiled for {arch}",
-    "{fix}",
-)
+# an op the kernel's target lacks (flydsl/dialects/capabilities.py: one table and one message, checked while
+# tracing and again by codegen)
+TARGET_FEATURE = _d("FLY520", DSLValueError, CAPABILITY_MESSAGE, "{fix}")
 
 
 def catalogue_markdown() -> str:

@@ -3,7 +3,10 @@
 :func:`tracing` installs, for the duration of one jit trace: the target (``use_target``), the
 source-location provider (every op gets the user's file:line:col), the op budget
 (``FLYDSL_TRACE_MAX_OPS``: past it tracing stops with :data:`~flydsl.compiler.errors.TRACE_BUDGET`
-at the line of the last op) and, if ``FLYDSL_TRACE_MAX_DEPTH`` is set, Python's recursion limit.
+at the line of the last op), the target check (an op whose definition ``requires`` a capability the
+target lacks stops tracing with :data:`~flydsl.compiler.errors.TARGET_FEATURE` at the op's line, so
+it never reaches the interpreter or LLVM) and, if ``FLYDSL_TRACE_MAX_DEPTH`` is set, Python's
+recursion limit.
 :func:`current` is the innermost :class:`TraceContext` (None outside a trace); kernels ask it for the
 enclosing jit trace, the jit asks it to know whether it was called from inside another trace.
 """
@@ -14,10 +17,11 @@ import contextlib
 import sys
 
 from .. import ir
+from ..dialects.capabilities import capability_gap, requirements
 from ..ir import Op, Value
 from ..utils.env import env
-from ..utils.target import Target, use_target
-from .errors import TRACE_BUDGET, error
+from ..utils.target import Target, current_target, use_target
+from .errors import TARGET_FEATURE, TRACE_BUDGET, error
 from .frames import current_location
 
 __all__ = ["TraceContext", "KernelScope", "current", "current_kernel", "tracing", "select_target"]
@@ -86,12 +90,21 @@ def _on_budget(op: Op) -> None:
     raise error(TRACE_BUDGET, op.loc, count=limit + 1, limit=limit, suggest=limit * 4)
 
 
+def _check_target(op: Op) -> None:
+    arch = current_target().arch
+    for feature in requirements(op):
+        gap = capability_gap(feature, arch)
+        if gap is not None:
+            raise error(TARGET_FEATURE, op.loc, what=gap.what, need=gap.need, arch=gap.arch, fix=gap.fix)
+
+
 @contextlib.contextmanager
 def tracing(ctx: TraceContext):
-    """Run a trace of ``ctx`` under the target, location provider, op budget and depth limit."""
+    """Run a trace of ``ctx`` under the target (and its check), location provider, op budget and depth limit."""
     depth = env.trace_max_depth
     old_depth = sys.getrecursionlimit()
     prev_loc = ir.set_location_provider(current_location)
+    prev_check = ir.set_requirement_check(_check_target)
     _stack.append(ctx)
     try:
         if depth:
@@ -103,6 +116,7 @@ def tracing(ctx: TraceContext):
             sys.setrecursionlimit(old_depth)
         _stack.pop()
         ir.set_location_provider(prev_loc)
+        ir.set_requirement_check(prev_check)
 
 
 def select_target() -> Target:

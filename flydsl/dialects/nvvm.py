@@ -169,6 +169,14 @@ def _mma_verify(op: Op):
     return None
 
 
+def _mma_requires(op: Op) -> tuple[str, ...]:
+    """fp8 operands need sm_89 (and PTX 8.7 with f16 accumulators); every other kind sm_80."""
+    a, b, c = (getattr(v.type, "elem", v.type) for v in op.operands)
+    if mma_kind(op.attrs.get("shape"), a, b, c) != "fp8":
+        return ("mma_sync",)
+    return ("mma_fp8", "mma_fp8_f16") if _tname(c) == "f16" else ("mma_fp8",)
+
+
 mma_sync = OpDef(
     "nvvm.mma_sync",
     operands=3,
@@ -176,6 +184,7 @@ mma_sync = OpDef(
     attrs=("shape",),
     infer=_mma_infer,
     verify=_mma_verify,
+    requires=_mma_requires,
     doc="(a, b, c) -> d: warp-collective D = A·B + C (mma.sync.aligned .row.col); attrs shape, "
     "a_signed/b_signed for i8 (default signed)",
 )
@@ -217,6 +226,7 @@ ldmatrix = OpDef(
     attrs=("num",),
     infer=_ldmatrix_infer,
     verify=lambda op: _matrix_common(op, op.operands[0].type, op.results[0].type, "ldmatrix"),
+    requires="ldmatrix",
     doc="(row pointer of this lane) -> fragment: warp-collective load of num 8x8 b16 matrices; attr trans",
 )
 stmatrix = OpDef(
@@ -225,6 +235,7 @@ stmatrix = OpDef(
     results=0,
     attrs=("num",),
     verify=lambda op: _matrix_common(op, op.operands[0].type, op.operands[1].type, "stmatrix"),
+    requires="stmatrix",
     doc="(row pointer of this lane, fragment): warp-collective store of num 8x8 b16 matrices (sm_90); attr trans",
 )
 
@@ -262,6 +273,7 @@ cp_async = OpDef(
     results=0,
     attrs=("bytes",),
     verify=_cp_async_verify,
+    requires="cp_async",
     doc="(dst shared, src global[, src_size i32]): start an asynchronous copy of `bytes`; the bytes at or past "
     "src_size are zero-filled; completes at a cp_async_wait_group; attr cache ca|cg",
 )
@@ -269,6 +281,7 @@ cp_async_commit_group = OpDef(
     "nvvm.cp_async_commit_group",
     operands=0,
     results=0,
+    requires="cp_async",
     doc="close this thread's group of started cp_async copies",
 )
 
@@ -286,11 +299,13 @@ cp_async_wait_group = OpDef(
     results=0,
     attrs=("n",),
     verify=_wait_verify,
+    requires="cp_async",
     doc="wait until at most n of this thread's committed cp_async groups are pending",
 )
 cp_async_wait_all = OpDef(
     "nvvm.cp_async_wait_all",
     operands=0,
     results=0,
+    requires="cp_async",
     doc="wait for every cp_async of this thread, committed or not",
 )

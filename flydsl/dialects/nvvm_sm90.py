@@ -86,6 +86,7 @@ def _bar_i32_verify(what: str):
 
 mbarrier_init = OpDef(
     "nvvm.mbarrier_init",
+    requires="mbarrier",
     operands=2,
     results=0,
     verify=_bar_i32_verify("the arrival count"),
@@ -103,6 +104,7 @@ def _arrive_verify(op: Op):
 
 mbarrier_arrive = OpDef(
     "nvvm.mbarrier_arrive",
+    requires="mbarrier",
     operands=-1,
     results=0,
     verify=_arrive_verify,
@@ -110,6 +112,7 @@ mbarrier_arrive = OpDef(
 )
 mbarrier_arrive_expect_tx = OpDef(
     "nvvm.mbarrier_arrive_expect_tx",
+    requires="mbarrier",
     operands=2,
     results=0,
     verify=_bar_i32_verify("the transaction byte count"),
@@ -117,6 +120,7 @@ mbarrier_arrive_expect_tx = OpDef(
 )
 mbarrier_expect_tx = OpDef(
     "nvvm.mbarrier_expect_tx",
+    requires="mbarrier",
     operands=2,
     results=0,
     verify=_bar_i32_verify("the transaction byte count"),
@@ -124,6 +128,7 @@ mbarrier_expect_tx = OpDef(
 )
 mbarrier_try_wait = OpDef(
     "nvvm.mbarrier_try_wait",
+    requires="mbarrier",
     operands=2,
     infer=lambda t, a: [i1],
     verify=_bar_i32_verify("the phase parity"),
@@ -131,6 +136,7 @@ mbarrier_try_wait = OpDef(
 )
 mbarrier_wait = OpDef(
     "nvvm.mbarrier_wait",
+    requires="mbarrier",
     operands=2,
     results=0,
     verify=_bar_i32_verify("the phase parity"),
@@ -142,6 +148,7 @@ mbarrier_wait = OpDef(
 PROXY_SPACES = ("shared_cta", "global", "all")
 fence_proxy_async = OpDef(
     "nvvm.fence_proxy_async",
+    requires="tma",
     operands=0,
     results=0,
     attrs=("space",),
@@ -154,12 +161,14 @@ fence_proxy_async = OpDef(
 )
 fence_mbarrier_init = OpDef(
     "nvvm.fence_mbarrier_init",
+    requires="mbarrier",
     operands=0,
     results=0,
     doc="make mbarrier initializations visible to the async proxy and the cluster (fence.mbarrier_init)",
 )
 elect_sync = OpDef(
     "nvvm.elect_sync",
+    requires="elect",
     operands=0,
     infer=lambda t, a: [i1],
     doc="true in exactly one active lane of the warp: the lowest (elect.sync)",
@@ -177,6 +186,7 @@ def _setmaxnreg_verify(op: Op):
 
 setmaxnreg = OpDef(
     "nvvm.setmaxnreg",
+    requires="setmaxnreg",
     operands=0,
     results=0,
     attrs=("count", "action"),
@@ -211,7 +221,7 @@ def _cluster_sreg(name: str, doc: str, dims: bool = True):
             return f"dimension must be one of x, y, z, got {op.attrs.get('dimension')!r}"
         return None
 
-    return OpDef(name, operands=0, traits=(P,), infer=lambda t, a: [i32], verify=verify, doc=doc)
+    return OpDef(name, operands=0, traits=(P,), infer=lambda t, a: [i32], verify=verify, requires="cluster", doc=doc)
 
 
 cluster_ctarank = _cluster_sreg("nvvm.cluster_ctarank", "linear rank of this block in its cluster", dims=False)
@@ -367,6 +377,7 @@ def _make_desc_verify(op: Op):
 
 tma_make_desc = OpDef(
     "nvvm.tma_make_desc",
+    requires="tma",
     operands=-1,
     traits=(P,),
     attrs=("box",),
@@ -405,6 +416,7 @@ def _tma_verify(load: bool):
 
 tma_load = OpDef(
     "nvvm.tma_load",
+    requires="tma",
     operands=-1,
     results=0,
     verify=_tma_verify(load=True),
@@ -415,6 +427,7 @@ tma_load = OpDef(
 
 tma_store = OpDef(
     "nvvm.tma_store",
+    requires="tma",
     operands=-1,
     results=0,
     verify=_tma_verify(load=False),
@@ -423,6 +436,7 @@ tma_store = OpDef(
 )
 tma_prefetch_desc = OpDef(
     "nvvm.tma_prefetch_desc",
+    requires="tma",
     operands=1,
     results=0,
     verify=lambda op: (
@@ -448,6 +462,7 @@ def _bulk_verify(dst_space, src_space, with_bar: bool):
 
 bulk_load = OpDef(
     "nvvm.bulk_load",
+    requires="tma",
     operands=-1,
     results=0,
     verify=_bulk_verify(AddressSpace.SHARED, AddressSpace.GLOBAL, True),
@@ -456,12 +471,15 @@ bulk_load = OpDef(
 )
 bulk_store = OpDef(
     "nvvm.bulk_store",
+    requires="tma",
     operands=-1,
     results=0,
     verify=_bulk_verify(AddressSpace.GLOBAL, AddressSpace.SHARED, False),
     doc="(global dst, smem src, bytes): a 1-D bulk copy into global memory (cp.async.bulk ... bulk_group)",
 )
-bulk_commit = OpDef("nvvm.bulk_commit", operands=0, results=0, doc="close a bulk async-group (commit_group)")
+bulk_commit = OpDef(
+    "nvvm.bulk_commit", operands=0, results=0, requires="tma", doc="close a bulk async-group (commit_group)"
+)
 
 
 def _bulk_wait_verify(op: Op):
@@ -475,6 +493,7 @@ bulk_wait = OpDef(
     "nvvm.bulk_wait",
     operands=0,
     results=0,
+    requires="tma",
     attrs=("pending",),
     verify=_bulk_wait_verify,
     doc="wait until at most `pending` bulk async-groups are in flight (attr read: only their source reads)",
@@ -536,6 +555,7 @@ def _wgmma_verify(op: Op):
 
 wgmma = OpDef(
     "nvvm.wgmma",
+    requires="wgmma",
     operands=4,
     attrs=("n", "k", "a_type", "b_type"),
     infer=lambda t, a: [t[0]],
@@ -544,9 +564,15 @@ wgmma = OpDef(
     "attrs n, k, a_type, b_type, trans_a, trans_b, scale_a, scale_b)",
 )
 wgmma_fence = OpDef(
-    "nvvm.wgmma_fence", operands=0, results=0, doc="order register writes before the next wgmma (wgmma.fence)"
+    "nvvm.wgmma_fence",
+    operands=0,
+    results=0,
+    requires="wgmma",
+    doc="order register writes before the next wgmma (wgmma.fence)",
 )
-wgmma_commit = OpDef("nvvm.wgmma_commit", operands=0, results=0, doc="close a wgmma group (wgmma.commit_group)")
+wgmma_commit = OpDef(
+    "nvvm.wgmma_commit", operands=0, results=0, requires="wgmma", doc="close a wgmma group (wgmma.commit_group)"
+)
 
 
 def _wgmma_wait_verify(op: Op):
@@ -560,6 +586,7 @@ def _wgmma_wait_verify(op: Op):
 
 wgmma_wait = OpDef(
     "nvvm.wgmma_wait",
+    requires="wgmma",
     operands=-1,
     results=-1,
     attrs=("pending",),

@@ -2,7 +2,15 @@
 parser, verifier. Imports nothing else from flydsl."""
 
 from . import types
-from .builder import InsertionPoint, TraceBudget, create, current_block, location, set_location_provider
+from .builder import (
+    InsertionPoint,
+    TraceBudget,
+    create,
+    current_block,
+    location,
+    set_location_provider,
+    set_requirement_check,
+)
 from .builtin import ModuleOp, new_module
 from .core import OPS, Block, IRError, Location, Op, OpDef, Region, SymbolRef, Trait, Value, lookup_op
 from .numpy_types import numpy_dtype, unsigned_dtype
@@ -45,6 +53,7 @@ __all__ = [
     "current_block",
     "location",
     "set_location_provider",
+    "set_requirement_check",
     "ModuleOp",
     "new_module",
     "OPS",

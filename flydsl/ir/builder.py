@@ -1,8 +1,9 @@
 """Building ops: the insertion point, source locations and the trace budget.
 
 Ops are appended to the block of the innermost ``InsertionPoint``. The compiler installs a location
-provider (which finds the user's file:line) and an op budget for each trace; the IR layer itself
-knows nothing about users or Python frames.
+provider (which finds the user's file:line), an op budget and a target check (called with every op whose
+definition declares ``requires``) for each trace; the IR layer itself knows nothing about users, Python
+frames or targets.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ __all__ = [
     "create",
     "current_block",
     "set_location_provider",
+    "set_requirement_check",
     "TraceBudget",
     "location",
 ]
 
 
 class _State:
-    __slots__ = ("block", "stack", "loc_provider", "loc_override", "count", "max_ops", "on_budget")
+    __slots__ = ("block", "stack", "loc_provider", "loc_override", "count", "max_ops", "on_budget", "check")
 
     def __init__(self):
         self.block: Block | None = None
@@ -32,6 +34,7 @@ class _State:
         self.count = 0
         self.max_ops = 1 << 62
         self.on_budget: Callable[[Op], None] | None = None
+        self.check: Callable[[Op], None] | None = None
 
 
 _S = _State()
@@ -78,6 +81,14 @@ def set_location_provider(fn: Callable[[], Location | None] | None) -> Callable 
     """Install the function that returns the location of the op being built; returns the previous one."""
     prev = _S.loc_provider
     _S.loc_provider = fn
+    return prev
+
+
+def set_requirement_check(fn: Callable[[Op], None] | None) -> Callable | None:
+    """Install the function called with each new op whose definition declares ``requires`` (before the op
+    joins its block; it raises to reject the op); returns the previous one."""
+    prev = _S.check
+    _S.check = fn
     return prev
 
 
@@ -138,6 +149,8 @@ def create(
     block = _S.block
     if block is None:
         raise IRError(f"cannot build {defn.name} here: no insertion point (ops are built inside a kernel trace)")
+    if defn.requires is not None and _S.check is not None:
+        _S.check(op)
     op.parent = block
     block.ops.append(op)
     _S.count += 1

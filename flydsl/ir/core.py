@@ -83,6 +83,9 @@ class OpDef:
             the interpreter and, through the default folder, by constant folding. One semantics.
         fmt: print/parse format name (see :mod:`flydsl.ir.printer`).
         doc: one-line description.
+        requires: the target capabilities the op needs (names of
+            :data:`flydsl.dialects.capabilities.CAPABILITIES`): a name, a tuple of names, or
+            ``requires(op) -> name | tuple`` when they depend on the op's types. None: every target has it.
     """
 
     __slots__ = (
@@ -99,6 +102,7 @@ class OpDef:
         "evaluate",
         "fmt",
         "doc",
+        "requires",
         "is_pure",
         "is_terminator",
         "extra",
@@ -119,6 +123,7 @@ class OpDef:
         evaluate: Callable | None = None,
         fmt: str = "generic",
         doc: str = "",
+        requires: str | tuple | Callable | None = None,
         **extra: Any,
     ):
         self.name = name
@@ -134,6 +139,7 @@ class OpDef:
         self.evaluate = evaluate
         self.fmt = fmt
         self.doc = doc
+        self.requires = requires
         self.is_pure = Trait.PURE in self.traits
         self.is_terminator = Trait.TERMINATOR in self.traits
         self.extra = extra

@@ -3,8 +3,9 @@
 The compiler picks the target before tracing (``ARCH``/``FLYDSL_GPU_ARCH``, else the CUDA device's
 compute capability, else ``sm_90a``) and installs it with :func:`use_target`; the front end reads it with
 :func:`current_target`. What each architecture's *instructions* need (minimum sm and PTX versions) is
-codegen's table (``flydsl/codegen/nvptx.py``: ``CAPABILITIES``, ``ARCH_MIN_PTX``), measured against LLVM
-22 — one source of truth each.
+one table read by the trace-time check and by codegen (``flydsl/dialects/capabilities.py``); the PTX
+version each architecture starts at is codegen's (``flydsl/codegen/nvptx.py``: ``ARCH_MIN_PTX``), measured
+against LLVM 22 — one source of truth each.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """examples/05_gemm_mma_sync.py end to end on the CPU interpreter (tile multiples and ragged M, N, K; B as
 (N, K) and (K, N); bf16, f16, fp8; out-of-range rows and columns of C untouched), the PTX it compiles to
-(mma.sync, ldmatrix, 16-byte cp.async; no register spills for the default tiles), and the capability error
-of an fp8 MMA on sm_80."""
+(mma.sync, ldmatrix, 16-byte cp.async; no register spills for the default tiles), and the trace-time
+capability error of an fp8 MMA on sm_80."""
 
 from __future__ import annotations
 
@@ -161,10 +161,16 @@ def _sass(ptx: str, tmp_path) -> str | None:
     return subprocess.run([exe, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True, check=True).stdout
 
 
-def test_fp8_mma_on_sm80_is_an_error_at_the_users_line(monkeypatch, tmp_path):
-    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+def test_fp8_mma_on_sm80_is_an_error_at_the_users_line(monkeypatch):
+    """Traced for sm_80 the fp8 GEMM stops at its ``fx.gemm`` line (FLY520) before the interpreter runs it."""
+    monkeypatch.setenv("ARCH", "sm_80")
+    a, b = _operands("e4m3", 64, 64, 64, "nk")
+    c = np.full((64, 64), np.nan, np.float32)
     with pytest.raises(flyc.FlyDSLError) as e:
-        _ptx(monkeypatch, "e4m3", 64, 64, 64, "nk", "64x64", arch="sm_80")
+        G.gemm(a, b, c, "nk", "64x64")
     text = str(e.value)
-    assert "05_gemm_mma_sync.py" in text and "fx.gemm(mma, acc" in text
-    assert "fp8 (e4m3/e5m2) mma.sync instructions need sm_89 or newer; the target is sm_80" in text
+    assert "05_gemm_mma_sync.py" in text and "fx.gemm(mma, acc" in text and "error[FLY520]" in text
+    assert (
+        "an fp8 (e4m3/e5m2) warp-level MMA (mma.sync) needs sm_89 or newer; this kernel is compiled for sm_80" in text
+    )
+    assert np.isnan(c).all()

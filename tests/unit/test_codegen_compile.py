@@ -47,6 +47,7 @@ def test_verify_error_is_wrapped():
         ("declare double @llvm.sin.f64(double)", "sm_90a", "no NVPTX lowering"),
         ("declare i16 @llvm.nvvm.ff.to.e4m3x2.rn(float, float)", "sm_80", "sm_89"),
         ("declare void @llvm.nvvm.wgmma.fence.sync.aligned()", "sm_90", "architecture-specific"),
+        ("declare void @llvm.nvvm.wgmma.fence.sync.aligned()", "sm_100a", "exists on sm_90 only"),
         ("declare float @llvm.nvvm.tanh.approx.f32(float)", "sm_70", "sm_75"),
     ],
 )

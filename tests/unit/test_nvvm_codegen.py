@@ -66,11 +66,14 @@ def test_fp8_mma_sync_needs_sm89_and_ptx84(ta, tb, tc, ptx):
     _check(mod, ("sm_90a", "sm_89"), [ptx, ".version 8.4" if tc is T.f32 else ".version 8.7"])
     with pytest.raises(CodegenError) as e:
         compile_module(mod, Target(arch="sm_80"))
-    assert "fp8 (e4m3/e5m2) mma.sync instructions need sm_89 or newer; the target is sm_80" in str(e.value)
+    assert (
+        "an fp8 (e4m3/e5m2) warp-level MMA (mma.sync) needs sm_89 or newer; this kernel is compiled for sm_80"
+        in str(e.value)
+    )
     assert "fix: compile for sm_89 or newer (e.g. sm_90a), or use bf16 operands" in str(e.value)
-    what = "fp8 \\(e4m3/e5m2\\) mma.sync instructions \\(needs 8.4\\)"
+    what = r"an fp8 \(e4m3/e5m2\) warp-level MMA \(mma.sync\) \(needs 8.4\)"
     if tc is T.f16:
-        what = "fp8 mma.sync instructions with f16 accumulators \\(needs 8.7\\)"
+        what = r"an fp8 mma.sync with f16 accumulators \(needs 8.7\)"
     with pytest.raises(CodegenError, match="PTX ISA 8.3 is too old for " + what):
         compile_module(mod, Target(arch="sm_90a", ptx_version=83))
 
@@ -118,7 +121,7 @@ def test_stmatrix_needs_sm90(num, trans):
     mod = _matrix_module(num, trans, T.f16, True)
     t = ".trans" if trans else ""
     _check(mod, ("sm_90a",), [f"stmatrix.sync.aligned.m8n8.x{num}{t}.shared.b16"])
-    with pytest.raises(CodegenError, match="stmatrix instructions need sm_90 or newer; the target is sm_80"):
+    with pytest.raises(CodegenError, match="stmatrix needs sm_90 or newer; this kernel is compiled for sm_80"):
         compile_module(mod, Target(arch="sm_80"))
 
 
@@ -165,11 +168,11 @@ def test_cp_async_verifier():
 
 def test_cp_async_and_mma_need_sm80():
     cases = (
-        (_cp_async_module(16, "cg", True), "cp.async copies"),
-        (_mma_module(T.bf16, T.bf16, T.f32, "m16n8k16"), "MMAs"),
+        (_cp_async_module(16, "cg", True), r"cp\.async \(an asynchronous global -> shared copy\)"),
+        (_mma_module(T.bf16, T.bf16, T.f32, "m16n8k16"), r"a warp-level MMA \(mma\.sync\)"),
     )
     for mod, what in cases:
-        with pytest.raises(CodegenError, match=rf"{what}.* need sm_80 or newer; the target is sm_75"):
+        with pytest.raises(CodegenError, match=rf"{what} needs sm_80 or newer; this kernel is compiled for sm_75"):
             compile_module(mod, Target(arch="sm_75"))
 
 

@@ -13,7 +13,6 @@ Hopper (sm_90a) operations — wgmma, TMA, mbarrier, fences, ``elect.sync``, ``s
 from __future__ import annotations
 
 from .hopper import (  # Hopper (sm_90a): mbarriers, fences, TMA, wgmma — docs/hopper.md
-    HopperFeatureError,
     PipelineState,
     TmaAtom,
     WgmmaOp,
@@ -75,7 +74,7 @@ from .warp import (
 )
 
 __all__ = [
-    "HopperFeatureError", "PipelineState", "TmaAtom", "WgmmaOp", "align_shared", "barrier_arrive", "barrier_sync",
+    "PipelineState", "TmaAtom", "WgmmaOp", "align_shared", "barrier_arrive", "barrier_sync",
     "block_idx_in_cluster", "bulk_commit_group", "bulk_copy_g2s", "bulk_copy_s2g", "bulk_wait_group",
     "cluster_ctarank", "cluster_idx", "cluster_shape", "elect_one", "fence_mbarrier_init", "fence_proxy_async",
     "make_gmma_desc", "make_smem_layout_gmma", "make_tma_atom", "mbarrier_arrive", "mbarrier_arrive_expect_tx",

@@ -25,8 +25,9 @@ An mbarrier is an ``fx.Int64`` in shared memory (a ``Pointer`` to it, e.g. ``bar
 ``p`` returns once the phase of parity ``p`` has completed (a fresh barrier is in phase 0, so a wait on
 phase 1 passes at once: producers start their "empty" waits there).
 
-Every function checks the target first: on an older GPU (or sm_90 without the ``a`` for
-``setmaxnreg``/wgmma) it raises :class:`HopperFeatureError` (FLY520) at the user's line.
+Each op these functions build declares the target it needs (``requires``,
+:mod:`flydsl.dialects.capabilities`): traced for an older GPU (or for sm_90 without the ``a``, for
+``setmaxnreg``/wgmma) the call stops the trace with FLY520 at the user's line.
 """
 
 from __future__ import annotations
@@ -34,12 +35,11 @@ from __future__ import annotations
 from ...dialects import gpu as _g
 from ...dialects import nvvm_sm90 as _d
 from ...ir import AddressSpace, i64
-from ...utils.target import current_target
 from ..numeric import Boolean, Int8, Int32, Int64, Numeric, as_numeric
 from ..pointer import Pointer, as_pointer
 
 __all__ = [
-    "HopperFeatureError", "require_sm90", "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
+    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
     "mbarrier_expect_tx", "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init",
     "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
     "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
@@ -49,29 +49,6 @@ __all__ = [
     "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
     "wgmma", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_acc_coords",
 ]  # fmt: skip
-
-
-class HopperFeatureError(ValueError):
-    """A Hopper instruction used while compiling for a GPU that does not have it (catalogue FLY520)."""
-
-    fly_diag = "HOPPER_FEATURE"
-
-    def __init__(self, what: str, need: str, arch: str, fix: str):
-        self.fields = {"what": what, "need": need, "arch": arch, "fix": fix}
-        super().__init__(f"{what} needs {need}; this kernel is compiled for {arch}")
-
-
-def require_sm90(what: str, arch_specific: bool = False) -> None:
-    """Raise :class:`HopperFeatureError` unless the target is sm_90+ (sm_90a when ``arch_specific``)."""
-    t = current_target()
-    if t.backend != "nvptx" or t.sm < 90:
-        raise HopperFeatureError(
-            what, "an NVIDIA Hopper GPU (sm_90a)", t.arch,
-            "compile for sm_90a (ARCH=sm_90a; H100/H200); on older GPUs use cp.async and mma.sync (fx.nvvm warp ops)",
-        )  # fmt: skip
-    if arch_specific and not t.arch.endswith("a"):
-        raise HopperFeatureError(what, f"the architecture-specific target sm_{t.sm}a", t.arch,
-                                 f"compile for sm_{t.sm}a (ARCH=sm_{t.sm}a)")  # fmt: skip
 
 
 def _i32(x, what: str):
@@ -98,13 +75,11 @@ def _bar(bar) -> Pointer:
 def mbarrier_init(bar, count) -> None:
     """Initialize the mbarrier at ``bar``: phase 0, expecting ``count`` arrivals per phase. Make it visible
     with :func:`fence_mbarrier_init` and a block barrier before other threads (or TMA) use it."""
-    require_sm90("mbarrier_init")
     _d.mbarrier_init(_bar(bar).ir_value(), _i32(count, "the arrival count"))
 
 
 def mbarrier_arrive(bar, count=None) -> None:
     """Each calling thread arrives ``count`` (default 1) times."""
-    require_sm90("mbarrier_arrive")
     ops = [_bar(bar).ir_value()] + ([] if count is None else [_i32(count, "the arrival count")])
     _d.mbarrier_arrive(*ops)
 
@@ -112,25 +87,21 @@ def mbarrier_arrive(bar, count=None) -> None:
 def mbarrier_arrive_expect_tx(bar, nbytes) -> None:
     """Add ``nbytes`` to the phase's expected transaction bytes, then arrive (the producer's call before
     issuing the TMA copies that complete on ``bar``)."""
-    require_sm90("mbarrier_arrive_expect_tx")
     _d.mbarrier_arrive_expect_tx(_bar(bar).ir_value(), _i32(nbytes, "the transaction byte count"))
 
 
 def mbarrier_expect_tx(bar, nbytes) -> None:
     """Add ``nbytes`` to the expected transaction bytes without arriving."""
-    require_sm90("mbarrier_expect_tx")
     _d.mbarrier_expect_tx(_bar(bar).ir_value(), _i32(nbytes, "the transaction byte count"))
 
 
 def mbarrier_try_wait(bar, phase) -> Boolean:
     """Whether the phase of parity ``phase`` has completed (may suspend the thread briefly)."""
-    require_sm90("mbarrier_try_wait")
     return Boolean._make(_d.mbarrier_try_wait(_bar(bar).ir_value(), _i32(phase, "the phase")))
 
 
 def mbarrier_wait(bar, phase) -> None:
     """Wait until the phase of parity ``phase`` has completed."""
-    require_sm90("mbarrier_wait")
     _d.mbarrier_wait(_bar(bar).ir_value(), _i32(phase, "the phase"))
 
 
@@ -141,7 +112,6 @@ def fence_proxy_async(space: str = "shared_cta") -> None:
     """Order this thread's ordinary memory accesses before later async-proxy ones (TMA, wgmma):
     ``"shared_cta"`` (the usual one: shared memory written with stores, then read by a TMA store or
     wgmma), ``"global"`` or ``"all"``."""
-    require_sm90("fence_proxy_async")
     if space not in _d.PROXY_SPACES:
         raise ValueError(f"fence_proxy_async space must be one of {', '.join(_d.PROXY_SPACES)}, got {space!r}")
     _d.fence_proxy_async(space=space)
@@ -149,20 +119,17 @@ def fence_proxy_async(space: str = "shared_cta") -> None:
 
 def fence_mbarrier_init() -> None:
     """Make preceding ``mbarrier_init``s visible to the async proxy and the cluster."""
-    require_sm90("fence_mbarrier_init")
     _d.fence_mbarrier_init()
 
 
 def elect_one() -> Boolean:
     """True in exactly one active thread of the warp (the lowest): ``if fx.nvvm.elect_one(): ...``."""
-    require_sm90("elect_one")
     return Boolean._make(_d.elect_sync())
 
 
 def setmaxnreg(count: int, action: str) -> None:
     """``setmaxnreg.{inc,dec}``: the warpgroup's threads now own ``count`` registers each (24-256, a multiple
     of 8). The kernel gets the register bound this needs automatically (one block per SM)."""
-    require_sm90("setmaxnreg", arch_specific=True)
     if type(count) is not int or not 24 <= count <= 256 or count % 8:
         raise ValueError(f"setmaxnreg takes a register count in [24, 256] that is a multiple of 8, got {count!r}")
     if action not in ("inc", "dec"):
@@ -254,7 +221,6 @@ def thread_idx_in_warpgroup() -> Int32:
 
 def cluster_ctarank() -> Int32:
     """This block's linear rank in its cluster (0 without clusters)."""
-    require_sm90("cluster_ctarank")
     return Int32._make(_d.cluster_ctarank())
 
 
@@ -265,7 +231,6 @@ class _ClusterDim3:
         self._op, self._name = op, name
 
     def _get(self, d):
-        require_sm90(self._name)
         return Int32._make(self._op(dimension=d))
 
     x = property(lambda self: self._get("x"))

@@ -34,7 +34,7 @@ from ...layout.gmma import GmmaLayoutError, split_swizzle, tma_box_plan
 from ..layout_api import is_tensor
 from ..numeric import Int32, Int64, Numeric, as_numeric
 from ..pointer import Pointer, as_pointer
-from .hopper import _bar, _i32, require_sm90
+from .hopper import _bar, _i32
 
 __all__ = [
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
@@ -153,7 +153,6 @@ def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "
         GmmaLayoutError: the layout is not one a TMA box writes. ValueError: no unit-stride mode among the
             first two, static strides that are not multiples of 16 bytes, or a bad option.
     """
-    require_sm90("make_tma_atom")
     if not is_tensor(tensor) or tensor.memspace != "global":
         raise TypeError(f"make_tma_atom needs a global-memory tensor, got {tensor!r}")
     if oob_fill not in ("zero", "nan") or l2_promotion not in _L2:
@@ -266,7 +265,6 @@ def tma_load(atom: TmaAtom, dst, mbar, coord) -> None:
     """Load the tile whose first element is at ``coord`` (element coordinates in the tensor's modes) into
     the shared tensor ``dst`` (laid out as the atom's ``smem_layout``), completing ``atom.tile_bytes``
     on ``mbar``. Issue it from one thread (e.g. under ``fx.nvvm.elect_one()``)."""
-    require_sm90("tma_load")
     if not isinstance(atom, TmaAtom) or atom.kind != "load":
         raise TypeError(f"tma_load needs a load TmaAtom (make_tma_atom(...)), got {atom!r}")
     _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar))
@@ -276,7 +274,6 @@ def tma_store(atom: TmaAtom, src, coord) -> None:
     """Store the shared tensor ``src`` into the tile at ``coord``; out-of-bounds elements are dropped.
     Precede it with ``fence_proxy_async()`` (and a barrier) after the threads wrote ``src``; follow with
     ``bulk_commit_group()`` and, before ``src`` is overwritten, ``bulk_wait_group(0, read=True)``."""
-    require_sm90("tma_store")
     if not isinstance(atom, TmaAtom) or atom.kind != "store":
         raise TypeError(f"tma_store needs a store TmaAtom (make_tma_atom(..., store=True)), got {atom!r}")
     _issue(atom, _smem_base(src, atom, "tma_store"), coord, None)
@@ -284,7 +281,6 @@ def tma_store(atom: TmaAtom, src, coord) -> None:
 
 def tma_prefetch_descriptor(atom: TmaAtom) -> None:
     """Prefetch the atom's descriptor (``prefetch.tensormap``), e.g. once at kernel start."""
-    require_sm90("tma_prefetch_descriptor")
     _d.tma_prefetch_desc(atom.desc)
 
 
@@ -298,7 +294,6 @@ def _ptr(x, space: int, what: str) -> Pointer:
 def bulk_copy_g2s(dst, src, nbytes, mbar) -> None:
     """1-D bulk copy of ``nbytes`` (a multiple of 16, 16-byte aligned addresses) from global ``src`` to
     shared ``dst``, completing its bytes on ``mbar`` (``cp.async.bulk``; no descriptor)."""
-    require_sm90("bulk_copy_g2s")
     n = _static_int(as_numeric(nbytes))
     if n is not None and (n <= 0 or n % 16):
         raise ValueError(f"a bulk copy moves a positive multiple of 16 bytes, got {n}")
@@ -309,7 +304,6 @@ def bulk_copy_g2s(dst, src, nbytes, mbar) -> None:
 
 def bulk_copy_s2g(dst, src, nbytes) -> None:
     """1-D bulk copy of ``nbytes`` from shared ``src`` to global ``dst`` (a bulk async-group member)."""
-    require_sm90("bulk_copy_s2g")
     n = _static_int(as_numeric(nbytes))
     if n is not None and (n <= 0 or n % 16):
         raise ValueError(f"a bulk copy moves a positive multiple of 16 bytes, got {n}")
@@ -320,14 +314,12 @@ def bulk_copy_s2g(dst, src, nbytes) -> None:
 
 def bulk_commit_group() -> None:
     """Close the group of bulk/TMA stores issued since the last commit (``cp.async.bulk.commit_group``)."""
-    require_sm90("bulk_commit_group")
     _d.bulk_commit()
 
 
 def bulk_wait_group(pending: int = 0, *, read: bool = False) -> None:
     """Wait until at most ``pending`` bulk groups are in flight; ``read=True`` waits only until their
     shared-memory sources were read (enough to overwrite the buffer)."""
-    require_sm90("bulk_wait_group")
     if type(pending) is not int or not 0 <= pending <= 63:
         raise ValueError(f"bulk_wait_group takes a static count in [0, 63], got {pending!r}")
     _d.bulk_wait(pending=pending, read=bool(read))

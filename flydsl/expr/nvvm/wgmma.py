@@ -44,7 +44,6 @@ from ..layout_api import is_tensor
 from ..mma import MmaError, MmaOp
 from ..numeric import BFloat16, Boolean, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, Int32, Int64, as_numeric
 from ..vector import Vector
-from .hopper import require_sm90
 
 __all__ = [
     "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc", "wgmma", "wgmma_fence", "wgmma_commit_group",
@@ -260,7 +259,6 @@ def wgmma(acc: Vector, a, b, *, op: WgmmaOp | None = None, accumulate=True) -> V
         op: the WgmmaOp (default: bf16, K-major, N from ``acc``).
         accumulate: False (static or run-time Boolean) ignores ``acc`` (``D = A·B``).
     """
-    require_sm90("wgmma", arch_specific=True)
     if not isinstance(acc, Vector):
         raise TypeError(f"wgmma: the accumulator must be a Vector, got {acc!r}")
     n = 2 * acc.numel
@@ -294,13 +292,11 @@ def _shared(t, what: str):
 def wgmma_fence() -> None:
     """``wgmma.fence``: order this warpgroup's register writes (accumulators, A fragments) before the wgmmas
     that follow. Issue it before the first wgmma of a batch."""
-    require_sm90("wgmma_fence", arch_specific=True)
     _d.wgmma_fence()
 
 
 def wgmma_commit_group() -> None:
     """``wgmma.commit_group``: close the batch of wgmmas issued since the last commit."""
-    require_sm90("wgmma_commit_group", arch_specific=True)
     _d.wgmma_commit()
 
 
@@ -311,7 +307,6 @@ def wgmma_wait_group(pending: int, *accs):
     Returns:
         None for no accumulators, the one Vector/tensor for one, else a tuple.
     """
-    require_sm90("wgmma_wait_group", arch_specific=True)
     if type(pending) is not int or not 0 <= pending <= 7:
         raise ValueError(f"wgmma_wait_group takes a static count in [0, 7], got {pending!r}")
     vecs = [a.load() if is_tensor(a) else a for a in accs]

@@ -476,10 +476,12 @@ def case_no_device():
 
 @flyc.kernel
 def k520(out: Tensor):
-    bar = fx.alloc_shared(fx.Int64, 1, align=8)
-    fx.nvvm.mbarrier_init(bar, 1)
+    a = fx.Vector.filled(16, 0.0, fx.Float8E4M3FN)
+    b = fx.Vector.filled(8, 0.0, fx.Float8E4M3FN)
+    c = fx.Vector.filled(4, 0.0, fx.Float32)
+    d = fx.nvvm.mma_sync(a, b, c, shape="m16n8k32")
 
 
-def case_hopper_feature():
+def case_target_feature():
     with env(ARCH="sm_80"):
-        run(k520)
+        run(k520, block=32)
