@@ -58,6 +58,7 @@ def _operands(name, M, N, K, b_layout, seed=0):
         ("bf16", 128, 128, 64, "nk", "128x128w8"),  # 1 slice, 4 stages, tile multiples
         ("bf16", 128, 128, 8, "kn", "128x128w8"),  # the smallest K (one 16-byte chunk), ragged K
         ("bf16", 100, 72, 40, "nk", "128x256s3"),  # 1 slice, 3 stages, ragged M, N, K
+        ("bf16", 130, 120, 200, "nk", "128x128s3"),  # 4 warps, 3 stages (two blocks per SM on the GPU)
     ],
 )
 def test_gemm_on_the_interpreter(name, M, N, K, b_layout, config):
