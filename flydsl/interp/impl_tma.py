@@ -9,7 +9,9 @@ thread in linear order; a load then completes its bytes on its mbarrier. Tile mo
 - with a 32/64/128-byte swizzle, each element's shared address has bits [4, 4+B) xor-ed with bits
   [7, 7+B) (B = 1, 2, 3) — the same absolute-address swizzle the wgmma descriptors read through;
 - elements outside the tensor (a coordinate < 0 or ≥ the extent) are loaded as zero (NaN with the
-  NaN fill) and are not stored; the transaction count is always the whole box.
+  NaN fill) and are not stored; the transaction count is always the whole box;
+- the coordinate along dimension 0 times the element size must be a multiple of 16 bytes (negative is
+  fine): the H200 raises a sticky illegal-instruction error for any other, so it is a fault here.
 
 The descriptor's tensor must lie inside one registered buffer; violations of the driver's encoding
 rules (alignment, strides, box limits) are faults naming the rule.
@@ -128,6 +130,23 @@ def _nan_bytes(code: int) -> np.ndarray:
     return np.array([np.nan], dt).view(np.uint8)
 
 
+def _coords(lanes, op, env, cs, f: TmaFields, ln: int, what: str) -> list[int]:
+    """Lane ``ln``'s box coordinates, checked as the hardware does (rank; 16-byte aligned innermost)."""
+    coords = [_at(env[c], lanes, ln) for c in cs]
+    if len(coords) != f.rank:
+        raise lanes.fault(op, f"a rank-{f.rank} descriptor takes {f.rank} coordinates, got {len(coords)}", ln)
+    if (coords[0] * f.elem_bytes) % 16:
+        raise lanes.fault(
+            op,
+            f"{what} with box coordinates {tuple(coords)} (innermost dimension first): the innermost "
+            f"coordinate {coords[0]} is {coords[0] * f.elem_bytes} bytes, not a multiple of 16 (the GPU raises an "
+            f"illegal-instruction error); start boxes at multiples of {16 // f.elem_bytes} elements along the "
+            "unit-stride mode",
+            ln,
+        )
+    return coords
+
+
 def _at(value, lanes, ln: int) -> int:
     """Lane ``ln``'s value of a scalar (uniform or per lane)."""
     return int(np.broadcast_to(np.asarray(value).reshape(-1), (lanes.T,))[ln])
@@ -146,9 +165,7 @@ def tma_load(op: Op, cc: Compiler):
             f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
             blk = ln // lanes.tpb
             s_off, b_off = _at(env[dst], lanes, ln), _at(env[bar], lanes, ln)
-            coords = [_at(env[c], lanes, ln) for c in cs]
-            if len(coords) != f.rank:
-                raise lanes.fault(op, f"a rank-{f.rank} descriptor takes {f.rank} coordinates, got {len(coords)}", ln)
+            coords = _coords(lanes, op, env, cs, f, ln, "TMA load")
             smem = _smem(lanes, op, blk, s_off, f.box_bytes, ln, 128, "TMA load")
             b = get_barrier(lanes, op, blk, b_off)
             tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=True)
@@ -171,9 +188,7 @@ def tma_store(op: Op, cc: Compiler):
             row = np.asarray(env[d])
             f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
             s_off = _at(env[src], lanes, ln)
-            coords = [_at(env[c], lanes, ln) for c in cs]
-            if len(coords) != f.rank:
-                raise lanes.fault(op, f"a rank-{f.rank} descriptor takes {f.rank} coordinates, got {len(coords)}", ln)
+            coords = _coords(lanes, op, env, cs, f, ln, "TMA store")
             smem = _smem(lanes, op, ln // lanes.tpb, s_off, f.box_bytes, ln, 128, "TMA store")
             tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=False)
 

@@ -78,13 +78,17 @@ def _expected_smem(a, tile, coord, swizzle, major, transpose):
     return img.view(np.int32)
 
 
+# (dtype, matrix shape, tile, swizzle, major, box coordinates, transposed view). Boxes start anywhere along
+# the strided mode (negative included) but at multiples of 16 bytes along the unit-stride one (mode 1, or
+# mode 0 for the transposed view): the GPU raises an illegal-instruction error otherwise (see
+# test_a_tma_box_off_the_16_byte_grid_faults_like_the_gpu).
 TMA_CASES = [
     ("bf16", (100, 72), (64, 64), 128, "K", (8, 40), False),
-    ("bf16", (64, 128), (64, 32), 64, "K", (-3, 100), False),
+    ("bf16", (64, 128), (64, 32), 64, "K", (-3, 104), False),
     ("f16", (48, 40), (32, 16), 32, "K", (20, 0), False),
-    ("bf16", (70, 40), (8, 16), 0, "K", (66, 30), False),
+    ("bf16", (70, 40), (8, 16), 0, "K", (66, -8), False),
     ("e4m3", (40, 256), (32, 128), 128, "K", (16, 192), False),
-    ("bf16", (200, 40), (128, 16), 128, "MN", (100, 8), True),
+    ("bf16", (200, 40), (128, 16), 128, "MN", (96, 8), True),
     ("i8", (96, 96), (64, 32), 32, "K", (0, 80), False),
 ]
 
@@ -101,6 +105,76 @@ def test_tma_load_places_the_box_as_the_layout_says_and_store_clips(case):
     want[r0:r1, c0:c1] = m[r0:r1, c0:c1]
     got = out.T if transpose else out
     assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+@pytest.mark.parametrize(
+    "dt, shape, tile, swz, major, coord, transpose, what",
+    [
+        ("bf16", (64, 128), (64, 32), 64, "K", (-3, 100), False, "TMA load"),  # 200 bytes: the round-1 fault
+        ("bf16", (70, 40), (8, 16), 0, "K", (66, 30), False, "TMA load"),
+        ("bf16", (200, 40), (128, 16), 128, "MN", (100, 8), True, "TMA load"),  # mode 0 is the unit-stride one
+        ("i8", (96, 96), (64, 32), 32, "K", (0, 88), False, "TMA load"),
+    ],
+)
+def test_a_tma_box_off_the_16_byte_grid_faults_like_the_gpu(dt, shape, tile, swz, major, coord, transpose, what):
+    """The H200 raised a sticky 'illegal instruction' for boxes whose unit-stride coordinate is not a multiple
+    of 16 bytes (round 1: test_tma_gpu_equals_interpreter[bf16-sw64-K-(-3, 100)]); the interpreter reports
+    the same program as a fault at the copy."""
+    with pytest.raises(InterpError, match=rf"{what} with box coordinates .*not a multiple of 16 .*illegal-instruction"):
+        H.run_tma_roundtrip("cpu", dt, shape, tile, swz, major, coord, transpose=transpose)
+
+
+def test_a_tma_store_off_the_16_byte_grid_faults():
+    import flydsl.compiler as flyc
+    import flydsl.expr as fx
+    from flydsl.expr import nvvm
+
+    @flyc.kernel
+    def k(t: nvvm.TmaAtom, c1: fx.Int32):
+        buf = nvvm.align_shared(fx.SharedAllocator(static=False).allocate(2048 + 1024).ptr, 1024)
+        s = fx.make_tensor(buf.recast(fx.BFloat16), t.smem_layout)
+        if fx.thread_idx.x == 0:
+            nvvm.tma_store(t, s, (0, c1))
+            nvvm.bulk_commit_group()
+            nvvm.bulk_wait_group(0)
+
+    @flyc.jit
+    def launch(dst: fx.Tensor, c1: fx.Int32):
+        lay = nvvm.make_smem_layout_gmma(dst.dtype, (16, 64), major="K", swizzle=128)
+        k(nvvm.make_tma_atom(dst, lay, store=True), c1).launch(grid=1, block=32)
+
+    import ml_dtypes
+
+    out = np.zeros((16, 128), ml_dtypes.bfloat16)
+    launch(out, 64)  # 128 bytes: fine
+    with pytest.raises(InterpError, match=r"TMA store with box coordinates \(4, 0\).*8 bytes, not a multiple of 16"):
+        launch(out, 4)
+
+
+def test_a_static_tma_coordinate_off_the_16_byte_grid_is_an_error_at_the_users_line():
+    import ml_dtypes
+
+    import flydsl.compiler as flyc
+    import flydsl.expr as fx
+    from flydsl.expr import nvvm
+
+    @flyc.kernel
+    def k(t: nvvm.TmaAtom):
+        buf = nvvm.align_shared(fx.SharedAllocator(static=False).allocate(2048 + 1024 + 16).ptr, 1024)
+        s = fx.make_tensor(buf.recast(fx.BFloat16), t.smem_layout)
+        bar = (buf + 2048).recast(fx.Int64)
+        nvvm.tma_load(t, s, bar, (0, 12))  # 24 bytes along the unit-stride mode
+
+    @flyc.jit
+    def launch(src: fx.Tensor):
+        lay = nvvm.make_smem_layout_gmma(src.dtype, (16, 64), major="K", swizzle=128)
+        k(nvvm.make_tma_atom(src, lay)).launch(grid=1, block=32)
+
+    with pytest.raises(flyc.FlyDSLError) as ei:
+        launch(np.zeros((16, 128), ml_dtypes.bfloat16))
+    msg = str(ei.value)
+    assert "multiple of 8 elements along mode 1" in msg and "got coordinate 12" in msg
+    assert "nvvm.tma_load(t, s, bar, (0, 12))" in msg  # located at the user's line
 
 
 def test_bulk_copies_round_trip_and_complete_on_the_barrier():

@@ -21,7 +21,9 @@ The box, the swizzle and the number of copies per tile are **derived from the sh
 (:func:`flydsl.layout.gmma.tma_box_plan`): the layout must be one a TMA box writes (row after row along
 the global tensor's unit-stride mode, with a 32/64/128-byte swizzle or none), which every layout from
 :func:`~flydsl.expr.nvvm.wgmma.make_smem_layout_gmma` is. Elements outside the tensor load as zero (a
-partial tile at the edge needs no masking) and are not stored.
+partial tile at the edge needs no masking) and are not stored. A copy's coordinate along the unit-stride
+mode must be a multiple of 16 bytes (the GPU raises an illegal-instruction error otherwise; coordinates
+may be negative): static coordinates are checked when tracing, run-time ones by the interpreter.
 """
 
 from __future__ import annotations
@@ -248,8 +250,25 @@ def _coords(atom: TmaAtom, coord) -> list:
     return [as_numeric(x) for x in c]
 
 
+def _check_inner_alignment(atom: TmaAtom, c) -> None:
+    """A box must start at a 16-byte boundary along the tensor's unit-stride mode: the GPU raises an
+    illegal-instruction error for a TMA copy whose innermost coordinate times the element size is not a
+    multiple of 16 (negative coordinates are fine). Checked here when the coordinate is static, by the
+    interpreter at run time otherwise."""
+    x = _static_int(c[atom.contiguous])
+    e = atom.dtype.width // 8
+    if x is not None and (x * e) % 16:
+        raise ValueError(
+            f"a TMA box must start at a multiple of {16 // e} elements along mode {atom.contiguous} (the tensor's "
+            f"unit-stride mode: 16 bytes of {atom.dtype.__name__}), got coordinate {x}; the GPU raises an "
+            "illegal-instruction error for it. Start tiles at multiples of 16 bytes (e.g. tile indices times the "
+            "tile size); a partial tile at the edge is fine (zero-filled / clipped)"
+        )
+
+
 def _issue(atom: TmaAtom, base: Pointer, coord, bar) -> None:
     c = _coords(atom, coord)
+    _check_inner_alignment(atom, c)
     contig, other = atom.contiguous, 1 - atom.contiguous
     rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
     for s_off, cc, co in atom.plan.boxes:
