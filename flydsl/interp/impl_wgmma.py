@@ -23,9 +23,12 @@ column ``8·⌊i/4⌋ + 2t + i%2``; an A fragment in registers holds, for 16-bit
 at row ``g + 8·(⌊j/2⌋%2)``, column ``2t + j%2 + 8·⌊j/4⌋``, and for 8-bit types byte ``j`` (of 16) at
 row ``g + 8·(⌊j/4⌋%2)``, column ``4t + j%4 + 16·⌊j/8⌋``.
 
-Arithmetic: products are exact; the sum of the K products and the accumulator is formed in float64
-and rounded once to f32 (the tensor core's internal order and truncation differ: compare with a
-tolerance, see docs/hopper.md); s8 accumulates exactly and wraps to 32 bits.
+Arithmetic: products are exact. fp8 (e4m3/e5m2) accumulates as the Hopper fp8 tensor core does — the K
+products and the accumulator aligned to the largest exponent, each cut towards zero to 13 fraction bits
+below it, added, and the sum cut to 13 fraction bits (:mod:`flydsl.interp.tc_numerics`; bit for bit the
+H200's results in every value round 1 printed). bf16/f16: the sum of the K products and the accumulator
+is formed in float64 and rounded once to f32 (the tensor core's internal order and truncation differ:
+compare with the tolerance docs/interpreter.md gives); s8 accumulates exactly and wraps to 32 bits.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ..ir import Op, numpy_dtype
 from ..ir.types import FloatType, IntegerType
 from .impl_tma import swizzle_bytes
 from .machine import Compiler, impl
+from .tc_numerics import HOPPER_FP8, block_fma
 
 __all__ = ["decode_desc", "operand_addresses", "read_operand", "acc_rows_cols", "a_frag_rows_cols"]
 
@@ -110,6 +114,7 @@ def wgmma(op: Op, cc: Compiler):
     n, k = at["n"], at["k"]
     adt, bdt = _dtype(at["a_type"]), _dtype(at["b_type"])
     is_int = at["a_type"] == "i8"
+    fp8 = at["a_type"] in ("f8E4M3FN", "f8E5M2")
     a_regs = op.operands[1].type.is_vector
     trans_a, trans_b = bool(at.get("trans_a", 0)), bool(at.get("trans_b", 0))
     sa, sb = at.get("scale_a", 1), at.get("scale_b", 1)
@@ -147,6 +152,9 @@ def wgmma(op: Op, cc: Compiler):
             if is_int:
                 d = (a16.astype(np.int64) @ b.astype(np.int64).T + d_old) & 0xFFFFFFFF
                 res = d.astype(np.uint32).view(np.int32)
+            elif fp8:
+                a64, b64 = a16.astype(np.float64)[:, None, :], b.astype(np.float64)[None, :, :]
+                res = block_fma(d_old.astype(np.float32), a64, b64, at["a_type"], at["b_type"], HOPPER_FP8)
             else:
                 res = (a16.astype(np.float64) @ b.astype(np.float64).T + d_old).astype(np.float32)
             out[lo : lo + 32] = res[rows, cols]

@@ -2,9 +2,10 @@
 
 * TMA: the raw shared-memory bytes a box load leaves (the swizzle placement) and what a TMA store writes
   back are bit for bit the interpreter's — this checks the interpreter's TMA model against the hardware;
-* wgmma of every kind: integer results bit for bit, float results within the interpreter's documented
-  tolerance (the tensor core's internal summation order differs from a correctly rounded f64 sum) — this
-  checks the descriptor decoding (LBO/SBO/swizzle of each major-ness) and the fragment ownership.
+* wgmma of every kind: integer and fp8 results bit for bit (fp8: the interpreter models the fp8 tensor
+  core's 13-bit truncating accumulation, flydsl/interp/tc_numerics.py), bf16/f16 within the interpreter's
+  documented tolerance (the tensor core's internal summation differs from a correctly rounded f64 sum) —
+  this checks the descriptor decoding (LBO/SBO/swizzle of each major-ness) and the fragment ownership.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 
 import hopper_cases as H  # noqa: E402
 from test_hopper_interp import TMA_CASES, WGMMA_CASES  # noqa: E402
+
+from flydsl.interp.tc_numerics import fp8_error_bound  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -54,6 +57,9 @@ def test_wgmma_gpu_equals_interpreter(both, case):
     c, _, _ = both("cpu", H.run_wgmma, ab, n, **kw)
     if ab == "i8":
         np.testing.assert_array_equal(g, c)
+    elif ab in ("e4m3", "e5m2"):
+        np.testing.assert_array_equal(g, c)
+        assert (np.abs(g - H.reference_mm(a, b)) <= fp8_error_bound(a[:, None, :], b[None, :, :], ab)).all()
     else:
         ref = H.reference_mm(a, b)
         scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)).T

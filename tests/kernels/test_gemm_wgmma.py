@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
+import sys
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+import hopper_cases as H  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location("gemm_wgmma_example", ROOT / "examples" / "06_gemm_wgmma.py")
 G = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(G)
@@ -25,7 +29,13 @@ def _inputs(M, N, K, ab, seed=0):
 
 
 def _bf16_exact(got, a, b):
-    """Each element is the f32-accumulated product rounded once to bf16 (up to the accumulation order)."""
+    """Each element is the f32-accumulated product rounded once to bf16: for fp8 bit for bit the fp8 tensor
+    core's accumulation over the k32 wgmmas in k order (the interpreter's model); for 16-bit inputs up to
+    the accumulation order."""
+    if a.dtype == ml_dtypes.float8_e4m3fn:
+        want = H.fp8_mm(a, b, "e4m3").astype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+        return
     ref = a.astype(np.float64) @ b.astype(np.float64).T
     err = np.abs(got.astype(np.float64) - ref)
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), f"max error {err.max()}"
@@ -65,20 +75,53 @@ def test_gemm_with_more_blocks_than_tiles(interpreter):
     _bf16_exact(c, a, b)
 
 
+def _run_on_the_gpu(a, b):
+    import torch
+
+    c = torch.full((a.shape[0], b.shape[0]), float("nan"), dtype=torch.bfloat16, device="cuda")
+    G.gemm(a, b, c, torch.cuda.get_device_properties(0).multi_processor_count)
+    torch.cuda.synchronize()
+    return c.cpu().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+
+
+def _numpy(t, dt):
+    import torch
+
+    return t.cpu().view(torch.uint8 if dt == ml_dtypes.float8_e4m3fn else torch.int16).numpy().view(dt)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize(
     "M, N, K, ab",
-    [(512, 768, 320, "bf16"), (1000, 1032, 520, "bf16"), (256, 256, 4096, "f16"), (512, 512, 512, "e4m3"),
-     (2048, 2048, 2048, "bf16"), (16, 4096, 4096, "e4m3")],
-)  # fmt: skip
+    [(512, 768, 320, "bf16"), (1000, 1032, 520, "bf16"), (256, 256, 4096, "f16"), (2048, 2048, 2048, "bf16")],
+)
 def test_gemm_on_the_gpu(M, N, K, ab):
-    import torch
-
     a, b = G._torch_inputs(M, N, K, ab)
-    c = torch.full((M, N), float("nan"), dtype=torch.bfloat16, device="cuda")
-    G.gemm(a, b, c, torch.cuda.get_device_properties(0).multi_processor_count)
-    torch.cuda.synchronize()
+    got = _run_on_the_gpu(a, b).astype(np.float64)
     ref = (a.double() @ b.double().T).cpu().numpy()
-    got = c.double().cpu().numpy()
     err = np.abs(got - ref)
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-2).all(), f"max error {err.max()}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, K", [(512, 512, 512), (16, 4096, 4096), (130, 264, 200)])
+def test_fp8_gemm_on_the_gpu_is_bit_exact(M, N, K):
+    """fp8: (1) small integers, whose sums every accumulator of 13+ bits adds exactly: all of C is the
+    exact product rounded to bf16; (2) normal data: every 16th column is bit for bit the interpreter's
+    model of the fp8 tensor core's accumulation (flydsl/interp/tc_numerics.py), rounded to bf16."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    ints = [
+        torch.randint(-2, 3, s, device="cuda", generator=g).float().to(torch.float8_e4m3fn) for s in ((M, K), (N, K))
+    ]
+    got = _run_on_the_gpu(*ints)  # |partial sums| ≤ 4K ≤ 2^14: exact on a 14-bit accumulator
+    a, b = (_numpy(t, ml_dtypes.float8_e4m3fn) for t in ints)
+    want = (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+    ta, tb = G._torch_inputs(M, N, K, "e4m3")
+    got = _run_on_the_gpu(ta, tb)[:, ::16]
+    a, b = _numpy(ta, ml_dtypes.float8_e4m3fn), _numpy(tb, ml_dtypes.float8_e4m3fn)[::16]
+    want = H.fp8_mm(a, b, "e4m3").astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))

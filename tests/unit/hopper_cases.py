@@ -179,8 +179,9 @@ def wgmma_k(ab: str) -> int:
     return 16 if ab in ("bf16", "f16") else 32
 
 
-def run_wgmma(device, ab, n, *, a_major="K", b_major="K", swizzle=(128, 128), a_src="smem", k_tile=None):
-    """``C = A · Bᵀ`` for a 64 x n x k_tile tile (k_tile: one swizzle row by default); returns (C, A, B)."""
+def wgmma_inputs(ab, n, swizzle=(128, 128), k_tile=None):
+    """The operands :func:`run_wgmma` multiplies: A (64 × k_tile) and B (n × k_tile), k_tile one swizzle
+    row by default (at least one instruction's K)."""
     e = np.dtype(NP[ab]).itemsize
     kin = wgmma_k(ab)
     if k_tile is None:
@@ -193,6 +194,14 @@ def run_wgmma(device, ab, n, *, a_major="K", b_major="K", swizzle=(128, 128), a_
     else:
         a = (rng.standard_normal((64, k_tile)) * 2).astype(NP[ab])
         b = (rng.standard_normal((n, k_tile)) * 2).astype(NP[ab])
+    return a, b
+
+
+def run_wgmma(device, ab, n, *, a_major="K", b_major="K", swizzle=(128, 128), a_src="smem", k_tile=None):
+    """``C = A · Bᵀ`` for a 64 x n x k_tile tile (:func:`wgmma_inputs`); returns (C, A, B)."""
+    a, b = wgmma_inputs(ab, n, swizzle, k_tile)
+    k_tile = a.shape[1]
+    kin = wgmma_k(ab)
     c = np.full((64, n), -7, np.int32 if ab == "i8" else np.float32)
     da = to_device(np.ascontiguousarray(a.T) if a_major == "MN" else a, device)
     db = to_device(np.ascontiguousarray(b.T) if b_major == "MN" else b, device)
@@ -201,6 +210,14 @@ def run_wgmma(device, ab, n, *, a_major="K", b_major="K", swizzle=(128, 128), a_
     wgmma_launch(da.T if a_major == "MN" else da, db.T if b_major == "MN" else db, dc, cfg, tuple(swizzle))
     _sync(device)
     return to_numpy(dc, c.dtype), a, b
+
+
+def fp8_mm(a: np.ndarray, b: np.ndarray, ab: str) -> np.ndarray:
+    """``A · Bᵀ`` accumulated in f32 by chained k32 fp8 wgmmas as the H200 does it (the interpreter's model)."""
+    from flydsl.interp.tc_numerics import block_fma
+
+    a64, b64 = a.astype(np.float64)[:, None, :], b.astype(np.float64)[None, :, :]
+    return block_fma(np.zeros((a.shape[0], b.shape[0]), np.float32), a64, b64, ab)
 
 
 def reference_mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr, scf
 from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.interp import InterpError, Memory, run_kernel
+from flydsl.interp.tc_numerics import fp8_error_bound
 from flydsl.ir import InsertionPoint, PointerType, VectorType
 from flydsl.ir import types as T
 from flydsl.layout.gmma import layout_table, split_swizzle
@@ -420,6 +421,9 @@ def test_wgmma_equals_numpy(case):
     ref = H.reference_mm(a, b)
     if ab == "i8":
         np.testing.assert_array_equal(c, ref)
+    elif ab in ("e4m3", "e5m2"):  # the fp8 tensor core's accumulation (test_tc_numerics.py pins the model)
+        np.testing.assert_array_equal(c, H.fp8_mm(a, b, ab))
+        assert (np.abs(c - ref) <= fp8_error_bound(a[:, None, :], b[None, :, :], ab)).all()
     else:
         np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-5)
 
