@@ -104,7 +104,7 @@ def test_gemm_on_the_gpu(M, N, K, ab):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M, N, K", [(512, 512, 512), (16, 4096, 4096), (130, 264, 200)])
+@pytest.mark.parametrize("M, N, K", [(512, 512, 512), (16, 4096, 4096), (130, 264, 208)])
 def test_fp8_gemm_on_the_gpu_is_bit_exact(M, N, K):
     """fp8: (1) small integers, whose sums every accumulator of 13+ bits adds exactly: all of C is the
     exact product rounded to bf16; (2) normal data: every 16th column is bit for bit the interpreter's
@@ -115,7 +115,7 @@ def test_fp8_gemm_on_the_gpu_is_bit_exact(M, N, K):
     ints = [
         torch.randint(-2, 3, s, device="cuda", generator=g).float().to(torch.float8_e4m3fn) for s in ((M, K), (N, K))
     ]
-    got = _run_on_the_gpu(*ints)  # |partial sums| ≤ 4K ≤ 2^14: exact on a 14-bit accumulator
+    got = _run_on_the_gpu(*ints)  # integer partial sums below 2^14 (unless 4096 products of 4 share a sign)
     a, b = (_numpy(t, ml_dtypes.float8_e4m3fn) for t in ints)
     want = (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
