@@ -35,6 +35,8 @@ from .scope import bindings, find_jump, function_locals, is_call_to, target_name
 
 __all__ = ["rewrite_function", "transform_source", "RT"]
 
+_HAS_QUALNAME = hasattr((lambda: None).__code__, "co_qualname")  # Python >= 3.11
+
 RT = "_fly_rt"  # the name under which rewritten code sees the dispatch module
 _GEN = "_fly_"  # prefix of generated names (never carried)
 
@@ -391,6 +393,10 @@ def rewrite_function(fn):
     code0 = fn.__code__
     filename = code0.co_filename
     fdef = transform_source(fdef, filename)
+    # NOTE: the rewritten def gets a generated name so that the function's own name inside its body still
+    # resolves to the global/closure binding (a recursive helper calls the decorated object, not itself
+    # as a closure of the factory); the code object gets the user's name back below (tracebacks).
+    fdef.name = _GEN + "fn"
     freevars = list(code0.co_freevars)
     factory = ast.FunctionDef(
         name="_fly_factory",
@@ -418,6 +424,8 @@ def rewrite_function(fn):
     cells = dict(zip(freevars, fn.__closure__ or ()))
     cells[RT] = types.CellType(dispatch)
     closure = tuple(cells[v] for v in inner.co_freevars)
+    names = {"co_name": fn.__name__, "co_qualname": fn.__qualname__} if _HAS_QUALNAME else {"co_name": fn.__name__}
+    inner = inner.replace(**names)
     new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__, closure or None)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__annotations__ = dict(getattr(fn, "__annotations__", {}))
