@@ -2,24 +2,31 @@
 the kernels and helpers it reaches, and the compile-time values it reads from globals and closures.
 
 :func:`collect` walks the code objects of the function (and of nested functions, lambdas and
-comprehensions): every name it reads from its module globals and every closure cell is looked at.
+comprehensions): every global it loads and every closure cell is looked at.
 
 * kernels / jit functions (anything with ``__fly_function__``) and plain functions defined in user
-  files are followed recursively (their source enters the key);
-* user modules referenced by name (``import helpers`` … ``helpers.f()``) enter with their file's hash;
-* compile-time values (ints, floats, bools, strings, None, enums, DSL types, static DSL numbers, and
-  tuples/lists/dicts/sets of these) enter with their canonical value, and are re-checked on every call
-  (:class:`Deps` ``.changed()``: rebinding, or editing a container of up to 64 items in place) so that a
-  change recompiles instead of running a stale kernel;
+  files are followed recursively (their source, file name and first line enter the key: cached IR
+  carries source locations, so code that moved must not be served from the cache);
+* user modules referenced by name (``import helpers`` … ``helpers.f()``) enter with their path and
+  their file's hash;
+* compile-time values enter by value: ints, floats, bools, strings, None, enums, DSL types, static DSL
+  numbers, tuples/lists/dicts/sets of these, numpy arrays and scalars, and the attributes the code
+  reads (by name) of ``SimpleNamespace`` objects, user classes and instances of user classes;
 * anything else (library functions and objects) is ignored: flydsl's own source is covered by the
   compiler hash, third-party libraries by their version not at all (as Triton and FlyDSL).
+
+Every such value is re-checked on every call (:meth:`Deps.changed`): immutable values (scalars,
+tuples of them …) by the identity of the binding, mutable ones (lists, dicts, sets, arrays, objects)
+by their content, so that rebinding *or editing in place* recompiles instead of running a stale
+kernel. Checking content costs time on every call, so a mutable value of more than
+:data:`TRACKED_MAX` elements is an error (FLY219) that asks for a tuple or an argument instead.
 
 "User file" means a file outside the flydsl package, the standard library and site-packages.
 """
 
 from __future__ import annotations
 
-import copy
+import dis
 import enum
 import hashlib
 import inspect
@@ -27,20 +34,24 @@ import operator
 import sys
 import types
 
-from .frames import is_user_path
+import numpy as np
 
-__all__ = ["Deps", "collect", "is_user_file", "compile_time_value"]
+from . import errors as E
+from .errors import error
+from .frames import column_of, is_user_path
+
+__all__ = ["Deps", "collect", "is_user_file", "compile_time_value", "freeze", "freeze_object", "TRACKED_MAX"]
 
 _MISSING = object()
+TRACKED_MAX = 4096  # elements of a mutable compile-time value checked by content on every call
+_MAX_NESTING = 8
+_LOADS = frozenset(("LOAD_GLOBAL", "LOAD_NAME"))
+_FLAT = frozenset((int, str, float, bool, type(None)))
 
 
 def is_user_file(path: str | None) -> bool:
     """A real file of the user's (see :func:`flydsl.compiler.frames.is_user_path`)."""
     return bool(path) and not path.startswith("<") and is_user_path(path)
-
-
-_MUTABLE = (list, dict, set)
-_WATCH_MAX = 64  # containers up to this length are re-read by content on every call
 
 
 def compile_time_value(v) -> bool:
@@ -76,50 +87,230 @@ def freeze(v):
     return v
 
 
-def _never() -> bool:
-    return False
+# ---------------------------------------------------------------------------------------------------
+# tracked values: the content of what the code reads, frozen for comparison and for the disk key
+# ---------------------------------------------------------------------------------------------------
 
 
-def _always() -> bool:
-    return True
+class _Untracked(Exception):
+    """Not a compile-time value (a function, a tensor, a library object): ignored, as before."""
+
+
+class _TooLarge(Exception):
+    """A mutable value with more than :data:`TRACKED_MAX` elements."""
+
+
+_USER_CLASS: dict[type, bool] = {}
+
+
+def _user_class(cls: type) -> bool:
+    r = _USER_CLASS.get(cls)
+    if r is None:
+        mod = sys.modules.get(getattr(cls, "__module__", None) or "")
+        r = _USER_CLASS[cls] = is_user_file(getattr(mod, "__file__", None))
+    return r
+
+
+# how the freezer handles a value, by its type (decided once per type)
+_PLAIN, _TYPED, _LEAF, _SEQ, _SET, _DICT, _NDARRAY, _NPSCALAR, _NUMERIC, _NAMESPACE, _OTHER = (
+    "plain", "typed", "leaf", "seq", "set", "dict", "ndarray", "npscalar", "numeric", "namespace", "other"
+)  # fmt: skip
+_KINDS: dict[type, str] = {
+    int: _PLAIN, str: _PLAIN, bool: _TYPED, float: _TYPED, bytes: _TYPED, type(None): _TYPED,
+    list: _SEQ, tuple: _SEQ, set: _SET, frozenset: _SET, dict: _DICT, types.SimpleNamespace: _NAMESPACE,
+}  # fmt: skip
+
+
+def _kind_of(t: type) -> str:
+    if issubclass(t, enum.Enum):
+        kind = _LEAF
+    elif issubclass(t, np.ndarray):
+        kind = _NDARRAY
+    elif issubclass(t, np.generic):
+        kind = _NPSCALAR
+    elif issubclass(t, type):
+        kind = _OTHER  # a class: numeric classes are leaves, user classes namespaces (decided per value)
+    elif getattr(t, "_is_numeric", False):
+        kind = _NUMERIC
+    elif _user_class(t) and not any("__call__" in k.__dict__ for k in t.__mro__):
+        kind = _NAMESPACE  # an instance of a user class (callables are code, not configuration)
+    else:
+        kind = _OTHER
+    _KINDS[t] = kind
+    return kind
+
+
+def _is_namespace(v) -> bool:
+    """Objects whose attributes the code may read as compile-time constants."""
+    if isinstance(v, type):
+        return _user_class(v)
+    t = type(v)
+    return (_KINDS.get(t) or _kind_of(t)) is _NAMESPACE
+
+
+def _immutable(v) -> bool:
+    """Values that cannot change without rebinding (compared by identity on every call)."""
+    if v is None or type(v) in (bool, int, float, str, bytes) or isinstance(v, enum.Enum):
+        return True
+    if type(v) in (tuple, frozenset):
+        return all(_immutable(x) for x in v)
+    if isinstance(v, type) and getattr(v, "_is_numeric", False):
+        return True
+    return bool(getattr(v, "_is_numeric", False)) and compile_time_value(v)
+
+
+def _class_attr(cls: type, name: str):
+    for k in cls.__mro__:
+        d = k.__dict__
+        if name in d:
+            return d[name]
+    return _MISSING
+
+
+class _Freezer:
+    """Freezes one value, counting its elements against :data:`TRACKED_MAX`; of objects, the attributes in
+    ``names`` (every attribute when None)."""
+
+    __slots__ = ("names", "left")
+
+    def __init__(self, names: frozenset | None, limit: int = TRACKED_MAX):
+        self.names = names
+        self.left = limit
+
+    def count(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise _TooLarge
+
+    def __call__(self, v, depth: int = 0):
+        t = type(v)
+        kind = _KINDS.get(t) or _kind_of(t)
+        if kind is _PLAIN:
+            self.count(1)
+            return v
+        if kind is _TYPED:
+            self.count(1)
+            return (t, v)  # typed: 1, 1.0 and True compare equal but compile differently
+        if kind is _LEAF:
+            return v
+        if depth > _MAX_NESTING:
+            raise _Untracked
+        if kind is _SEQ:
+            if _FLAT.issuperset(map(type, v)):  # the common case, at C speed: values and their types
+                self.count(len(v))
+                return (t.__name__, tuple(v), tuple(map(type, v)))
+            return (t.__name__, tuple([self(x, depth + 1) for x in v]))
+        if kind is _NAMESPACE:
+            return self.namespace(v, depth)
+        if kind is _NDARRAY:
+            if v.dtype.hasobject:
+                raise _Untracked
+            self.count(v.size)
+            return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+        if kind is _SET:
+            return (t.__name__, tuple(sorted((self(x, depth + 1) for x in v), key=repr)))
+        if kind is _DICT:
+            return ("dict", tuple(sorted(((self(k, depth + 1), self(x, depth + 1)) for k, x in v.items()), key=repr)))
+        if kind is _NPSCALAR:
+            return ("npscalar", v.dtype.str, v.tobytes())
+        if kind is _NUMERIC and compile_time_value(v):
+            return ("numeric", t, v.value)
+        if isinstance(v, type):
+            if getattr(v, "_is_numeric", False):
+                return v
+            if _user_class(v):
+                return self.namespace(v, depth)
+        raise _Untracked
+
+    def namespace(self, v, depth: int):
+        """``(kind, type, ((attr, frozen value), ...))`` for the attributes the code reads by name."""
+        is_cls = isinstance(v, type)
+        cls = v if is_cls else type(v)
+        own = {} if is_cls else getattr(v, "__dict__", {})
+        names = self.names
+        keys = set(own) if names is None else own.keys() & names
+        if cls is not types.SimpleNamespace:  # class attributes (a namespace's class has none of the user's)
+            for k in cls.__mro__:
+                if k is not object and (k is cls or _user_class(k)):
+                    keys |= k.__dict__.keys() if names is None else k.__dict__.keys() & names
+        items = []
+        for name in sorted(keys):
+            if name.startswith("__"):
+                continue
+            x = own[name] if name in own else _class_attr(cls, name)
+            if x is _MISSING or hasattr(type(x), "__get__"):
+                continue  # methods, properties and other descriptors: code, covered by the class's source
+            try:
+                items.append((name, self(x, depth + 1)))
+            except _Untracked:
+                continue
+        return ("class" if is_cls else "object", cls, tuple(items))
+
+
+class _Watch:
+    """One binding the code reads: a module global (``holder[key]``) or a closure cell (``key`` None)."""
+
+    __slots__ = ("holder", "key", "label", "code", "name", "immutable")
+
+    def __init__(self, holder, key, label: str, code, name: str, immutable: bool):
+        self.holder = holder
+        self.key = key
+        self.label = label
+        self.code = code
+        self.name = name
+        self.immutable = immutable
+
+    def read(self):
+        return _read(self.holder, self.key)
+
+
+def _read(holder, key):
+    if key is None:
+        try:
+            return holder.cell_contents
+        except ValueError:
+            return _MISSING
+    return holder.get(key, _MISSING)
 
 
 class Deps:
     """The dependencies of one function (see the module docstring)."""
 
     def __init__(self):
-        self.sources: list[tuple[str, str]] = []  # (qualified name, source text or code digest)
-        self.modules: list[tuple[str, str]] = []  # (module name, sha256 of its file)
-        self.values: list[tuple[str, object]] = []  # (label, value) compile-time values
-        self._refs: list = []  # (dict or cell, key) to re-read the values
+        self.sources: list[tuple] = []  # (qualified name, "file:line", source text or code digest)
+        self.modules: list[tuple[str, str, str]] = []  # (module name, path, sha256 of its file)
+        self.values: list[tuple[str, object]] = []  # (label, frozen value) compile-time values
+        self.names: frozenset = frozenset()  # every name the walked code mentions (attribute filter)
+        self._fixed: tuple = ()  # (holder, key) of immutable values: compared by identity
+        self._mutable: tuple = ()  # (holder, key) of mutable values: compared by frozen content
 
-    def current_values(self) -> tuple:
-        """The values now; mutable containers as their frozen content (so in-place edits show)."""
+    def _mutable_values(self) -> tuple:
         out = []
-        for holder, key in self._refs:
-            if key is None:
-                try:
-                    v = holder.cell_contents
-                except ValueError:
-                    v = _MISSING
-            else:
-                v = holder.get(key, _MISSING)
-            # small containers are compared by content on every call; big ones (tables) by identity only
-            out.append(freeze(v) if type(v) in _MUTABLE and len(v) <= _WATCH_MAX else v)
+        for holder, key in self._mutable:
+            v = _read(holder, key)
+            try:
+                out.append(v if v is _MISSING else _Freezer(self.names)(v))
+            except (_Untracked, _TooLarge):
+                out.append(object())  # no longer trackable: changed (the next collect() says why)
         return tuple(out)
 
-    def watcher(self):
-        """A function answering, cheaply, "is every compile-time value still the very object it is now (and
-        every watched container's content equal)?" — the fast path's per-call check. ``False`` does not
-        mean changed (a value rebound to an equal one): ask :meth:`changed`, then make a new watcher.
+    def current_values(self) -> tuple:
+        """A snapshot for :meth:`changed`: the objects bound now, and the content of the mutable ones."""
+        return tuple([_read(h, k) for h, k in self._fixed]), self._mutable_values()
 
-        Generated code: the values are read with one ``itemgetter`` per module dict and one ``attrgetter``
-        over the cells, and compared by identity in C (``map(operator.is_, ...)``): a few hundred ns for
-        dozens of values; a function without compile-time values gets a constant ``True``.
+    def watcher(self):
+        """A function answering, cheaply, "is every compile-time value still the very object it is now, and
+        every mutable one's content the same?" — the fast path's per-call check. ``False`` does not mean
+        changed (a value rebound to an equal one): ask :meth:`changed`, then make a new watcher.
+
+        Generated code: immutable values are read with one ``itemgetter`` per module dict and one
+        ``attrgetter`` over the cells, and compared by identity in C (``map(operator.is_, ...)``): a few
+        hundred ns for dozens of values; mutable ones are frozen and compared (their cost is their size);
+        a function without compile-time values gets a constant ``True``.
         """
         groups: dict = {}
         cells = []
-        for holder, key in self._refs:
+        for holder, key in self._fixed:
             if key is None:
                 cells.append(holder)
             else:
@@ -130,17 +321,16 @@ class Deps:
             cell_now = tuple(c.cell_contents for c in cells)
         except (KeyError, ValueError):  # a name deleted or a cell emptied since collect(): never unchanged
             return _never
-        watched = [v for vals in (*now, cell_now) for v in vals if type(v) in _MUTABLE and len(v) <= _WATCH_MAX]
-        ns = {"is_": operator.is_, "eq": operator.eq, "CG": operator.attrgetter("cell_contents"), "CELLS": cells,
-              "CV": cell_now, "W": watched, "COPIES": copy.deepcopy(watched)}  # fmt: skip
+        ns = {"is_": operator.is_, "CG": operator.attrgetter("cell_contents"), "CELLS": cells, "CV": cell_now}
         terms = []
         for i, ((h, g), vals) in enumerate(zip(getters, now)):
             ns[f"G{i}"], ns[f"H{i}"], ns[f"V{i}"] = g, h, vals
             terms.append(f"all(map(is_, G{i}(H{i}), V{i}))")
         if cells:
             terms.append("all(map(is_, map(CG, CELLS), CV))")
-        if watched:
-            terms.append("all(map(eq, W, COPIES))")
+        if self._mutable:
+            ns["MUT"], ns["MV"] = self._mutable_values, self._mutable_values()
+            terms.append("MUT() == MV")
         if not terms:
             return _always
         src = "def unchanged():\n    try:\n        return " + " and ".join(terms)
@@ -149,9 +339,20 @@ class Deps:
         return ns["unchanged"]
 
     def changed(self, snapshot: tuple) -> bool:
-        """True when a compile-time global/closure value was rebound (or a container edited) since ``snapshot``."""
-        cur = self.current_values()
-        return any(a is not b and (type(a) is not tuple or a != b) for a, b in zip(cur, snapshot))
+        """True when a compile-time global/closure value was rebound (or edited in place) since ``snapshot``."""
+        fixed, mutable = snapshot
+        for (holder, key), old in zip(self._fixed, fixed):
+            if (holder.get(key, _MISSING) if key is not None else _read(holder, None)) is not old:
+                return True
+        return bool(mutable) and self._mutable_values() != mutable
+
+
+def _never() -> bool:
+    return False
+
+
+def _always() -> bool:
+    return True
 
 
 def _source_of(obj) -> str:
@@ -162,6 +363,17 @@ def _source_of(obj) -> str:
         if code is None:
             return f"<no source: {getattr(obj, '__qualname__', type(obj).__name__)}>"
         return "<bytecode> " + hashlib.sha256(code.co_code + repr(code.co_names).encode()).hexdigest()
+
+
+def _where(obj) -> str:
+    """``file:first line`` of a function or class (locations in cached IR must be the current ones)."""
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):
+        return "?"
 
 
 def _file_hash(path: str) -> str:
@@ -179,10 +391,27 @@ def _codes(code: types.CodeType):
             yield from _codes(c)
 
 
+def _global_loads(code: types.CodeType) -> list[str]:
+    """Names the code object loads as globals, in order of first use."""
+    return list(dict.fromkeys(i.argval for i in dis.get_instructions(code) if i.opname in _LOADS))
+
+
+def _load_site(code: types.CodeType, name: str) -> tuple:
+    """The (file, line, col) where ``code`` (or code nested in it) first reads ``name``."""
+    for c in _codes(code):
+        for ins in dis.get_instructions(c):
+            if ins.argval == name and ins.opname.startswith("LOAD"):
+                line, col = column_of(c, ins.offset)
+                return (c.co_filename, line or c.co_firstlineno, col)
+    return (code.co_filename, code.co_firstlineno, 1)
+
+
 class _Walker:
     def __init__(self):
         self.deps = Deps()
         self.seen: set[int] = set()
+        self.names: set[str] = set()
+        self.watches: list[_Watch] = []
 
     def function(self, fn, label: str) -> None:
         fn = getattr(fn, "__wrapped__", None) if not hasattr(fn, "__code__") else fn
@@ -190,27 +419,24 @@ class _Walker:
             return
         self.seen.add(id(fn))
         d = self.deps
-        d.sources.append((f"{getattr(fn, '__module__', '?')}.{fn.__qualname__}", _source_of(fn)))
+        d.sources.append((f"{getattr(fn, '__module__', '?')}.{fn.__qualname__}", _where(fn), _source_of(fn)))
         g = fn.__globals__
-        names = []
+        loads = []
         for c in _codes(fn.__code__):
-            names.extend(c.co_names)
-        for name in dict.fromkeys(names):
+            self.names.update(c.co_names)
+            loads.extend(_global_loads(c))
+        for name in dict.fromkeys(loads):
             v = g.get(name, _MISSING)
             if v is not _MISSING:
-                self.value(v, f"{label}:{name}", (g, name))
+                self.value(v, f"{label}:{name}", g, name, fn.__code__, name)
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 v = cell.cell_contents
             except ValueError:
                 continue
-            self.value(v, f"{label}:<closure {name}>", (cell, None))
+            self.value(v, f"{label}:<closure {name}>", cell, None, fn.__code__, name)
 
-    def value(self, v, label: str, ref) -> None:
-        if compile_time_value(v):
-            self.deps.values.append((label, freeze(v)))
-            self.deps._refs.append(ref)
-            return
+    def value(self, v, label: str, holder, key, code, name: str) -> None:
         inner = getattr(v, "__fly_function__", None)
         if inner is not None:
             self.function(inner, label)
@@ -223,17 +449,64 @@ class _Walker:
             f = getattr(v, "__file__", None)
             if is_user_file(f) and id(v) not in self.seen:
                 self.seen.add(id(v))
-                self.deps.modules.append((v.__name__, _file_hash(f)))
+                self.deps.modules.append((v.__name__, f, _file_hash(f)))
             return
-        if isinstance(v, type) and id(v) not in self.seen:
-            mod = sys.modules.get(v.__module__)
-            if is_user_file(getattr(mod, "__file__", None)):
-                self.seen.add(id(v))
-                self.deps.sources.append((f"{v.__module__}.{v.__qualname__}", _source_of(v)))
+        if isinstance(v, type) and _user_class(v) and id(v) not in self.seen:
+            self.seen.add(id(v))
+            self.deps.sources.append((f"{v.__module__}.{v.__qualname__}", _where(v), _source_of(v)))
+            for m in vars(v).values():  # attributes the methods read are read by the code too
+                if isinstance(m, (staticmethod, classmethod)):
+                    m = m.__func__
+                if isinstance(m, types.FunctionType):
+                    for c in _codes(m.__code__):
+                        self.names.update(c.co_names)
+        # anything else is watched if it freezes (collect() drops what does not: library objects, tensors)
+        self.watches.append(_Watch(holder, key, label, code, name, _immutable(v)))
+
+
+def freeze_object(obj) -> tuple:
+    """The compile-time attributes of ``obj`` (its own and its user classes'), frozen: what a method
+    launcher's code may read from ``self``. Raises ``ValueError`` past :data:`TRACKED_MAX` elements."""
+    try:
+        return _Freezer(None).namespace(obj, 0)
+    except _TooLarge:
+        raise ValueError(_kind(obj)) from None
+
+
+def _kind(v) -> str:
+    if isinstance(v, np.ndarray):
+        return "numpy array"
+    if isinstance(v, type):
+        return f"class {v.__qualname__}"
+    return type(v).__name__
 
 
 def collect(fn) -> Deps:
-    """The dependencies of ``fn`` (a plain function; kernels/jits are followed through ``__fly_function__``)."""
-    w = _Walker()
-    w.function(fn, fn.__name__)
-    return w.deps
+    """The dependencies of ``fn`` (a plain function; kernels/jits are followed through ``__fly_function__``).
+
+    Raises FLY219 (at the line that reads it) for a mutable compile-time value too large to re-check.
+    """
+    walker = _Walker()
+    walker.function(fn, fn.__name__)
+    d = walker.deps
+    d.names = frozenset(walker.names)
+    watches = []
+    for watch in walker.watches:
+        v = watch.read()
+        # immutable values are compared by identity on every call: any size is fine
+        freezer = _Freezer(d.names, sys.maxsize if watch.immutable else TRACKED_MAX)
+        try:
+            frozen = freezer(v)
+        except _Untracked:
+            continue
+        except _TooLarge:
+            fn_name = getattr(watch.code, "co_qualname", watch.code.co_name)
+            raise error(
+                E.TRACKED_VALUE_TOO_LARGE, _load_site(watch.code, watch.name), name=watch.name, fn=fn_name,
+                what=_kind(v), limit=TRACKED_MAX,
+            ) from None  # fmt: skip
+        watches.append(watch)
+        d.values.append((watch.label, frozen))
+    d._fixed = tuple((w.holder, w.key) for w in watches if w.immutable)
+    d._mutable = tuple((w.holder, w.key) for w in watches if not w.immutable)
+    return d

@@ -61,7 +61,7 @@ from ..runtime.args import (
     torch_ref,
     unit_axis,
 )
-from .deps import compile_time_value
+from .deps import TRACKED_MAX, compile_time_value, freeze, freeze_object
 
 __all__ = ["CONVERTERS", "convert_arg", "numeric_of", "Param", "value_conv", "const_key"]
 
@@ -266,6 +266,8 @@ def const_key(v):
         if code.co_freevars:
             raise ArgError("UNSUPPORTED_ARG", got="a function that captures variables (use a plain lambda)")
         return ("fn", code.co_code, code.co_consts, code.co_names, v.__defaults__)
+    if isinstance(v, (list, dict, set)):
+        return freeze(v)  # by content: a list is as good a compile-time constant as a tuple
     hash(v)
     return v
 
@@ -321,10 +323,12 @@ def value_conv(a, key, vals):
 
 
 def _self_conv(a, key, vals):
-    """``self`` of a method launcher: its type and its compile-time attributes (read while tracing)."""
-    d = getattr(a, "__dict__", None)
-    attrs = tuple(sorted((k, v) for k, v in d.items() if compile_time_value(v))) if d else ()
-    key.append(("self", type(a), attrs))
+    """``self`` of a method launcher: its type and its compile-time attributes, instance and class ones, by
+    value (read while tracing; an attribute edited in place recompiles)."""
+    try:
+        key.append(("self", type(a), freeze_object(a)))
+    except ValueError as e:
+        raise ArgError("TRACKED_VALUE_TOO_LARGE", fn="a method launcher", what=str(e), limit=TRACKED_MAX) from None
 
 
 class Param:

@@ -1,0 +1,225 @@
+"""Never stale: every piece of mutable state a kernel reads is in the cache key, by value, in memory and on
+disk; cached IR carries the locations of the current source (docs/reliability.md, "never stale")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pytest
+from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
+
+from flydsl.compiler import FlyDSLError
+TRACKED_MAX = 4096
+
+pytestmark = pytest.mark.usefixtures("cpu_device")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+TABLE = np.array([1, 2, 3, 4], np.int32)
+LONG = list(range(100))  # longer than the 64 items that used to be the limit of in-place tracking
+CFG = types.SimpleNamespace(add=5, unread=[0] * (2 * TRACKED_MAX))  # attributes the kernel never reads: ignored
+NESTED = {"inner": types.SimpleNamespace(scale=[2])}
+
+
+class Knobs:
+    add = 7
+
+
+@flyc.kernel
+def reads_state(out: Tensor):
+    tid = fx.thread_idx.x
+    out[tid] = tid + TABLE[0] + LONG[99] + CFG.add + Knobs.add + NESTED["inner"].scale[0]
+
+
+@flyc.jit
+def launch_state(out):
+    reads_state(out).launch(grid=1, block=4)
+
+
+def _run():
+    out = np.zeros(4, np.int32)
+    launch_state(out)
+    return out.tolist()
+
+
+@pytest.mark.parametrize(
+    "edit, undo, delta",
+    [
+        (lambda: TABLE.__setitem__(0, 101), lambda: TABLE.__setitem__(0, 1), 100),
+        (lambda: LONG.__setitem__(99, 1099), lambda: LONG.__setitem__(99, 99), 1000),
+        (lambda: setattr(CFG, "add", 10005), lambda: setattr(CFG, "add", 5), 10000),
+        (lambda: setattr(Knobs, "add", 100007), lambda: setattr(Knobs, "add", 7), 100000),
+        (lambda: NESTED["inner"].scale.__setitem__(0, 3), lambda: NESTED["inner"].scale.__setitem__(0, 2), 1),
+    ],
+    ids=["numpy-array", "long-list", "namespace-attr", "class-attr", "nested"],
+)
+def test_editing_state_in_place_recompiles(edit, undo, delta):
+    base = [1 + 99 + 5 + 7 + 2 + t for t in range(4)]
+    assert _run() == base
+    key = launch_state.cache_key(np.zeros(4, np.int32))
+    edit()
+    try:
+        assert _run() == [b + delta for b in base]  # not the kernel compiled with the old value
+        assert launch_state.cache_key(np.zeros(4, np.int32)) != key  # and not the disk entry either
+    finally:
+        undo()
+    assert _run() == base and launch_state.cache_key(np.zeros(4, np.int32)) == key
+
+
+def test_unchanged_state_keeps_the_cache():
+    _run()
+    misses = launch_state.cache_info().misses
+    for _ in range(3):
+        _run()
+    assert launch_state.cache_info().misses == misses
+
+
+def test_int_float_bool_edits_are_distinguished():
+    vals = [1]
+
+    @flyc.kernel
+    def k(out: Tensor):
+        out[0] = fx.Float32(vals[0]) if isinstance(vals[0], float) else fx.Float32(2.0)
+
+    @flyc.jit
+    def launch(out):
+        k(out).launch(grid=1, block=1)
+
+    out = np.zeros(1, np.float32)
+    launch(out)
+    assert out[0] == 2.0
+    vals[0] = 1.0  # equal to 1 in Python, but a different program
+    launch(out)
+    assert out[0] == 1.0
+
+
+BIG = list(range(TRACKED_MAX + 1))
+
+
+@flyc.kernel
+def reads_big(out: Tensor):
+    out[0] = BIG[0]
+
+
+@flyc.jit
+def launch_big(out):
+    reads_big(out).launch(grid=1, block=1)
+
+
+def test_too_large_mutable_state_is_a_clear_error():
+    with pytest.raises(FlyDSLError) as ei:
+        launch_big(np.zeros(1, np.int32))
+    e = ei.value
+    assert e.diag_id == "FLY219" and isinstance(e, ValueError)
+    assert e.loc[0] == __file__ and "out[0] = BIG[0]" in str(e)  # the line that reads it
+    assert "'BIG' is read by 'reads_big'" in e.message and f"more than {TRACKED_MAX}" in e.message
+    assert "tuple" in e.fix and "argument" in e.fix
+
+
+BIG_TUPLE = tuple(range(TRACKED_MAX + 1))  # immutable: hashed once, any size
+
+
+def test_large_immutable_state_is_fine():
+    @flyc.kernel
+    def k(out: Tensor):
+        out[0] = BIG_TUPLE[-1]
+
+    @flyc.jit
+    def launch(out):
+        k(out).launch(grid=1, block=1)
+
+    out = np.zeros(1, np.int32)
+    launch(out)
+    assert out[0] == TRACKED_MAX
+
+
+class Op:
+    scale = 1
+
+    def __init__(self):
+        self.offsets = [10, 20]  # a list attribute: used to make the key unhashable
+
+    @flyc.jit
+    def __call__(self, out):
+        add_kernel(out, self.offsets[0] + self.scale).launch(grid=1, block=4)
+
+
+@flyc.kernel
+def add_kernel(out: Tensor, add: fx.Constexpr[int]):
+    out[fx.thread_idx.x] = fx.thread_idx.x + add
+
+
+def test_method_launcher_self_by_value():
+    op, out = Op(), np.zeros(4, np.int32)
+    op(out)
+    assert out.tolist() == [11, 12, 13, 14]
+    op.offsets[0] = 100
+    op(out)
+    assert out.tolist() == [101, 102, 103, 104]
+    Op.scale = 1000
+    try:
+        op(out)
+        assert out.tolist() == [1100, 1101, 1102, 1103]
+    finally:
+        Op.scale = 1
+
+
+# -- across processes: the disk cache -------------------------------------------------------------
+
+PROGRAM = """
+{pad}import json, sys, types
+import numpy as np
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
+TABLE = np.array([{value}, 0], np.int32)
+CFG = types.SimpleNamespace(add={value})
+
+@flyc.kernel
+def k(out: fx.Tensor):
+    tid = fx.thread_idx.x
+    out[tid] = tid + TABLE[0] + CFG.add
+    out[tid + 100] = 0  # an out-of-bounds store: the interpreter reports this line
+
+@flyc.jit
+def launch(out):
+    k(out).launch(grid=1, block=4)
+
+try:
+    launch(np.zeros(4, np.int32))
+except Exception as e:
+    print(json.dumps({{"where": str(e).split(": error", 1)[0], "compiles": launch.compiles}}))
+"""
+
+
+@pytest.fixture
+def write_and_run(tmp_path):
+    cache = tmp_path / "disk"
+
+    def run(name: str, value: int, pad: int = 0) -> dict:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(PROGRAM).format(pad="\n" * pad, value=value))
+        e = {k: v for k, v in os.environ.items() if not k.startswith("FLYDSL_") and k not in ("COMPILE_ONLY", "ARCH")}
+        e.update(FLYDSL_RUNTIME_KIND="cpu", FLYDSL_RUNTIME_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+        p = subprocess.run([sys.executable, str(path)], env=e, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    return run
+
+
+def test_disk_cache_follows_values_and_locations(write_and_run, tmp_path):
+    first = write_and_run("prog.py", 1)
+    assert first["compiles"] == 1 and first["where"] == f"{tmp_path}/prog.py:14:5"
+    assert write_and_run("prog.py", 1)["compiles"] == 0  # the same program: served from disk
+    assert write_and_run("prog.py", 2)["compiles"] == 1  # a global array/namespace edited in the file
+    moved = write_and_run("prog.py", 2, pad=3)  # lines inserted above the kernel
+    assert moved["compiles"] == 1 and moved["where"] == f"{tmp_path}/prog.py:17:5"
+    copied = write_and_run("moved.py", 2, pad=3)  # the same file under another name
+    assert copied["compiles"] == 1 and copied["where"] == f"{tmp_path}/moved.py:17:5"
