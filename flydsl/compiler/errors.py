@@ -281,6 +281,35 @@ BAD_ANNOTATION = _d(
     "import what the annotation names (e.g. `import flydsl.expr as fx` for `fx.Constexpr[int]`), or remove it; "
     "an annotation that cannot be read would silently make the parameter a run-time value",
 )
+TRACKED_VALUE_TOO_LARGE = _d(
+    "FLY219",
+    DSLValueError,
+    "'{name}' is read by '{fn}' as a compile-time constant, but it is a mutable {what} of more than {limit} "
+    "elements: too large to check for changes on every call (the compiled code depends on its value)",
+    "make it immutable (a tuple) so that its value is hashed once, or pass it to the launcher as an argument "
+    "(a tensor for data, `fx.Constexpr[...]` for a compile-time value)",
+)
+TENSOR_EXPECTED = _d(
+    "FLY220",
+    DSLTypeError,
+    "argument '{name}' is declared fx.Tensor but got {got}",
+    "pass a tensor (a torch tensor, a numpy array or a DLPack object); for an optional tensor drop the "
+    "annotation and test `if const_expr({name} is None):` in the body",
+)
+ARG_NOT_EXACT = _d(
+    "FLY221",
+    DSLValueError,
+    "argument '{name}': {got} does not fit the parameter's type {type} ({why}); it would be changed silently",
+    "pass a value that {type} holds, declare the parameter with a type that holds it (e.g. `fx.Int64`), or "
+    "convert it yourself with `fx.{type}(value)` if wrapping or truncating is what you mean",
+)
+LAUNCH_DIMS_RUNTIME = _d(
+    "FLY222",
+    DSLValueError,
+    "the launch {what}, computed at run time, is {got}: every dimension must be at least 1",
+    "skip the call when there is no work (test the size in Python before calling the launcher), or make the "
+    "{what} at least 1, e.g. `fx.max(blocks, 1)`",
+)
 
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ import inspect
 from ..expr.typing import Stream, stream_handle
 from ..runtime.args import DEFAULT_STREAM, I32_MAX, TensorRef
 from .deps import freeze
-from .specialize import Param, is_torch_tensor_type, stream_conv, value_conv
+from .specialize import Param, is_torch_tensor_type, stream_conv, tensor_conv, value_conv
 
 __all__ = ["make_binder", "make_dispatcher", "pattern_of", "NOFAST", "OTHER_PATTERN"]
 
@@ -36,6 +36,7 @@ NOFAST = object()  # the full path, without registering a fast key
 OTHER_PATTERN = object()  # the arguments' types or ranks differ from the dispatcher's pattern
 
 _SIMPLE_CONSTS = (int, str, bool, float, type(None))  # hashable by type: their value is the key
+_TENSOR_CONVS = (value_conv, tensor_conv)  # a torch tensor reads the same through both
 
 
 def make_binder(params: list[Param], defaults: list):
@@ -67,7 +68,7 @@ def pattern_of(args, params: list[Param]) -> tuple:
     out = []
     for p, a in zip(params, args):
         t = type(a)
-        out.append((t, a.dim() if p.conv is value_conv and is_torch_tensor_type(t) else -1))
+        out.append((t, a.dim() if p.conv in _TENSOR_CONVS and is_torch_tensor_type(t) else -1))
     return tuple(out)
 
 
@@ -149,7 +150,7 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
         conv = p.conv
         num = getattr(conv, "numeric", None)
         cx = getattr(conv, "constexpr", None)
-        if conv is value_conv and rank >= 1:
+        if conv in _TENSOR_CONVS and rank >= 1:
             g.torch_tensor(i, rank)
         elif num is not None and tp is int and conv.int_range[0] <= conv.int_range[1]:
             lo, hi = conv.int_range

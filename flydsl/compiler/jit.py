@@ -434,17 +434,16 @@ def _load(disk: DiskCache, key: str) -> Artifact | None:
 
 def user_error(e: BaseException) -> FlyDSLError:
     """Any exception raised while tracing, compiling or launching, as a located DSL error."""
-    from ..runtime.args import ArgError as _ArgError
-
     if isinstance(e, RecursionError) and not isinstance(e, FlyDSLError):
         return error(E.TRACE_RECURSION, traceback_location(e.__traceback__), detail=str(e))
-    if isinstance(e, _ArgError):
-        fields = dict(e.fields)
+    name = getattr(e, "diag", None) or getattr(e, "fly_diag", None)
+    diag = getattr(E, name, None) if isinstance(name, str) else None
+    if isinstance(diag, E.Diag) and not isinstance(e, FlyDSLError):
+        # a catalogued failure from a lower layer (runtime ArgError, fx protocol errors, fx.nvvm's FLY520)
+        fields = dict(getattr(e, "fields", None) or {})
         fields.setdefault("name", "?")
-        return error(getattr(E, e.diag), traceback_location(e.__traceback__), **fields)
-    diag = getattr(e, "fly_diag", None)  # a catalogued error raised below the compiler (fx.nvvm: FLY520)
-    if diag is not None and not isinstance(e, FlyDSLError):
-        return error(getattr(E, diag), traceback_location(e.__traceback__), **e.fields)
+        loc = getattr(e, "loc", None) or traceback_location(e.__traceback__)
+        return error(diag, loc, **fields)
     err = wrap_exception(e)
     loc = getattr(e, "loc", None)
     if not isinstance(e, FlyDSLError) and isinstance(loc, tuple) and len(loc) == 3:

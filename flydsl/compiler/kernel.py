@@ -19,7 +19,7 @@ from ..dialects import gpu
 from ..expr.gpu import known_block_size_scope, reset_shared_usage
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.smem import DYNAMIC_SMEM_ATTR
-from ..expr.typing import Constexpr, Stream
+from ..expr.typing import Constexpr, Stream, Tensor
 from ..ir import InsertionPoint, SymbolRef, Value, i64
 from . import errors as E
 from .errors import error
@@ -233,6 +233,8 @@ class KernelLauncher:
                 raise error(E.CONSTEXPR_RUNTIME, loc, name=pname, got=_got(value))
             if const and not ann.accepts(value):
                 raise error(E.CONSTEXPR_TYPE, loc, name=pname, want=_tname(ann.value_type), got=_got(value))
+            if ann is Tensor and not isinstance(value, Tensor):  # None, a list ...: not silently a constant
+                raise error(E.KERNEL_ARG_STATIC, loc, name=pname, got=_got(value))
             try:
                 out.append(_Param(pname, value, const))
             except TypeError:
@@ -329,6 +331,8 @@ def _dims3(d, what, loc=None) -> tuple:
     for x in items:
         if type(x) is bool or not (isinstance(x, (int, Numeric)) or type(x) is Value):
             raise error(E.LAUNCH_DIMS, loc, what=what, got=d)
+        if type(x) is Value and not (x.type.is_integer or x.type.is_index) or getattr(type(x), "is_float", False):
+            raise error(E.LAUNCH_DIMS, loc, what=what, got=d)  # a float would be truncated silently
         if isinstance(x, Numeric) and x.is_static():
             x = int(x._v)
         if type(x) is int and x <= 0:

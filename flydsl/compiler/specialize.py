@@ -47,7 +47,7 @@ from ..expr.numeric import (
     Uint32,
     Uint64,
 )
-from ..expr.typing import Constexpr, Stream, stream_handle
+from ..expr.typing import Constexpr, Stream, Tensor, stream_handle
 from ..runtime.args import (
     DEFAULT_STREAM,
     I32_MAX,
@@ -63,7 +63,7 @@ from ..runtime.args import (
 )
 from .deps import TRACKED_MAX, compile_time_value, freeze, freeze_object
 
-__all__ = ["CONVERTERS", "convert_arg", "numeric_of", "Param", "value_conv", "const_key"]
+__all__ = ["CONVERTERS", "convert_arg", "numeric_of", "Param", "value_conv", "tensor_conv", "const_key"]
 
 
 def _numeric_by_dtype() -> dict:
@@ -285,13 +285,19 @@ def _constexpr_conv(ann):
 
 
 def _numeric_conv(cls):
-    lo, hi = (-(1 << (cls.width - 1)), (1 << (cls.width - 1)) - 1) if cls.is_integer and cls.signed else (1, 0)
+    exact_int = cls.is_integer and cls.width > 1  # Boolean takes any truth value
+    if exact_int:
+        lo, hi = (-(1 << (cls.width - 1)), (1 << (cls.width - 1)) - 1) if cls.signed else (0, (1 << cls.width) - 1)
+    else:
+        lo, hi = 1, 0
 
     def conv(a, key, vals):
         if type(a) is int and lo <= a <= hi:  # the common case, without building a Numeric
             key.append(cls)
             vals.append(a)
             return
+        if exact_int and not isinstance(a, Numeric):
+            _check_exact_int(a, cls, lo, hi)
         try:
             x = a if type(a) is cls else cls(a)
         except (TypeError, ValueError):
@@ -304,6 +310,20 @@ def _numeric_conv(cls):
     conv.numeric = cls
     conv.int_range = (lo, hi)
     return conv
+
+
+def _check_exact_int(a, cls, lo: int, hi: int) -> None:
+    """A Python/numpy number passed to an integer parameter must keep its value (no wrap, no truncation):
+    FLY221 otherwise (``fx.Int32(v)`` wraps on purpose)."""
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+        if not lo <= int(a) <= hi:
+            raise ArgError("ARG_NOT_EXACT", got=f"{int(a)}", type=cls.__name__, why=f"range {lo} to {hi}")
+    elif isinstance(a, (float, np.floating)):
+        f = float(a)
+        if not f.is_integer():
+            raise ArgError("ARG_NOT_EXACT", got=f"{a!r}", type=cls.__name__, why="not an integer")
+        if not lo <= int(f) <= hi:
+            raise ArgError("ARG_NOT_EXACT", got=f"{a!r}", type=cls.__name__, why=f"range {lo} to {hi}")
 
 
 def stream_conv(a, key, vals):
@@ -320,6 +340,15 @@ def value_conv(a, key, vals):
         key.append(("const", const_key(a)))  # str, tuple, enum, DSL type: compile-time by nature
     else:
         convert_arg(a, key, vals)
+
+
+def tensor_conv(a, key, vals):
+    """A parameter annotated ``fx.Tensor``: only a tensor (never a list, None or a number) is accepted."""
+    n = len(key)
+    value_conv(a, key, vals)
+    part = key[n] if len(key) > n else None
+    if not (type(part) is tuple and part and part[0] in ("dyn_tensor", "tensor")):
+        raise ArgError("TENSOR_EXPECTED", got="None" if a is None else f"a {type(a).__name__}")
 
 
 def _self_conv(a, key, vals):
@@ -350,6 +379,8 @@ class Param:
             self.conv = stream_conv
         elif isinstance(ann, type) and issubclass(ann, Numeric) and ann.width:
             self.conv = _numeric_conv(ann)
+        elif ann is Tensor:
+            self.conv = tensor_conv
         elif first and p.name == "self":
             self.conv = _self_conv
         else:

@@ -155,6 +155,8 @@ def _run(blk: _Block, env: list) -> list:
     except InterpError:
         raise
     except Exception as e:
+        if getattr(e, "loc", None) is not None:  # a launch's error, already located at the user's line
+            raise
         raise InterpError(f"{type(e).__name__}: {e}", op=op) from e
     return [env[s] for s in blk.yields]
 
@@ -415,14 +417,22 @@ def _launch_func(op: Op, hc):
         launch = fn.launch
         if launch is None:
             raise InterpError("gpu.launch_func needs a launcher: run_host(func, args, launch)", op=op)
-        launch(
-            kernel,
-            (env[g[0]], env[g[1]], env[g[2]]),
-            (env[bl[0]], env[bl[1]], env[bl[2]]),
-            env[sm],
-            env[st],
-            [env[i] for i in rest],
-        )
+        try:
+            launch(
+                kernel,
+                (env[g[0]], env[g[1]], env[g[2]]),
+                (env[bl[0]], env[bl[1]], env[bl[2]]),
+                env[sm],
+                env[st],
+                [env[i] for i in rest],
+            )
+        except Exception as e:  # reported at the user's `.launch(...)` line unless it knows better
+            if getattr(e, "loc", None) is None:
+                try:
+                    e.loc = op.loc
+                except AttributeError:
+                    pass
+            raise
 
     return step
 

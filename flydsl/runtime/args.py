@@ -169,6 +169,8 @@ def numpy_ref(a: np.ndarray) -> TensorRef:
     bs = a.strides
     if len(bs) == 1 and bs[0] == isz:
         strides = (1,)
+    elif a.size == 0:  # no element is ever addressed: numpy reports any strides (often 0), torch row-major ones
+        strides = _row_major(a.shape)
     else:
         strides = tuple([s // isz for s in bs])
         if any([s % isz for s in bs]):
@@ -178,6 +180,14 @@ def numpy_ref(a: np.ndarray) -> TensorRef:
     except (TypeError, ValueError, BufferError):
         ptr = a.ctypes.data
     return TensorRef(a, dt, ptr, a.shape, strides, False)
+
+
+def _row_major(shape) -> tuple:
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
 
 
 def dlpack_ref(x) -> TensorRef:

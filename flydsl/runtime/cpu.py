@@ -17,7 +17,7 @@ import numpy as np
 
 from ..interp import Memory, compile_host, run_kernel
 from .args import DEFAULT_STREAM, ArgError, TensorRef
-from .launch_plan import launch_plan
+from .launch_plan import check_launch_dims, launch_plan
 
 __all__ = ["CpuLauncher", "register_tensor"]
 
@@ -90,6 +90,7 @@ class CpuLauncher:
             self._mem = None
 
     def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:
+        check_launch_dims(grid, block)
         name = str(kernel)
         run_kernel(
             self.kernels[name],

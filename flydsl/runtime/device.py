@@ -16,7 +16,7 @@ from ..utils.env import env
 from ..utils.target import Target
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .cpu import CpuLauncher
-from .launch_plan import launch_plan
+from .launch_plan import check_launch_dims, launch_plan
 from .streams import current_torch_stream
 
 __all__ = ["Device", "get_device", "CudaLauncher", "DeviceError", "StandInCudaDevice"]
@@ -122,6 +122,7 @@ class CudaLauncher:
         self._host(list(args), self._launch)
 
     def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:
+        check_launch_dims(grid, block)  # the interpreted host function's launches (plans check inline)
         k = self.kernels[str(kernel)]
         _launch_function(k)(*grid, *block, int(smem), int(stream), *kargs)
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from ..interp.host import _INT_BIN
 from ..ir import FloatType, IndexType, IntegerType, Op, PointerType
+from .args import ArgError
 
-__all__ = ["launch_plan"]
+__all__ = ["launch_plan", "located", "check_launch_dims"]
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _SIGNED_CASTS = ("arith.extsi", "arith.trunci", "arith.index_cast")
@@ -48,6 +49,32 @@ def _width(t) -> int | None:
     if isinstance(t, IntegerType):
         return t.width
     return None
+
+
+def located(e: BaseException, loc) -> BaseException:
+    """``e`` with ``e.loc`` set to the launch's source location unless it already has one."""
+    if getattr(e, "loc", None) is None:
+        try:
+            e.loc = loc
+        except AttributeError:  # an exception type with __slots__: keep its own location
+            pass
+    return e
+
+
+def check_launch_dims(grid, block) -> None:
+    """Launch dimensions computed at run time must be at least 1 (FLY222 at the launch's line)."""
+    for what, dims in (("grid", grid), ("block", block)):
+        for d in dims:
+            if d < 1:
+                raise ArgError("LAUNCH_DIMS_RUNTIME", what=what, got=tuple(int(x) for x in dims))
+
+
+def _bad_dims(grid, block, loc) -> BaseException:
+    try:
+        check_launch_dims(grid, block)
+    except ArgError as e:
+        return located(e, loc)
+    raise AssertionError("launch dimensions flagged but valid")  # pragma: no cover
 
 
 class _Gen:
@@ -130,9 +157,19 @@ class _Gen:
             v = [self.name(x) for x in o.operands]
             kname = str(o.attrs["kernel"])
             grid, block, rest = ", ".join(v[0:3]), ", ".join(v[3:6]), ", ".join(v[8:])
-            if self.kernels is None:
-                self.lines.append(f"    launch({kname!r}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])")
+            loc = f"L{len(self.ns)}_"
+            self.ns[loc], self.ns["LOCATED"] = o.loc, located
+            if self.kernels is None:  # ``launch`` checks (the device's): its errors point at the user's line
+                self.lines.append("    try:")
+                self.lines.append(f"        launch({kname!r}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])")
+                self.lines.append("    except Exception as e:")
+                self.lines.append(f"        raise LOCATED(e, {loc})")
                 return True
+            computed = [x for x in v[0:6] if not x.lstrip("-").isdigit()]  # constants were checked while tracing
+            if computed:  # a grid computed as 0: FLY222 at the user's `.launch(...)` line, before the driver
+                self.ns["BAD_DIMS"] = _bad_dims
+                self.lines.append(f"    if {' or '.join(f'{x} < 1' for x in computed)}:")
+                self.lines.append(f"        raise BAD_DIMS(({grid}), ({block}), {loc})")
             fn = self.kernels.get(kname)
             if fn is None:
                 return False

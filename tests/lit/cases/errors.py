@@ -485,3 +485,49 @@ def k520(out: Tensor):
 def case_target_feature():
     with env(ARCH="sm_80"):
         run(k520, block=32)
+
+
+# -- stale state, inexact arguments, run-time launch dimensions ----------------------------------------
+
+BIG_TABLE = list(range(5000))
+
+
+@flyc.kernel
+def k219(out: Tensor):
+    out[0] = BIG_TABLE[1]
+
+
+def case_tracked_value_too_large():
+    run(k219)
+
+
+def case_tensor_expected():
+    @flyc.jit
+    def launcher(out: Tensor):
+        k101(out).launch(grid=1, block=4)
+
+    launcher([1, 2, 3])
+
+
+def case_arg_not_exact():
+    @flyc.kernel
+    def k221(out: Tensor, n: fx.Int32):
+        out[0] = n
+
+    @flyc.jit
+    def launcher(out, n: fx.Int32):
+        k221(out, n).launch(grid=1, block=1)
+
+    launcher(OUT, 2**32 + 8)
+
+
+def case_launch_dims_runtime():
+    @flyc.kernel
+    def k222(out: Tensor):
+        out[0] = 1
+
+    @flyc.jit
+    def launcher(out, n: fx.Int32):
+        k222(out).launch(grid=(n // 128, 1, 1), block=128)
+
+    launcher(OUT, 100)
