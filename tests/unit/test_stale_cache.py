@@ -15,7 +15,7 @@ import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
 
 from flydsl.compiler import FlyDSLError
-TRACKED_MAX = 4096
+from flydsl.compiler.deps import TRACKED_MAX
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
 
