@@ -177,6 +177,29 @@ STATIC_LOOP_LIMIT = _d(
     "this `while` loop on compile-time values ran {n} iterations while tracing and did not stop",
     "check the loop condition; raise the limit with FLYDSL_TRACE_MAX_OPS if the loop is meant to be this long",
 )
+RAISE_IN_RUNTIME_IF = _d(
+    "FLY121",
+    ControlFlowError,
+    "`raise` inside an `if` on a run-time value: `raise` runs while the kernel is traced (compile time), so it "
+    "would raise whether or not the condition holds when the kernel runs",
+    "check the condition in Python before launching (on compile-time values: `if const_expr(cond): raise ...`); "
+    "a kernel cannot raise at run time — write an error flag to an output tensor instead",
+)
+RUNTIME_DICT_KEY = _d(
+    "FLY122",
+    DSLTypeError,
+    "a run-time {type} cannot be a key of a Python dict or a member of a set: the lookup runs while tracing, "
+    "when the value is not known yet",
+    "index an `fx.Vector` or a tensor with it instead (a table of constants becomes a Vector or a tensor "
+    "argument), or pick between values with `cond.select(a, b)`",
+)
+RUNTIME_FORMAT = _d(
+    "FLY123",
+    DSLTypeError,
+    "a run-time {type} cannot be formatted with a format spec (such as `:04d` in an f-string, or "
+    "`format(x, spec)`): its value is known only when the kernel runs",
+    'print it with `fx.printf("{{}}", x)`, which formats on the device',
+)
 
 # -- kernels, jit functions, arguments (FLY2xx) ---------------------------------------------------
 

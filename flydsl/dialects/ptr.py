@@ -178,15 +178,30 @@ dynamic_shared = OpDef(
 ATOMIC_KINDS = ("add", "max", "min", "umax", "umin", "and", "or", "xor", "xchg")
 
 
+def atomic_type_error(kind: str, t) -> str | None:
+    """Why no target does atomic ``kind`` (an ATOMIC_KINDS entry or ``"cas"``) on elements of IR type ``t``,
+    or None. One rule for every target and the interpreter (LLVM's atomics need integers of at least 8 bits,
+    and no GPU has fp8 read-modify-write)."""
+    if t.is_integer and t.bitwidth == 1:
+        return "atomics on Boolean (i1) values are not supported by any target; use an Int8 or Int32 flag (0/1)"
+    if t.is_float and kind != "cas" and t.bitwidth == 8:
+        return "atomic read-modify-write on fp8 values is not supported by any target; use Float16 or wider"
+    if t.is_float and kind not in ("add", "max", "min", "xchg", "cas"):
+        return f"atomic {kind} is for integers"
+    return None
+
+
 def _atomic_verify(op: Op):
     p, v = op.operands
     if op.attrs.get("kind") not in ATOMIC_KINDS:
         return f"kind must be one of {', '.join(ATOMIC_KINDS)}"
     if not isinstance(p.type, PointerType) or p.type.elem is not v.type:
         return f"value type {v.type} does not match {p.type}"
-    if v.type.is_float and op.attrs["kind"] not in ("add", "max", "min", "xchg"):
-        return f"atomic {op.attrs['kind']} is for integers"
-    return None
+    return atomic_type_error(op.attrs["kind"], v.type)
+
+
+def _cas_verify(op: Op):
+    return atomic_type_error("cas", op.operands[1].type)
 
 
 atomic_rmw = OpDef(
@@ -201,6 +216,7 @@ atomic_cas = OpDef(
     "ptr.atomic_cas",
     operands=3,
     infer=lambda types, attrs: [types[1]],
+    verify=_cas_verify,
     doc="(ptr, compare, new): atomic compare-and-swap; returns the old value",
 )
 

@@ -74,6 +74,16 @@ _PROTOCOL_FIX = {
         "Its value exists only when the kernel runs: keep computing with it as a DSL value, or convert it "
         "with `.to(fx.Float32)`.",
     ),
+    "hash": (
+        "a key of a Python dict or a member of a set (`d[x]`, `x in d`)",
+        "Its value exists only when the kernel runs, so no Python dict can look it up: index a Vector or a "
+        "tensor with it instead (a table of constants becomes `fx.Vector`/a tensor argument), or pick with "
+        "`cond.select(a, b)`.",
+    ),
+    "format": (
+        "a formatted Python string (a format spec such as `{x:04d}` or `format(x, ...)`)",
+        'Its value exists only when the kernel runs: print it with `fx.printf("{}", x)`, which formats on the device.',
+    ),
     "index": (
         "a Python index (list/tuple index, slice or `range()` bound)",
         "Index a Vector with it instead (`vec[i]` emits vector.extractelement), pick with `cond.select(a, b)`, "
@@ -81,6 +91,10 @@ _PROTOCOL_FIX = {
         "`fx.range_constexpr` loop needs a compile-time bound.",
     ),
 }
+
+
+# protocols whose misuse has a catalogue entry (the name of the Diag in flydsl.compiler.errors)
+_PROTOCOL_DIAG = {"hash": "RUNTIME_DICT_KEY", "format": "RUNTIME_FORMAT"}
 
 
 class RuntimeValueError(TypeError, RuntimeError):
@@ -92,9 +106,13 @@ class RuntimeValueError(TypeError, RuntimeError):
 def runtime_value_error(type_name: str, protocol: str) -> RuntimeValueError:
     """The error for forcing a run-time ``type_name`` value into a Python ``protocol`` (see _PROTOCOL_FIX)."""
     what, fix = _PROTOCOL_FIX[protocol]
-    return RuntimeValueError(
+    e = RuntimeValueError(
         f"cannot use a run-time {type_name} as {what}: its value is known only when the kernel runs. {fix}"
     )
+    diag = _PROTOCOL_DIAG.get(protocol)
+    if diag is not None:  # catalogued (flydsl.compiler.errors): the compiler reports it with its FLY id
+        e.diag, e.fields = diag, {"type": type_name}
+    return e
 
 
 def _wrap_int(v: int, width: int, signed: bool) -> int:
@@ -278,7 +296,14 @@ class Numeric(metaclass=_NumericMeta):
 
     def __hash__(self) -> int:
         v = self._v
-        return hash((type(self), v)) if type(v) is not Value else id(self)
+        if type(v) is Value:  # a dict would look it up by identity: a silent miss (FLY122)
+            raise runtime_value_error(type(self).__name__, "hash")
+        return hash((type(self), v))
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)
+        return format(self._static_or_raise("format"), spec)
 
     def __iter__(self):
         raise TypeError(f"a {type(self).__name__} is a scalar and cannot be iterated")

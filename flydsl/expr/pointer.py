@@ -311,6 +311,9 @@ def _atomic(kind: str, p, value, scope: str):
     d = p.dtype
     if d.is_float and kind in ("and", "or", "xor"):
         raise TypeError(f"atomic_{kind} needs an integer pointer, got a pointer to {d.__name__}")
+    why = _d.atomic_type_error(kind, d.ir_type)
+    if why is not None:
+        raise TypeError(f"atomic_{'exchange' if kind == 'xchg' else kind} on a pointer to {d.__name__}: {why}")
     if d.is_integer and not d.signed and kind in ("max", "min"):
         kind = "u" + kind
     v = _to_dtype(value, d)
@@ -348,6 +351,9 @@ def atomic_cas(ptr, compare, value, *, scope="gpu"):
     p = as_pointer(ptr)
     if scope not in ATOMIC_SCOPES:
         raise ValueError(f"atomic scope must be one of {', '.join(ATOMIC_SCOPES)}, got {scope!r}")
+    why = _d.atomic_type_error("cas", p.dtype.ir_type)
+    if why is not None:
+        raise TypeError(f"atomic_cas on a pointer to {p.dtype.__name__}: {why}")
     c, v = _to_dtype(compare, p.dtype), _to_dtype(value, p.dtype)
     return p.dtype._make(_d.atomic_cas(p.ir_value(), c.ir_value(), v.ir_value(), scope=scope))
 

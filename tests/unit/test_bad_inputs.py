@@ -200,3 +200,122 @@ def test_self_recursive_jit_helper_with_a_compile_time_stop():
     out = np.zeros(4, np.int32)
     launch_sums(out)
     assert out.tolist() == [0, 8, 16, 24]
+
+
+# -- Python constructs that cannot see run-time values -------------------------------------------
+
+
+def _launch_one(kfn, *args):
+    @flyc.jit
+    def launch(out):
+        kfn(out, *args).launch(grid=1, block=4)
+
+    out = np.zeros(4, np.int32)
+    launch(out)
+    return out
+
+
+@flyc.kernel
+def raise_under_runtime_if(out: Tensor):
+    tid = fx.thread_idx.x
+    if tid > 100:
+        raise ValueError("never happens at run time")
+    out[tid] = 1
+
+
+@flyc.kernel
+def raise_under_static_if(out: Tensor, check: fx.Constexpr[bool]):
+    tid = fx.thread_idx.x
+    if tid < 100:  # run-time
+        if check:  # compile-time, inside a run-time branch: a compile-time check is fine
+            raise ValueError("check failed")
+        out[tid] = 2
+
+
+def test_raise_under_a_run_time_if_is_an_error():
+    e = raises("FLY121", _launch_one, raise_under_runtime_if)
+    assert 'raise ValueError("never happens at run time")' in str(e)
+    assert "compile time" in e.message
+
+
+def test_raise_under_a_compile_time_if_is_a_compile_time_check():
+    assert _launch_one(raise_under_static_if, False).tolist() == [2] * 4
+    with pytest.raises(ValueError, match="check failed") as ei:
+        _launch_one(raise_under_static_if, True)
+    assert getattr(ei.value, "diag_id", None) is None  # the user's own error, located at the raise
+    assert ei.value.loc[0] == __file__
+
+
+TABLE = {0: 10, 1: 11}
+
+
+@flyc.kernel
+def dict_lookup(out: Tensor):
+    tid = fx.thread_idx.x
+    out[tid] = TABLE[tid]
+
+
+@flyc.kernel
+def dict_membership(out: Tensor):
+    tid = fx.thread_idx.x
+    out[tid] = fx.Int32(1) if tid in TABLE else fx.Int32(0)
+
+
+@flyc.kernel
+def format_spec(out: Tensor):
+    tid = fx.thread_idx.x
+    label = f"{tid:04d}"
+    out[tid] = len(label)
+
+
+@pytest.mark.parametrize("kfn", [dict_lookup, dict_membership])
+def test_run_time_dict_key_is_an_error(kfn):
+    e = raises("FLY122", _launch_one, kfn)
+    assert "a run-time Int32 cannot be a key of a Python dict" in e.message
+
+
+def test_format_spec_on_a_run_time_value_is_an_error():
+    e = raises("FLY123", _launch_one, format_spec)
+    assert 'f"{tid:04d}"' in str(e) and "fx.printf" in e.fix
+
+
+def test_static_values_still_hash_and_format():
+    assert {fx.Int32(3): "a"}[fx.Int32(3)] == "a"
+    assert f"{fx.Int32(7):03d}" == "007" and f"{fx.Float32(1.5):.2f}" == "1.50"
+
+
+# -- atomics the front end rejects for every target ------------------------------------------------
+
+
+@flyc.kernel
+def atomic_on(out: Tensor, kind: fx.Constexpr[str]):
+    if fx.const_expr(kind == "cas"):
+        fx.atomic_cas(out.ptr, True, False)
+    else:
+        getattr(fx, f"atomic_{kind}")(out.ptr, 1)
+
+
+@pytest.mark.parametrize("kind", ["add", "max", "or", "exchange", "cas"])
+@pytest.mark.parametrize("arch", ["cpu", "sm_80", "sm_90a"])
+def test_atomics_on_bool_are_rejected_for_every_target(kind, arch, monkeypatch):
+    if arch != "cpu":
+        monkeypatch.setenv("COMPILE_ONLY", "1")
+        monkeypatch.setenv("ARCH", arch)
+
+    @flyc.jit
+    def launch(out, kind: fx.Constexpr[str]):
+        atomic_on(out, kind).launch(grid=1, block=1)
+
+    with pytest.raises(TypeError, match=r"atomics on Boolean \(i1\) values are not supported by any target") as ei:
+        launch(np.zeros(4, np.bool_), kind)
+    assert ei.value.loc[0] == __file__ and "generator bug" not in str(ei.value)
+
+
+def test_atomics_on_int8_run_on_the_interpreter():
+    @flyc.jit
+    def launch(out, kind: fx.Constexpr[str]):
+        atomic_on(out, kind).launch(grid=1, block=3)
+
+    out = np.zeros(4, np.int8)
+    launch(out, "add")
+    assert out.tolist() == [3, 0, 0, 0]

@@ -31,7 +31,7 @@ import types
 import warnings
 
 from . import dispatch
-from .scope import bindings, find_jump, function_locals, is_call_to, target_names
+from .scope import bindings, find_jump, find_raise, function_locals, is_call_to, target_names
 
 __all__ = ["rewrite_function", "transform_source", "RT"]
 
@@ -212,7 +212,8 @@ class Rewriter(ast.NodeTransformer):
             node.test = self.visit(node.test)
             node.body, node.orelse = self._stmts(node.body), self._stmts(node.orelse)
             return node
-        jump = find_jump(node.body) or find_jump(node.orelse)
+        # a `raise` this `if` guards is a compile-time check: its test must be static (FLY121 otherwise)
+        jump = find_jump(node.body) or find_jump(node.orelse) or find_raise(node.body) or find_raise(node.orelse)
         if jump is not None:
             stmt = type(jump).__name__.lower()
             node.test = _call("static_test", [self.visit(node.test), self._site(jump, "if", stmt)], node.test)

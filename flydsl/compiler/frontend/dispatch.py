@@ -122,6 +122,8 @@ def static_test(test, site):
     if r is None:
         if s.names == "else":
             raise error(E.LOOP_ELSE, _loc(s), kind=s.kind)
+        if s.kind == "if" and s.names == "raise":
+            raise error(E.RAISE_IN_RUNTIME_IF, _loc(s))
         if s.kind == "if":
             after = "return it" if s.names == "return" else "leave the loop"
             raise error(E.JUMP_IN_RUNTIME_IF, _loc(s), stmt=s.names, after=after)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["Bindings", "bindings", "function_locals", "find_jump", "is_call_to", "target_names"]
+__all__ = ["Bindings", "bindings", "function_locals", "find_jump", "find_raise", "is_call_to", "target_names"]
 
 
 class Bindings:
@@ -188,6 +188,26 @@ def find_jump(stmts: list[ast.stmt]) -> ast.stmt | None:
     for s in stmts:
         f.visit(s)
     return f.found
+
+
+_OWN_SCOPE = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def find_raise(stmts: list[ast.stmt]) -> ast.Raise | None:
+    """The first ``raise`` that ``stmts`` execute under no other condition of their own: not inside a nested
+    ``if``/loop/function (those decide for themselves), but inside ``with``/``try`` blocks."""
+    for s in stmts:
+        if isinstance(s, ast.Raise):
+            return s
+        if isinstance(s, _OWN_SCOPE):
+            continue
+        inner = [*getattr(s, "body", ()), *getattr(s, "orelse", ()), *getattr(s, "finalbody", ())]
+        for h in getattr(s, "handlers", ()):
+            inner.extend(h.body)
+        found = find_raise(inner)
+        if found is not None:
+            return found
+    return None
 
 
 def is_call_to(node: ast.AST, name: str) -> bool:

@@ -531,3 +531,35 @@ def case_launch_dims_runtime():
         k222(out).launch(grid=(n // 128, 1, 1), block=128)
 
     launcher(OUT, 100)
+
+
+@flyc.kernel
+def k121(out: Tensor):
+    if fx.thread_idx.x > 4:
+        raise ValueError("thread out of range")
+    out[0] = 1
+
+
+def case_raise_in_runtime_if():
+    run(k121)
+
+
+LOOKUP = {0: 1}
+
+
+@flyc.kernel
+def k122(out: Tensor):
+    out[0] = LOOKUP[fx.thread_idx.x]
+
+
+def case_runtime_dict_key():
+    run(k122)
+
+
+@flyc.kernel
+def k123(out: Tensor):
+    fx.printf(f"{fx.thread_idx.x:3d}")
+
+
+def case_runtime_format():
+    run(k123)
