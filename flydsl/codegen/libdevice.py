@@ -68,7 +68,16 @@ def link_libdevice(module, path: str) -> None:
         _BYTES[path] = data
     own = {f.name for f in module.functions if not f.is_declaration}
     own_globals = {g.name for g in module.global_variables}
-    lib = llvm.parse_bitcode(data)
+    try:
+        lib = llvm.parse_bitcode(data)
+    except RuntimeError as e:  # a corrupt or truncated file: never a silent fallback to approximations
+        from .errors import CodegenError
+
+        raise CodegenError(
+            f"libdevice at {path} is not valid LLVM bitcode ({str(e).strip().splitlines()[0]})",
+            fix="point FLYDSL_LIBDEVICE at an intact libdevice.10.bc (from the CUDA toolkit or the nvidia-cuda-nvcc "
+            "wheel), or unset it to search the usual places",
+        ) from None
     lib.triple = module.triple
     lib.data_layout = module.data_layout
     module.link_in(lib)

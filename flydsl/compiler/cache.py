@@ -22,16 +22,18 @@ import enum
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import types
+import warnings
 
 import flydsl
 
 from ..ir import Type
 from ..utils.env import env
-from .frames import FLYDSL_DIR
+from .frames import FLYDSL_DIR, user_frame
 
-__all__ = ["canonical", "compiler_hash", "disk_key", "DiskCache", "FORMAT"]
+__all__ = ["canonical", "compiler_hash", "disk_key", "DiskCache", "FORMAT", "warn_unusable"]
 
 FORMAT = 1
 
@@ -137,15 +139,25 @@ class DiskCache:
             return None
         return body
 
-    def store(self, key: str, body: dict) -> str:
-        """Write an entry atomically (temporary file + ``os.replace``)."""
-        os.makedirs(self.folder, exist_ok=True)
+    def store(self, key: str, body: dict) -> str | None:
+        """Write an entry atomically (temporary file + ``os.replace``). A folder that cannot be written (a
+        file in the way, read-only, deleted meanwhile) warns once and the entry is not stored: the call
+        runs uncached rather than failing."""
         text = json.dumps({"format": FORMAT, "checksum": _checksum(body), "body": body}, sort_keys=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.folder)
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=self.folder)
+        except OSError as e:
+            warn_unusable("disk cache", "FLYDSL_RUNTIME_CACHE_DIR", self.folder, e)
+            return None
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, self.path(key))
+        except OSError as e:
+            _remove(tmp)
+            warn_unusable("disk cache", "FLYDSL_RUNTIME_CACHE_DIR", self.folder, e)
+            return None
         except BaseException:
             _remove(tmp)
             raise
@@ -156,6 +168,26 @@ class DiskCache:
             return sum(1 for n in os.listdir(self.folder) if n.endswith(".json") and not n.startswith("."))
         except OSError:
             return 0
+
+
+_WARNED: set = set()
+
+
+def warn_unusable(what: str, var: str, folder: str, e: OSError) -> None:
+    """Warn once per folder that ``what`` (the disk cache, the IR dumps) is skipped because ``folder`` cannot
+    be written: an unusable folder never fails a call."""
+    if (what, folder) in _WARNED:
+        return
+    _WARNED.add((what, folder))
+    text = (
+        f"flydsl: {folder} cannot be written ({e.strerror or e}); running without the {what} "
+        f"(set {var} to a writable folder)"
+    )
+    f = user_frame(sys._getframe(1))  # reported at the user's call, not inside flydsl
+    if f is None:
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
+    else:
+        warnings.warn_explicit(text, RuntimeWarning, f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__"))
 
 
 def _checksum(body: dict) -> str:

@@ -350,6 +350,15 @@ TRACE_RECURSION = _d(
     "give the recursion a compile-time stop condition (`if const_expr(depth == 0): ...`), "
     "or raise Python's limit with FLYDSL_TRACE_MAX_DEPTH",
 )
+TRACE_TIME = _d(
+    "FLY303",
+    TraceLimitError,
+    "tracing stopped after {seconds} s (FLYDSL_TRACE_MAX_SECONDS={seconds}) and {count} ops; it was running "
+    "this line. A Python loop (range_constexpr, a compile-time `while`, recursion) probably runs far longer "
+    "than intended",
+    "check the loop bounds and conditions; if the kernel really takes this long to trace, raise the limit: "
+    "FLYDSL_TRACE_MAX_SECONDS={suggest} (0 turns it off)",
+)
 
 # -- devices and caches (FLY4xx) -------------------------------------------------------------------
 
@@ -364,6 +373,12 @@ NO_DEVICE = _d(
     LaunchError,
     "FLYDSL_RUNTIME_KIND={kind!r} but {why}",
     "unset FLYDSL_RUNTIME_KIND, or set it to 'cpu' to run on the CPU interpreter",
+)
+ENV_INVALID = _d(
+    "FLY403",
+    DSLValueError,
+    "environment variable {var}={value!r} is not valid: {why}",
+    "set {var} to {expected}, or unset it to use the default (the README lists every variable)",
 )
 
 # -- tensor cores and asynchronous copies (FLY5xx) -------------------------------------------------

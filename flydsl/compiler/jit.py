@@ -36,7 +36,7 @@ from .frontend import rewrite_function
 from .kernel import resolve_signature
 from .pipeline import codegen, compile_module
 from .specialize import Param
-from .trace import TraceContext, current, select_target, tracing
+from .trace import TraceContext, TraceTimeout, current, run_traced, select_target, timeout_error, tracing
 
 __all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "user_error", "dsl_error"]
 
@@ -47,6 +47,16 @@ _ENV_KEY = ("COMPILE_ONLY", "ARCH", "FLYDSL_GPU_ARCH", "FLYDSL_RUNTIME_KIND", *C
 _ENV_FAST = snapshot_reader(_ENV_KEY) or (lambda: snapshot(_ENV_KEY))
 _TRUE = frozenset(("1", "true", "yes", "on"))
 _MAX_PATTERNS = 16  # argument patterns with a dispatcher per jit function
+_FALSE = frozenset(("0", "false", "no", "off"))
+
+
+def _compile_only(raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in _TRUE:
+        return True
+    if v and v not in _FALSE:
+        env.var("COMPILE_ONLY").read()  # raises FLY403 naming the variable
+    return False
 
 
 def _caller_loc():
@@ -215,7 +225,7 @@ class JitFunction:
             entry = self._miss(k, args, key, snap)
         else:
             self.hits += 1
-        return entry, vals, snap[0] is not None and snap[0].strip().lower() in _TRUE
+        return entry, vals, snap[0] is not None and _compile_only(snap[0])
 
     def _init_params(self) -> None:
         sig = self._sig = resolve_signature(self.fn)
@@ -279,8 +289,9 @@ class JitFunction:
     # -- compile -----------------------------------------------------------------------------------
     def _miss(self, k, args, key_parts, snap) -> _Entry:
         self.misses += 1
+        env.validate()  # every FLYDSL_* variable, before anything is compiled with a bad one (FLY403)
         target = select_target()
-        compile_only = snap[0] is not None and snap[0].strip().lower() in _TRUE
+        compile_only = snap[0] is not None and _compile_only(snap[0])
         want_ptx = compile_only or _device_kind() == "cuda"
         disk, dk, art = None, None, None
         if env.runtime_enable_cache:
@@ -313,7 +324,12 @@ class JitFunction:
         return art
 
     def _trace_module(self, args, key_parts, target):
-        """Trace one specialization: (module before any pass, trace context, host parameter names)."""
+        """Trace one specialization: (module before any pass, trace context, host parameter names).
+
+        On a thread with a deep C stack when ``FLYDSL_TRACE_MAX_DEPTH`` raises the recursion limit."""
+        return run_traced(self._trace_here, args, key_parts, target)
+
+    def _trace_here(self, args, key_parts, target):
         name = self.fn.__name__
         types, names = [], []
         for p, part in zip(self._params, key_parts):
@@ -331,17 +347,20 @@ class JitFunction:
         ctx = TraceContext(name, module, host, gmod, target)
         entry = host.regions[0].blocks[0]
         fm_default = default_from_hints(self.compile_hints) if self.compile_hints else None
-        with tracing(ctx), InsertionPoint(entry), compile_default(fm_default):
-            dsl_args, pos = [], 0
-            for part, a in zip(key_parts, args):
-                n = len(param_types(part))
-                dsl_args.append(make_param(part, entry.args[pos : pos + n], a))
-                pos += n
-            ctx.stream = entry.args[-1] if self._implicit_stream else None
-            ret = self.body()(*dsl_args)
-            if ret is not None:
-                raise error(E.JIT_RETURNS, host.loc, name=name, got=type(ret).__name__)
-            dfunc.return_(loc=host.loc)
+        try:
+            with tracing(ctx), InsertionPoint(entry), compile_default(fm_default):
+                dsl_args, pos = [], 0
+                for part, a in zip(key_parts, args):
+                    n = len(param_types(part))
+                    dsl_args.append(make_param(part, entry.args[pos : pos + n], a))
+                    pos += n
+                ctx.stream = entry.args[-1] if self._implicit_stream else None
+                ret = self.body()(*dsl_args)
+                if ret is not None:
+                    raise error(E.JIT_RETURNS, host.loc, name=name, got=type(ret).__name__)
+                dfunc.return_(loc=host.loc)
+        except TraceTimeout as e:  # FLYDSL_TRACE_MAX_SECONDS passed: FLY303 where the trace was
+            raise timeout_error(e, ctx) from None
         return module, ctx, names
 
     def trace(self, *args, **kwargs):

@@ -19,6 +19,7 @@ import re
 from .. import passes
 from ..ir import IRError, Op, print_op, verify
 from ..utils.env import env
+from .cache import warn_unusable
 from .diagnostics import CompileError
 
 __all__ = ["CompileResult", "compile_module", "run_passes", "codegen", "Dumper", "dump_name", "kernel_ops"]
@@ -52,13 +53,29 @@ class Dumper:
     def __init__(self, folder: str):
         self.folder = folder
         self.n = 0
-        os.makedirs(folder, exist_ok=True)
+        self.ok = True
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            self._unusable(e)
+            return
         print(f"[flydsl.compile] FLYDSL_DUMP_IR=1 dir={folder}")
 
-    def write(self, label: str, ext: str, text: str) -> str:
+    def _unusable(self, e: OSError) -> None:
+        """An unwritable dump folder warns once and the compile goes on without dumps."""
+        self.ok = False
+        warn_unusable("IR dumps", "FLYDSL_DUMP_DIR", self.folder, e)
+
+    def write(self, label: str, ext: str, text: str) -> str | None:
+        if not self.ok:
+            return None
         path = os.path.join(self.folder, f"{self.n:02d}_{label}.{ext}")
-        with open(path, "w") as f:
-            f.write(text)
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+        except OSError as e:
+            self._unusable(e)
+            return None
         print(f"[flydsl.compile] dump {self.n:02d}_{label} -> {path}")
         self.n += 1
         return path
@@ -99,9 +116,9 @@ def codegen_target(arch: str, hints: dict | None = None):
     from ..codegen import Target as CgTarget
 
     kw = {}
-    raw = env.raw("FLYDSL_COMPILE_OPT_LEVEL")
-    if raw:
-        kw["opt_level"] = max(0, min(3, int(raw)))
+    level = env.compile_opt_level  # validated: 0-3, or None to choose by kernel size
+    if level is not None:
+        kw["opt_level"] = level
     if env.libdevice:
         kw["libdevice"] = env.libdevice
     if hints and hints.get("fast_fp_math"):

@@ -14,17 +14,22 @@ enclosing jit trace, the jit asks it to know whether it was called from inside a
 from __future__ import annotations
 
 import contextlib
+import linecache
 import sys
+import threading
 
 from .. import ir
 from ..dialects.capabilities import capability_gap, requirements
 from ..ir import Op, Value
 from ..utils.env import env
 from ..utils.target import Target, current_target, use_target
-from .errors import TARGET_FEATURE, TRACE_BUDGET, error
-from .frames import current_location
+from .errors import TARGET_FEATURE, TRACE_BUDGET, TRACE_TIME, error
+from .frames import current_location, traceback_location
 
-__all__ = ["TraceContext", "KernelScope", "current", "current_kernel", "tracing", "select_target"]
+__all__ = [
+    "TraceContext", "KernelScope", "current", "current_kernel", "tracing", "select_target", "TraceTimeout",
+    "timeout_error", "run_traced",
+]  # fmt: skip
 
 
 class KernelScope:
@@ -100,23 +105,116 @@ def _check_target(op: Op) -> None:
 
 @contextlib.contextmanager
 def tracing(ctx: TraceContext):
-    """Run a trace of ``ctx`` under the target (and its check), location provider, op budget and depth limit."""
+    """Run a trace of ``ctx`` under the target (and its check), location provider, op budget, time budget
+    and depth limit.
+
+    Past ``FLYDSL_TRACE_MAX_SECONDS`` a :class:`TraceTimeout` is raised in the tracing thread wherever it
+    is (a Python loop that builds no op included); the caller turns it into FLY303 (:func:`timeout_error`).
+    """
     depth = env.trace_max_depth
     old_depth = sys.getrecursionlimit()
+    seconds = env.trace_max_seconds
     prev_loc = ir.set_location_provider(current_location)
     prev_check = ir.set_requirement_check(_check_target)
     _stack.append(ctx)
+    dog = _Watchdog(seconds) if seconds else None
     try:
         if depth:
             sys.setrecursionlimit(depth)
-        with use_target(ctx.target), ir.TraceBudget(env.trace_max_ops, _on_budget):
-            yield ctx
+        with use_target(ctx.target), ir.TraceBudget(env.trace_max_ops, _on_budget) as budget:
+            try:
+                yield ctx
+            finally:
+                ctx.ops_traced = budget.count
     finally:
+        if dog is not None:
+            dog.stop()
         if depth:
             sys.setrecursionlimit(old_depth)
         _stack.pop()
         ir.set_location_provider(prev_loc)
         ir.set_requirement_check(prev_check)
+
+
+class TraceTimeout(BaseException):
+    """Raised asynchronously in the tracing thread when ``FLYDSL_TRACE_MAX_SECONDS`` have passed (a
+    ``BaseException``, so that no ``except Exception`` in the user's code swallows it)."""
+
+
+def timeout_error(e: TraceTimeout, ctx: TraceContext):
+    """FLY303 for an interrupted trace, at the user's line the trace was executing."""
+    seconds = env.trace_max_seconds
+    loc = traceback_location(e.__traceback__)
+    if loc is not None:  # the statement, not the instruction the interruption happened to land on
+        text = linecache.getline(loc[0], loc[1])
+        loc = (loc[0], loc[1], len(text) - len(text.lstrip()) + 1)
+    return error(TRACE_TIME, loc, seconds=seconds, count=getattr(ctx, "ops_traced", 0), suggest=max(1, seconds) * 4)
+
+
+class _Watchdog:
+    """A timer that interrupts the current thread's trace after ``seconds`` (``PyThreadState_SetAsyncExc``:
+    the exception surfaces at the next bytecode the thread runs, in whatever code it is running)."""
+
+    __slots__ = ("tid", "lock", "active", "fired", "timer")
+
+    def __init__(self, seconds: float):
+        self.tid = threading.get_ident()
+        self.lock = threading.Lock()
+        self.active = True
+        self.fired = False
+        self.timer = threading.Timer(seconds, self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _fire(self) -> None:
+        with self.lock:
+            if self.active:
+                self.fired = True
+                _set_async_exc(self.tid, TraceTimeout)
+
+    def stop(self) -> None:
+        self.timer.cancel()
+        with self.lock:
+            self.active = False
+            if self.fired:  # not raised yet (the trace just ended): withdraw it
+                _set_async_exc(self.tid, None)
+
+
+def _set_async_exc(tid: int, exc) -> None:
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc) if exc else None)
+
+
+_STACK_PER_LEVEL = 2048  # bytes of C stack per Python recursion level (measured ~330; generous for C-heavy paths)
+
+
+def run_traced(fn, *args):
+    """``fn(*args)``, on a thread with a C stack to match when ``FLYDSL_TRACE_MAX_DEPTH`` raises Python's
+    recursion limit (deep recursion through C code would overflow the main thread's stack: a segfault)."""
+    depth = env.trace_max_depth
+    if depth <= sys.getrecursionlimit():
+        return fn(*args)
+    out: list = []
+
+    def target():
+        try:
+            out.append((True, fn(*args)))
+        except BaseException as e:  # re-raised in the calling thread
+            out.append((False, e))
+
+    old = threading.stack_size()
+    threading.stack_size(max(64 << 20, depth * _STACK_PER_LEVEL))
+    try:
+        t = threading.Thread(target=target, name="flydsl-trace")
+        t.start()
+    finally:
+        threading.stack_size(old)
+    t.join()
+    ok, value = out[0]
+    if not ok:
+        raise value
+    return value
 
 
 def select_target() -> Target:

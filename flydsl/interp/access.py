@@ -73,7 +73,18 @@ def _nearest_alloc(allocs, off: int):
     return best
 
 
-def _describe_arena(lanes, space: int, off: int, size: int, count: int, tname: str, what: str) -> str:
+def _region(lanes, op, space: int) -> tuple | None:
+    """The allocation record whose bounds an access through ``op`` must respect (None: the whole arena)."""
+    r = lanes.program.region(op)
+    if r is None:
+        return None
+    kind, rec = r
+    if kind == "dynamic":
+        return lanes.dyn_region() if space == SHARED else None
+    return rec if (kind == "shared") == (space == SHARED) else None
+
+
+def _describe_arena(lanes, space: int, off: int, size: int, count: int, tname: str, what: str, rec=None) -> str:
     prog = lanes.program
     if space == SHARED:
         total, allocs, kind, unit = lanes.S, prog.shared_allocs + [lanes.dyn_region()], "shared memory", "the block's"
@@ -81,7 +92,7 @@ def _describe_arena(lanes, space: int, off: int, size: int, count: int, tname: s
         total, allocs, kind, unit = lanes.L, prog.local_allocs, "local memory", "the thread's"
     n = f" ({count} elements)" if count > 1 else ""
     text = f"out-of-bounds {what} of {tname}{n} in {kind} at byte offset {off}"
-    best = _nearest_alloc(allocs, off)
+    best = rec if rec is not None else _nearest_alloc(allocs, off)
     if best is not None:
         name, start, nbytes, loc = best
         where = format_loc(loc)
@@ -131,10 +142,12 @@ def resolve(lanes, op, space: int, a: np.ndarray, ln, size: int, tname: str, wha
         return [(buf, (a if pos is None else a[pos]) - buf.base, pos) for buf, pos in groups]
     if space == SHARED or space == LOCAL:
         total = lanes.S if space == SHARED else lanes.L
-        bad = (a < 0) | (a > total - span)
+        rec = _region(lanes, op, space)  # the allocation the pointer comes from: its bounds, not the arena's
+        lo, hi = (rec[1], rec[1] + rec[2]) if rec is not None else (0, total)
+        bad = (a < lo) | (a > hi - span)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            detail = _describe_arena(lanes, space, int(a[i]), size, count, tname, what)
+            detail = _describe_arena(lanes, space, int(a[i]), size, count, tname, what, rec)
             raise lanes.fault(op, detail, _lane(ln, i))
         if space == SHARED:
             owner = lanes.lane_block() if ln is None else ln // lanes.tpb
@@ -191,6 +204,7 @@ def _scatter(lanes, op, space, a, ln, dt, tname, vals, count=1, vec=False) -> No
     size = vd.itemsize
     shift = size.bit_length() - 1
     vals = np.asarray(vals).astype(vd, copy=False)
+    lanes.writes += 1
     for arena, off, pos in resolve(lanes, op, space, a, ln, size, tname, "write", count):
         view = arena.typed(vd)
         if not view.flags.writeable:

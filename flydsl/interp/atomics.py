@@ -150,6 +150,7 @@ def _rmw(lanes, op, space, p, vals, dt, tname, fn, unsigned, cmp=None, what="ato
         C = C.view(wd) if C.dtype != wd and C.dtype.itemsize == wd.itemsize else C.astype(wd)
     size = wd.itemsize
     old = np.zeros(a.shape[0], wd)
+    lanes.writes += 1
     for arena, off, gpos in resolve(lanes, op, space, a, ln, size, tname, what):
         e = off >> (size.bit_length() - 1)
         gv = V if gpos is None else V[gpos]

@@ -127,6 +127,7 @@ def while_(op: Op, cc: Compiler):
     before = cc.region(op.regions[0])
     after = cc.region(op.regions[1])
     outs = cc.slots_of(op.results)
+    detect = _state_is_visible(op)
 
     def step(env, lanes):
         mask = lanes.mask
@@ -135,6 +136,7 @@ def while_(op: Op, cc: Compiler):
         results = None
         limit = env_vars.interp_max_while_iterations
         n = 0
+        seen = _Cycle() if detect else None
         while True:
             n += 1
             if n > limit:
@@ -143,6 +145,14 @@ def while_(op: Op, cc: Compiler):
                     f"scf.while ran {limit} iterations without its condition becoming false — an infinite loop? "
                     "(on the GPU it would hang; raise FLYDSL_INTERP_MAX_WHILE_ITERATIONS if the loop is really "
                     "this long)",
+                    None,
+                )
+            if seen is not None and seen.repeats(vals, active, lanes.writes):
+                raise lanes.fault(
+                    op,
+                    f"scf.while makes no progress: after {n - 1} iterations its loop-carried values and active "
+                    "threads are back to an earlier state and no memory was written since, so its condition will "
+                    "never become false (on the GPU it would hang)",
                     None,
                 )
             lanes.mask = active
@@ -169,6 +179,50 @@ def while_(op: Op, cc: Compiler):
         _bind(env, outs, results)
 
     return step
+
+
+def _state_is_visible(op: Op) -> bool:
+    """True when everything an ``scf.while``'s iteration depends on is its carried values, its lanes and
+    memory written through counted stores and atomics — so a repeated state proves an endless loop. Not
+    for loops with calls (anything may happen in the callee) or ``nvvm`` ops (barriers, asynchronous
+    copies and other warps change state the count does not see)."""
+    for o in op.walk():
+        name = o.defn.name
+        if name == "func.call" or name.startswith("nvvm."):
+            return False
+    return True
+
+
+class _Cycle:
+    """Brent's cycle detection over the state of an ``scf.while`` (carried values, active lanes, memory
+    write count). The interpreter is deterministic, so a state seen before means an endless loop: caught
+    within about twice the cycle length, instead of after FLYDSL_INTERP_MAX_WHILE_ITERATIONS iterations."""
+
+    __slots__ = ("saved", "power", "steps")
+
+    def __init__(self):
+        self.saved = None
+        self.power = 1
+        self.steps = 0
+
+    def repeats(self, vals: list, active, writes: int) -> bool:
+        saved = self.saved
+        if saved is not None and saved[2] == writes and _same(saved[1], active):
+            if all(_same(a, b) for a, b in zip(saved[0], vals)):
+                return True
+        self.steps += 1
+        if saved is None or self.steps == self.power:
+            copy = np.copy
+            self.saved = ([copy(v) for v in vals], None if active is None else copy(active), writes)
+            self.power *= 2
+            self.steps = 0
+        return False
+
+
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return np.array_equal(a, b)
 
 
 def call_function(fc, lanes, args) -> list:

@@ -48,6 +48,8 @@ class Program:
         self._shared_off: dict[int, int] = {}
         self._local_off: dict[int, int] = {}
         self.needs_tasks = False
+        self._records: dict[int, tuple] = {}  # id(allocating op) -> (space, its allocation record)
+        self._regions: dict[int, tuple | None] = {}  # id(accessing op) -> region()
         self._layout()
         self.main = self.function(kernel)
 
@@ -87,16 +89,39 @@ class Program:
                     label = o.attrs.get("name") or f"shared allocation #{len(self.shared_allocs)}"
                     self._shared_off[id(o)] = shared
                     self.shared_allocs.append((label, shared, nbytes, o.loc))
+                    self._records[id(o)] = ("shared", self.shared_allocs[-1])
                     shared += nbytes
                 else:
                     local = _align_up(local, align)
                     label = o.attrs.get("name") or f"local allocation #{len(self.local_allocs)}"
                     self._local_off[id(o)] = local
                     self.local_allocs.append((label, local, nbytes, o.loc))
+                    self._records[id(o)] = ("local", self.local_allocs[-1])
                     local += nbytes
         self.static_shared = shared
         self.dyn_offset = _align_up(shared, 16)
         self.local_bytes = _align_up(local, 16)
+
+    def region(self, op: Op) -> tuple | None:
+        """The allocation an access op's pointer is derived from (through ``ptr.add``/``ptr.cast``):
+        ``("shared" | "local", (name, offset, nbytes, loc))``, ``("dynamic", None)`` for the dynamic shared
+        memory, or None when the pointer does not lead back to one (a block argument, an integer cast to
+        a pointer …).
+
+        An access must stay inside that allocation: overflowing one shared array into its neighbour is a
+        fault, where on a GPU it silently corrupts the neighbour (docs/interpreter.md)."""
+        key = id(op)
+        if key in self._regions:
+            return self._regions[key]
+        v = op.operands[1] if op.defn.name == "ptr.store" else op.operands[0]
+        root = v.defining_op
+        while root is not None and root.defn.name in ("ptr.add", "ptr.cast"):
+            root = root.operands[0].defining_op
+        r = None
+        if root is not None:
+            r = ("dynamic", None) if root.defn.name == "ptr.dynamic_shared" else self._records.get(id(root))
+        self._regions[key] = r
+        return r
 
     def shared_offset(self, op: Op) -> int:
         return self._shared_off[id(op)]

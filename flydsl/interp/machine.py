@@ -342,7 +342,7 @@ class Lanes:
 
     __slots__ = (
         "mask", "T", "tpb", "nb", "block", "grid", "first", "warp_size", "memory", "shared", "S",
-        "local", "L", "program", "args", "arg_names", "printer", "check", "cache", "geo", "sched",
+        "local", "L", "program", "args", "arg_names", "printer", "check", "cache", "geo", "sched", "writes",
     )  # fmt: skip
 
     def __init__(self, program, *, nb, first, block, grid, warp_size, memory, args, arg_names, printer, check):
@@ -367,6 +367,7 @@ class Lanes:
         self.local = None
         self.L = 0
         self.sched = None  # the warp scheduler when the kernel runs warp by warp (flydsl/interp/tasks.py)
+        self.writes = 0  # stores and atomics so far: a loop whose state repeats without one never ends
 
     # -- geometry ----------------------------------------------------------------------------------
 

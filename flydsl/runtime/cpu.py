@@ -16,6 +16,7 @@ import ctypes
 import numpy as np
 
 from ..interp import Memory, compile_host, run_kernel
+from ..utils.env import env
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .launch_plan import check_launch_dims, launch_plan
 
@@ -101,4 +102,5 @@ class CpuLauncher:
             smem_bytes=int(smem),
             warp_size=self.warp_size,
             arg_names=self.arg_names.get(name),
+            max_lanes=env.interp_max_lanes,
         )

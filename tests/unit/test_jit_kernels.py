@@ -57,8 +57,8 @@ def test_printf_in_the_launcher_prints_on_the_host_each_call(capsys):
 @flyc.kernel
 def _spinning_kernel(out: fx.Tensor):
     i = fx.thread_idx.x
-    while i >= 0:  # never false: a bug the GPU would hang on
-        i = i | 1
+    while i >= 0:  # false only after 2**30 iterations (wrap-around): the iteration limit reports it
+        i = i + 2
     out[0] = i
 
 

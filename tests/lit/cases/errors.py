@@ -563,3 +563,22 @@ def k123(out: Tensor):
 
 def case_runtime_format():
     run(k123)
+
+
+def spin():
+    while True: pass  # noqa: E701  # fmt: skip
+
+
+@flyc.kernel
+def k303(out: Tensor):
+    out[0] = spin()
+
+
+def case_trace_time():
+    with env(FLYDSL_TRACE_MAX_SECONDS="1"):
+        run(k303)
+
+
+def case_env_invalid():
+    with env(FLYDSL_COMPILE_OPT_LEVEL="fast"):
+        run(k101)
