@@ -333,6 +333,14 @@ LAUNCH_DIMS_RUNTIME = _d(
     "skip the call when there is no work (test the size in Python before calling the launcher), or make the "
     "{what} at least 1, e.g. `fx.max(blocks, 1)`",
 )
+TENSOR_OUTSIDE_STORAGE = _d(
+    "FLY223",
+    DSLValueError,
+    "argument '{name}': the tensor view (shape {shape}, strides {strides}) spans bytes {lo} to {hi} of the memory "
+    "it lives in, which has only {size} bytes: a kernel would read or write other memory",
+    "check the shape, strides and offset given to `as_strided` (or the storage it views); pass `t.contiguous()` "
+    "for a copy",
+)
 
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import inspect
 
 from ..expr.typing import Stream, stream_handle
 from ..runtime.args import DEFAULT_STREAM, I32_MAX, TensorRef
+from ..runtime.extent import torch_view_inside
 from .deps import freeze
 from .specialize import Param, is_torch_tensor_type, stream_conv, tensor_conv, value_conv
 
@@ -97,6 +98,7 @@ class _Gen:
             "STREAM": _stream_value,
             "GENERIC": _generic,
             "RESOLVE": _resolve,
+            "VIEW_INSIDE": torch_view_inside,
         }
         self.ranks: list[str] = []  # return OTHER_PATTERN unless these hold (the pattern's tensor ranks)
         self.guards: list[str] = []  # return NOFAST unless these hold
@@ -115,6 +117,7 @@ class _Gen:
         dims = [f"{s}[{d}]" for d in range(rank)]
         strides = [f"{r}[{d}]" for d in range(rank - 1)]
         self.ranks.append(f"len({s}) == {rank}")
+        self.guards.append(f"({a}._base is None or VIEW_INSIDE({a}))")  # a view past its storage: FLY223
         self.guards.append(f"{r}[{rank - 1}] == 1")
         self.guards.extend(f"{x} <= {I32_MAX}" for x in dims + strides)  # torch strides are >= 0
         self.key += [f"{a}.dtype", f"{p} & 15", f"{a}.is_cuda"]

@@ -15,6 +15,8 @@ from ctypes import c_char as _c_char
 
 import numpy as np
 
+from .extent import check_extent
+
 __all__ = [
     "TensorRef",
     "TensorAdaptor",
@@ -158,7 +160,20 @@ def torch_ref(t) -> TensorRef:
     dt = (_TORCH_DTYPES or torch_dtype_map()).get(t.dtype)
     if dt is None:
         raise ArgError("UNSUPPORTED_ARG", got=f"a torch tensor of dtype {t.dtype}")
-    return TensorRef(t, dt, t.data_ptr(), t.shape, t.stride(), t.is_cuda)
+    ref = TensorRef(t, dt, t.data_ptr(), t.shape, t.stride(), t.is_cuda)
+    return ref if t._base is None else _inside(ref)  # only a view can reach past its storage
+
+
+def _inside(ref: TensorRef) -> TensorRef:
+    """``ref`` if its view stays inside its allocation (FLY223 otherwise: never a read of other memory)."""
+    bad = check_extent(ref)
+    if bad is not None:
+        lo, hi, start, end = bad
+        raise ArgError(
+            "TENSOR_OUTSIDE_STORAGE", shape=tuple(ref.shape), strides=tuple(ref.strides), lo=lo - start,
+            hi=hi - start, size=end - start,
+        )  # fmt: skip
+    return ref
 
 
 def numpy_ref(a: np.ndarray) -> TensorRef:
@@ -179,7 +194,8 @@ def numpy_ref(a: np.ndarray) -> TensorRef:
         ptr = _addressof(_c_char.from_buffer(a))
     except (TypeError, ValueError, BufferError):
         ptr = a.ctypes.data
-    return TensorRef(a, dt, ptr, a.shape, strides, False)
+    ref = TensorRef(a, dt, ptr, a.shape, strides, False)
+    return ref if a.base is None else _inside(ref)
 
 
 def _row_major(shape) -> tuple:

@@ -319,3 +319,57 @@ def test_atomics_on_int8_run_on_the_interpreter():
     out = np.zeros(4, np.int8)
     launch(out, "add")
     assert out.tolist() == [3, 0, 0, 0]
+
+
+# -- views that reach past their memory -------------------------------------------------------------
+
+
+@flyc.kernel
+def strided_sum(a: Tensor, out: Tensor):
+    i = fx.thread_idx.x
+    out[i] = a[i]
+
+
+@flyc.jit
+def launch_strided(a, out):
+    strided_sum(a, out).launch(grid=1, block=4)
+
+
+def test_numpy_view_past_its_allocation_is_refused():
+    from numpy.lib.stride_tricks import as_strided
+
+    base = np.arange(10, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    e = raises("FLY223", launch_strided, as_strided(base, shape=(100,), strides=(4,)), out)
+    assert "spans bytes 0 to 400" in e.message and "only 40 bytes" in e.message
+    e = raises("FLY223", launch_strided, as_strided(base[8:], shape=(4,), strides=(4,)), out)
+    assert "spans bytes 32 to 48" in e.message
+    raw = bytearray(16)
+    e = raises("FLY223", launch_strided, as_strided(np.frombuffer(raw, np.float32), shape=(8,), strides=(4,)), out)
+    assert "only 16 bytes" in e.message
+    assert not out.any()
+
+
+def test_numpy_views_inside_their_allocation_run():
+    from numpy.lib.stride_tricks import as_strided
+
+    base = np.arange(10, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    launch_strided(as_strided(base[2:], shape=(4,), strides=(4,)), out)
+    assert out.tolist() == [2, 3, 4, 5]
+    launch_strided(as_strided(base[6:], shape=(4,), strides=(4,)), out)  # ends exactly at the end
+    assert out.tolist() == [6, 7, 8, 9]
+    launch_strided(np.frombuffer(bytearray(base.tobytes()), np.float32)[1:5], out)
+    assert out.tolist() == [1, 2, 3, 4]
+
+
+def test_torch_view_past_its_storage_is_refused():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(10, dtype=torch.float32)
+    out = torch.zeros(4)
+    launch_strided(t.as_strided((4,), (1,), 6), out)
+    assert out.tolist() == [6, 7, 8, 9]
+    v = t.as_strided((4,), (1,), 0)
+    t.untyped_storage().resize_(8)  # the view now reaches past the storage torch keeps
+    e = raises("FLY223", launch_strided, v, out)
+    assert "spans bytes 0 to 16" in e.message and "only 8 bytes" in e.message

@@ -582,3 +582,18 @@ def case_trace_time():
 def case_env_invalid():
     with env(FLYDSL_COMPILE_OPT_LEVEL="fast"):
         run(k101)
+
+
+@flyc.kernel
+def k223(a: Tensor, out: Tensor):
+    out[0] = a[0]
+
+
+def case_tensor_outside_storage():
+    from numpy.lib.stride_tricks import as_strided
+
+    @flyc.jit
+    def launcher(a, out):
+        k223(a, out).launch(grid=1, block=1)
+
+    launcher(as_strided(np.zeros(4, np.int32), shape=(8,), strides=(4,)), OUT)
