@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from . import llvm_options
 from .errors import CodegenError
 from .libdevice import find_libdevice, link_libdevice
 from .llvm_emitter import KernelInfo, emit_module
@@ -43,6 +44,7 @@ __all__ = [
     "find_ptxas",
     "run_ptxas",
     "OPT_THRESHOLDS",
+    "run_isolated",
 ]
 
 # (max instructions, middle-end level, NVPTX codegen level, load/store vectorizer), first match wins
@@ -222,10 +224,15 @@ def _codegen(mod, triple: str, arch: str, ptx: int, cg: int, lsv: bool) -> str:
         return _target_machine(triple, arch, ptx, cg).emit_assembly(mod)
 
 
-def _isolated(fn, *args) -> str:
-    """Run ``fn(*args) -> str`` in a forked child; an LLVM fatal error becomes a CodegenError."""
+_CHILD_ERROR = "\0CodegenError\0"
+
+
+def run_isolated(fn, *args) -> str:
+    """Run ``fn(*args) -> str`` in a forked child: an LLVM fatal error becomes a CodegenError, and LLVM
+    state the child changes (command-line options) stays there. The child's stderr goes to a file (a pipe
+    could fill up and stall it); a CodegenError raised in the child is re-raised here with its text."""
     r, w = os.pipe()
-    er, ew = os.pipe()
+    err = tempfile.TemporaryFile()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         try:
@@ -233,26 +240,47 @@ def _isolated(fn, *args) -> str:
 
             faulthandler.disable()
             os.close(r)
-            os.close(er)
-            os.dup2(ew, 2)
+            os.dup2(err.fileno(), 2)
             out = fn(*args).encode()
             with os.fdopen(w, "wb") as f:
                 f.write(out)
             os._exit(0)
+        except CodegenError as e:
+            os.write(2, f"{_CHILD_ERROR}{e.raw_message}\0{e.fix or ''}".encode())
+            os._exit(4)
         except BaseException as e:  # noqa: BLE001
             os.write(2, f"{type(e).__name__}: {e}".encode())
             os._exit(3)
     os.close(w)
-    os.close(ew)
-    chunks = []
     with os.fdopen(r, "rb") as f:
-        chunks.append(f.read())
-    with os.fdopen(er, "rb") as f:
-        err = f.read().decode(errors="replace")
+        data = f.read()
     _, status = os.waitpid(pid, 0)
+    err.seek(0)
+    text = err.read().decode(errors="replace")
+    err.close()
     if status != 0:
-        raise CodegenError(f"LLVM failed in the isolated code generator (status {status}): {err.strip()[-2000:]}")
-    return b"".join(chunks).decode()
+        if _CHILD_ERROR in text:
+            message, fix = text.split(_CHILD_ERROR, 1)[1].split("\0", 1)
+            raise CodegenError(message, fix=fix or None)
+        raise CodegenError(f"LLVM failed in the isolated code generator (status {status}): {text.strip()[-2000:]}")
+    return data.decode()
+
+
+def _optimize(mod, tm, mid: int, linked: bool) -> None:
+    llvm = _llvm()
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=mid))
+    pb.getModulePassManager().run(mod, pb)
+    if linked and mid == 0:
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_global_dead_code_eliminate_pass()
+        mpm.run(mod, pb)
+
+
+def _with_options(options: tuple, mod, triple: str, arch: str, ptx: int, cg: int, lsv: bool, mid: int, linked: bool):
+    """(In a child process.) The ``llvm_options`` hint set, then optimize and emit under them."""
+    llvm_options.apply(options)
+    _optimize(mod, _target_machine(triple, arch, ptx, cg), mid, linked)
+    return _codegen(mod, triple, arch, ptx, cg, lsv)
 
 
 def compile_ptx(
@@ -294,18 +322,20 @@ def compile_ptx(
     mid, cg, lsv = choose_opt_levels(n, target)
     tm = _target_machine(hooks.triple, target.arch, ptx, cg)
     t2 = time.perf_counter()
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=mid))
-    pb.getModulePassManager().run(mod, pb)
-    if linked and mid == 0:
-        mpm = llvm.create_new_module_pass_manager()
-        mpm.add_global_dead_code_eliminate_pass()
-        mpm.run(mod, pb)
-    t3 = time.perf_counter()
-    if isolate:
-        out = _isolated(_codegen, mod, hooks.triple, target.arch, ptx, cg, lsv)
+    if target.llvm_options:  # process-wide LLVM options: only in a child that compiles this module
+        llvm_options.check(target.llvm_options)
+        out = run_isolated(
+            _with_options, target.llvm_options, mod, hooks.triple, target.arch, ptx, cg, lsv, mid, linked
+        )
+        t3 = t4 = time.perf_counter()
     else:
-        out = _codegen(mod, hooks.triple, target.arch, ptx, cg, lsv)
-    t4 = time.perf_counter()
+        _optimize(mod, tm, mid, linked)
+        t3 = time.perf_counter()
+        if isolate:
+            out = run_isolated(_codegen, mod, hooks.triple, target.arch, ptx, cg, lsv)
+        else:
+            out = _codegen(mod, hooks.triple, target.arch, ptx, cg, lsv)
+        t4 = time.perf_counter()
     st.update(
         instructions=n,
         opt_level=mid,

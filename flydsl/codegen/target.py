@@ -38,6 +38,8 @@ class Target:
         cubin: also produce a cubin with nvJitLink when it is installed.
         maxnreg: a register cap for every kernel that sets none itself (PTX ``.maxnreg``; FlyDSL's
             ``maxnreg`` compile hint): more blocks per SM at the price of the registers ptxas may use.
+        llvm_options: LLVM command-line options for this compilation only, ``(("name", "text"), ...)``
+            (:func:`flydsl.codegen.llvm_options.normalize` of the ``llvm_options`` compile hint).
     """
 
     arch: str = "sm_90a"
@@ -49,6 +51,7 @@ class Target:
     libdevice: str | None = None
     cubin: bool = False
     maxnreg: int | None = None
+    llvm_options: tuple = ()
     _hooks: object = field(default=None, init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self):
@@ -84,7 +87,8 @@ class Target:
         """A canonical string of every field that affects the generated code."""
         return (
             f"{self.arch}|ptx={self.ptx_version}|max={self.max_ptx_version}|math={self.math}|"
-            f"O{self.opt_level}|cg{self.codegen_opt}|ld={self.libdevice}|cubin={self.cubin}|maxnreg={self.maxnreg}"
+            f"O{self.opt_level}|cg{self.codegen_opt}|ld={self.libdevice}|cubin={self.cubin}|maxnreg={self.maxnreg}|"
+            f"llvm={self.llvm_options}"
         )
 
     def hooks(self) -> TargetHooks:

@@ -7,7 +7,8 @@ Key (:func:`disk_key`): sha256 of the canonical JSON (:func:`canonical`) of
   modules, compile-time global/closure values),
 * the specialization (the in-memory key: argument key parts, Constexpr values, the environment
   variables that change code — ``env.CODEGEN_AFFECTING`` and the target/device selectors),
-* the target and the compile hints.
+* the target and the compile hints,
+* the content of the ``.py`` files under ``FLYDSL_EXTRA_SOURCE_DIRS`` (code the walk cannot see).
 
 Never ``hash()``, ``id()``, reprs with addresses, mtimes or pickles: two processes computing the key of
 the same program agree. An entry is one JSON file (module IR text in generic form, host function name,
@@ -22,16 +23,14 @@ import enum
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import types
-import warnings
 
 import flydsl
 
 from ..ir import Type
 from ..utils.env import env
-from .frames import FLYDSL_DIR, user_frame
+from .frames import FLYDSL_DIR, warn_at_user
 
 __all__ = ["canonical", "compiler_hash", "disk_key", "DiskCache", "FORMAT", "warn_unusable"]
 
@@ -105,9 +104,31 @@ def deps_digest(deps) -> str:
     return digest((tuple(deps.sources), tuple(deps.modules), tuple((label, canonical(v)) for label, v in deps.values)))
 
 
+def extra_sources_digest() -> str:
+    """sha256 over the ``.py`` files under the ``FLYDSL_EXTRA_SOURCE_DIRS`` folders (path + content), read at
+    every compile: code the dependency walk cannot see (``importlib``, ``exec``) still keys the cache."""
+    dirs = [d for d in (env.extra_source_dirs or "").split(os.pathsep) if d]
+    if not dirs:
+        return ""
+    h = hashlib.sha256()
+    for top in dirs:
+        for root, subdirs, names in os.walk(os.path.abspath(os.path.expanduser(top))):
+            subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+            for n in sorted(names):
+                if n.endswith(".py"):
+                    path = os.path.join(root, n)
+                    try:
+                        with open(path, "rb") as f:
+                            h.update(f"{path}\0{hashlib.sha256(f.read()).hexdigest()}\n".encode())
+                    except OSError:
+                        h.update(f"{path}\0<unreadable>\n".encode())
+    return h.hexdigest()
+
+
 def disk_key(deps_hex: str, spec_key, target: str, hints: dict) -> str:
     """The hex key of one specialization (see the module docstring)."""
-    return digest((FORMAT, compiler_hash(), deps_hex, canonical(spec_key), target, canonical(hints)))
+    parts = (FORMAT, compiler_hash(), deps_hex, canonical(spec_key), target, canonical(hints), extra_sources_digest())
+    return digest(parts)
 
 
 class DiskCache:
@@ -183,11 +204,7 @@ def warn_unusable(what: str, var: str, folder: str, e: OSError) -> None:
         f"flydsl: {folder} cannot be written ({e.strerror or e}); running without the {what} "
         f"(set {var} to a writable folder)"
     )
-    f = user_frame(sys._getframe(1))  # reported at the user's call, not inside flydsl
-    if f is None:
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
-    else:
-        warnings.warn_explicit(text, RuntimeWarning, f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__"))
+    warn_at_user(text)
 
 
 def _checksum(body: dict) -> str:

@@ -341,6 +341,12 @@ TENSOR_OUTSIDE_STORAGE = _d(
     "check the shape, strides and offset given to `as_strided` (or the storage it views); pass `t.contiguous()` "
     "for a copy",
 )
+COMPILE_HINT = _d(
+    "FLY224",
+    DSLValueError,
+    "compile hint '{hint}' cannot be honoured: {why}",
+    "fix or remove the hint (flydsl's compile hints: {known}; docs/compiler.md says what each does)",
+)
 
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ __all__ = [
     "current_location",
     "traceback_location",
     "column_of",
+    "warn_at_user",
 ]
 
 FLYDSL_DIR = os.path.dirname(os.path.abspath(flydsl.__file__)) + os.sep
@@ -112,3 +113,14 @@ def traceback_location(tb: TracebackType | None) -> tuple | None:
             loc = (code.co_filename, line if line is not None else tb.tb_lineno, col)
         tb = tb.tb_next
     return loc
+
+
+def warn_at_user(text: str, category: type = RuntimeWarning) -> None:
+    """``warnings.warn`` located at the innermost user frame (the user's call), not inside flydsl."""
+    import warnings
+
+    f = user_frame(sys._getframe(1))
+    if f is None:
+        warnings.warn(text, category, stacklevel=2)
+    else:
+        warnings.warn_explicit(text, category, f.f_code.co_filename, f.f_lineno, f.f_globals.get("__name__"))

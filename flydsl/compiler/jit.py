@@ -33,6 +33,7 @@ from .errors import error
 from .fastpath import NOFAST, OTHER_PATTERN, make_binder, make_dispatcher, pattern_of
 from .frames import frame_location, traceback_location, user_frame
 from .frontend import rewrite_function
+from .hints import check_hints
 from .kernel import resolve_signature
 from .pipeline import codegen, compile_module
 from .specialize import Param
@@ -291,6 +292,7 @@ class JitFunction:
         self.misses += 1
         env.validate()  # every FLYDSL_* variable, before anything is compiled with a bad one (FLY403)
         target = select_target()
+        check_hints(self.compile_hints, target.arch)  # honoured or FLY224, never dropped
         compile_only = snap[0] is not None and _compile_only(snap[0])
         want_ptx = compile_only or _device_kind() == "cuda"
         disk, dk, art = None, None, None

@@ -21,6 +21,7 @@ from ..ir import IRError, Op, print_op, verify
 from ..utils.env import env
 from .cache import warn_unusable
 from .diagnostics import CompileError
+from .hints import llvm_options_of
 
 __all__ = ["CompileResult", "compile_module", "run_passes", "codegen", "Dumper", "dump_name", "kernel_ops"]
 
@@ -125,6 +126,8 @@ def codegen_target(arch: str, hints: dict | None = None):
         kw["math"] = "approx"
     if hints and hints.get("maxnreg"):
         kw["maxnreg"] = int(hints["maxnreg"])
+    if hints and hints.get("llvm_options"):
+        kw["llvm_options"] = llvm_options_of(hints)  # checked by check_hints before the trace
     return CgTarget(arch=arch, **kw)
 
 

@@ -223,3 +223,14 @@ def test_disk_cache_follows_values_and_locations(write_and_run, tmp_path):
     assert moved["compiles"] == 1 and moved["where"] == f"{tmp_path}/prog.py:17:5"
     copied = write_and_run("moved.py", 2, pad=3)  # the same file under another name
     assert copied["compiles"] == 1 and copied["where"] == f"{tmp_path}/moved.py:17:5"
+
+
+def test_extra_source_dirs_content_enters_the_disk_key(tmp_path, monkeypatch):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "tables.py").write_text("SCALE = 1\n")
+    monkeypatch.setenv("FLYDSL_EXTRA_SOURCE_DIRS", str(extra))
+    out = np.zeros(4, np.int32)
+    k1 = launch_state.cache_key(out)
+    (extra / "tables.py").write_text("SCALE = 2\n")  # same variable value: only the file changed
+    assert launch_state.cache_key(out) != k1

@@ -597,3 +597,12 @@ def case_tensor_outside_storage():
         k223(a, out).launch(grid=1, block=1)
 
     launcher(as_strided(np.zeros(4, np.int32), shape=(8,), strides=(4,)), OUT)
+
+
+def case_compile_hint():
+    @flyc.jit
+    def launcher(out):
+        k101(out).launch(grid=1, block=4)
+
+    launcher.compile_hints["llvm_options"] = {"no-such-llvm-option": True}
+    launcher(OUT)
