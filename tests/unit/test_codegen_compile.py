@@ -8,7 +8,7 @@ import os
 import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, compile_ptx, emit_llvm, find_ptxas, ptx_to_cubin
-from flydsl.codegen.compile import _isolated, check_intrinsics, choose_opt_levels, count_instructions
+from flydsl.codegen.compile import check_intrinsics, choose_opt_levels, count_instructions, run_isolated
 from flydsl.codegen.synthetic import branchy_kernel, build_kernel, gemm_like_kernel
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.ir import PointerType, SymbolRef, new_module
@@ -98,7 +98,7 @@ def test_isolation_turns_a_fatal_error_into_an_exception():
         os.abort()
 
     with pytest.raises(CodegenError, match="Cannot select"):
-        _isolated(dies)
+        run_isolated(dies)
 
 
 def test_emit_llvm_accepts_a_gpu_module_and_needs_one():
