@@ -68,7 +68,7 @@ def test_runaway_unroll_stops_within_seconds_by_default():
     with pytest.raises(FlyDSLError) as ei:
         launch_one(runaway_unroll)
     assert ei.value.diag_id == "FLY301" and "FLYDSL_TRACE_MAX_OPS=1000000" in ei.value.fix
-    assert time.perf_counter() - t0 < 30  # ~3-6 s on a loaded 2-core machine (it was ~60 s and 2.4 GB)
+    assert time.perf_counter() - t0 < 60  # ~3-6 s on an idle 2-core machine (it was ~60 s and 2.4 GB)
 
 
 def test_trace_time_budget_interrupts_a_python_loop(monkeypatch):
