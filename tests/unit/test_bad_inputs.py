@@ -373,3 +373,29 @@ def test_torch_view_past_its_storage_is_refused():
     t.untyped_storage().resize_(8)  # the view now reaches past the storage torch keeps
     e = raises("FLY223", launch_strided, v, out)
     assert "spans bytes 0 to 16" in e.message and "only 8 bytes" in e.message
+
+
+# -- the CUDA launch path (a stand-in driver: tests/unit/test_jit_cuda_path.py) ---------------------
+
+from test_jit_cuda_path import FakeCudaTensor, fake_cuda  # noqa: E402, F401
+
+
+@flyc.kernel
+def copy_kernel(a: Tensor, b: Tensor, n: fx.Int32):
+    i = fx.block_idx.x * fx.block_dim.x + fx.thread_idx.x
+    if i < n:
+        b[i] = a[i]
+
+
+@flyc.jit
+def launch_copy(a, b, n: fx.Int32):
+    copy_kernel(a, b, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1))
+
+
+def test_cuda_path_checks_a_run_time_grid_before_the_driver(fake_cuda):  # noqa: F811
+    a, b = FakeCudaTensor(0x10000, 1000), FakeCudaTensor(0x20000, 1000)
+    launch_copy(a, b, 1000)  # the launch plan calls the kernel directly on this path
+    e = raises("FLY222", launch_copy, a, b, 0)
+    assert "copy_kernel(a, b, n).launch(" in str(e)
+    assert [x[1] for x in fake_cuda["launches"]] == [(8, 1, 1)]  # the empty grid never reached the driver
+    e = raises("FLY221", launch_copy, a, b, 2**31)
