@@ -129,7 +129,7 @@ _VARS = [
         "FLYDSL_DEBUG_LOG_LEVEL",
         "str",
         "WARNING",
-        "level of the `flydsl` Python logger",
+        "level of the `flydsl` Python logger (FlyDSL's name; flydsl logs nothing yet)",
         choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
     ),  # fmt: skip
     EnvVar(
