@@ -29,17 +29,21 @@ from typing import NamedTuple
 from .preshuffle_layout import ATOM_BYTES, ELEM_BYTES, PANEL_N, check_weight_shape
 from .reference import EPILOGUES, IN_DTYPES, OUT_DTYPES
 
-__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "NUM_SMS", "MAX_WARPS", "PATHS"]
+__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "heuristic_path", "NUM_SMS", "MAX_WARPS", "PATHS"]
 
 NUM_SMS = 132  # H200
 MAX_WARPS = 16  # 512 threads per block
 MAX_MT, MAX_NT = 4, 2  # default m16 / n8 tiles per warp (registers: the loads in flight need them)
 LIMIT_TILES = 8  # m16 or n8 tiles per warp accepted with explicit warps
 STEP_BYTES = 64  # one lane load covers 64 bytes of K per warp row group: two mma k-steps
-PATHS = ("mma", "wgmma")
+PATHS = ("mma", "wgmma", "stream")
 SMEM_LIMIT = 227 * 1024  # per block on sm_90
 EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers of the TMA-store epilogue
 MAX_STAGES = 8
+STREAM_TOKENS = (8, 16, 32, 64, 128, 256)  # the stream path's token tiles (wgmma N) chosen by the heuristic
+STREAM_MAX_M = 256  # the heuristic's stream path up to this M (docs/gemm.md)
+STREAM_MAX_STAGES = 32
+STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
 
 
 class GemmConfig(NamedTuple):
@@ -57,8 +61,10 @@ class GemmConfig(NamedTuple):
     warps_m: int
     warps_n: int
     warps_k: int
-    stages: int = 0  # wgmma: shared-memory stages (0 on the mma path)
+    stages: int = 0  # wgmma/stream: shared-memory stages (0 on the mma path)
     c_store: str = "direct"  # how C leaves: "direct" (guarded 4-byte stores) or "tma" (smem + TMA store)
+    max_blocks: int = 0  # stream: the most blocks of the stream-K grid (0 elsewhere)
+    min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
 
     @property
     def elem_bytes(self) -> int:
@@ -89,6 +95,12 @@ class GemmConfig(NamedTuple):
         return self.K // self.tile_k
 
     def describe(self) -> str:
+        if self.path == "stream":
+            return (
+                f"stream tile {self.tile_m}x{self.tile_n}x{self.tile_k} (tokens x B rows x K), {self.stages} stages, "
+                f"stream-K over <= {self.max_blocks} blocks of >= {self.min_iters} K stages, "
+                f"{self.tile_n // 64} consumer warpgroup(s) + 1 producer ({128 * (1 + self.tile_n // 64)} threads)"
+            )
         if self.path == "wgmma":
             return (
                 f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, C by {self.c_store}, "
@@ -123,24 +135,36 @@ def _pow2_floor(x: int) -> int:
     return 1 << (max(1, x).bit_length() - 1)
 
 
-def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tuple[int, int, int]:
-    """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized).
+def heuristic_path(M: int | None) -> str:
+    """The path for an expected row count ``M`` (None: decode-sized): ``"stream"`` up to
+    :data:`STREAM_MAX_M` rows, ``"wgmma"`` above (docs/gemm.md has the measurements behind it)."""
+    return "stream" if (16 if M is None else M) <= STREAM_MAX_M else "wgmma"
 
-    * ``M <= 64`` (or unknown): the mma path. ``tile_m`` the smallest of 16/32/64 that covers M;
-      ``tile_n`` the largest of 64/32/16/8 that still gives about two blocks per SM (``N / tile_n >=
-      1.9 * 132``: every SM must stream B, and a block's rate is bounded by the loads it keeps in
-      flight); ``tile_k`` one 128-byte K atom per warp and iteration for 8 warps in all (1024 bytes when
-      one warp covers tile_n, 512 when two do), or the largest power-of-two multiple of 128 bytes dividing K.
-    * larger M: the wgmma path with one 128-byte K atom per stage and the (tile_m, tile_n) of
-      :data:`WGMMA_TILE_EFFICIENCY` that minimizes ``waves × tile_m × tile_n / efficiency`` — the
-      persistent grid's rounds of 132 tiles, each as long as its tile's work at that tile's relative
-      speed (small tiles fill the machine at mid M, large ones use the tensor cores best at large M).
+
+def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: str | None = None):
+    """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized) on ``path``
+    (default: :func:`heuristic_path`).
+
+    * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) the smallest of 8, 16, …, 256 that
+      holds M; 64 rows of B per tile (128 from 128 tokens on, so that the activations re-read from L2 per
+      tile stay at most the bytes of B); one 128-byte K atom per stage. The stream-K grid fills the SMs.
+    * ``"mma"``: ``tile_m`` the smallest of 16/32/64 that covers M; ``tile_n`` the largest of 64/32/16/8
+      that still gives about two blocks per SM (``N / tile_n >= 1.9 * 132``); ``tile_k`` one 128-byte K
+      atom per warp and iteration for 8 warps (1024 bytes when one warp covers tile_n, 512 when two do).
+    * ``"wgmma"``: one 128-byte K atom per stage and the (tile_m, tile_n) of :data:`WGMMA_TILE_EFFICIENCY`
+      that minimizes ``waves × tile_m × tile_n / efficiency`` (the persistent grid's rounds of 132 tiles,
+      each as long as its tile's work at that tile's relative speed).
     """
     e = ELEM_BYTES[in_dtype]
     kb = K * e
     m = 16 if M is None else M
-    if m > 64:
-        return (*_wgmma_tile(m, N), ATOM_BYTES // e)
+    path = path or heuristic_path(M)
+    if path == "stream":
+        tn = next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
+        rows = 2 * PANEL_N if tn >= 128 and N % (2 * PANEL_N) == 0 else PANEL_N
+        return tn, rows, ATOM_BYTES // e
+    if path == "wgmma":
+        return (*_wgmma_tile(max(m, 1), N), ATOM_BYTES // e)
     tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
     tile_n = 8
     for cand in (64, 32, 16, 8):
@@ -155,7 +179,7 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None) -> tupl
 
 
 # relative speed of a wgmma tile shape (per output element, full machine): B/A reuse in shared memory and
-# the fixed cost per k-step favour wide tiles; a model to be calibrated on the H200 (docs/gemm.md)
+# the fixed cost per k-step favour wide tiles (docs/gemm.md: calibrated on the H200)
 WGMMA_TILE_EFFICIENCY = {
     (128, 256): 1.0,
     (128, 128): 0.9,
@@ -210,8 +234,15 @@ def make_config(
     warps: tuple[int, int, int] | None = None,
     M: int | None = None,
     c_store: str | None = None,
+    stages: int | None = None,
+    max_blocks: int | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
+
+    The path: ``path`` when given; else the heuristic's (:func:`heuristic_path`) when ``tile_m`` is not
+    given; else it follows ``tile_m`` (below 64 rows the mma path, from 64 on the wgmma path), as FlyDSL's
+    tile arguments always did. ``stages`` (wgmma/stream) caps the shared-memory ring (default: as many as
+    fit); ``max_blocks`` (stream) caps the stream-K grid (default: one block per SM).
 
     Raises ``ValueError`` for what cannot be mapped (dtypes, epilogue, N/K the preshuffled layout cannot
     hold, non-positive tiles, impossible warp splits). Tile values that are merely invalid for the path
@@ -231,23 +262,33 @@ def make_config(
     for name, v in zip(("tile_m", "tile_n", "tile_k"), given):
         if v is not None and (type(v) is not int or v <= 0):
             raise ValueError(f"{name} must be a positive int, got {v!r}")
-    hm, hn, hk = heuristic_tiles(N, K, in_dtype, M)
+    for name, v in (("stages", stages), ("max_blocks", max_blocks)):
+        if v is not None and (type(v) is not int or v < 1):
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if path is None:
+        path = heuristic_path(M) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
+    hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path)
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
     tile_k = hk if tile_k is None else tile_k
-    # the path follows tile_m (64 rows or more: wgmma), except for the heuristic's own mma tiles of 64 rows
-    heuristic_mma = given[0] is None and (M or 16) <= 64
-    path = path or ("wgmma" if tile_m >= 64 and not heuristic_mma else "mma")
-    if path == "wgmma":
+    if path != "stream" and max_blocks is not None:
+        raise ValueError("max_blocks applies to the stream path (its stream-K grid); the others size their own")
+    if path in ("wgmma", "stream"):
         if warps is not None:
             raise ValueError(
-                "warps=(...) applies to the mma path; the wgmma path has one producer and tile_m/64 consumer warpgroups"
+                f"warps=(...) applies to the mma path; the {path} path has one producer and consumer warpgroups"
             )
+        if path == "stream":
+            if c_store not in (None, "direct"):
+                raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
+            return _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
-        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma")
+        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma", stages)
     if c_store not in (None, "direct"):
         raise ValueError(f"c_store={c_store!r}: the mma path stores C directly from registers")
+    if stages is not None:
+        raise ValueError("stages applies to the wgmma and stream paths (shared-memory rings); the mma path has none")
 
     if tile_m % 16 or tile_m > 128:
         new = min(128, max(16, -(-tile_m // 16) * 16))
@@ -291,7 +332,7 @@ def make_config(
     return cfg
 
 
-def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store) -> GemmConfig:
+def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store, stages=None) -> GemmConfig:
     e = ELEM_BYTES[in_dtype]
     if tile_m not in (64, 128):
         new = 64 if tile_m < 96 else 128
@@ -320,8 +361,54 @@ def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c
     # 1 KB: aligning the base to the swizzle period at run time; 16 bytes per stage: its two mbarriers
     budget = SMEM_LIMIT - 1024 - (EPI_BYTES * (tile_m // 64) if c_store == "tma" else 0)
     budget -= 16 * MAX_STAGES
-    stages = max(2, min(MAX_STAGES, budget // stage_bytes))
+    fit = max(2, min(MAX_STAGES, budget // stage_bytes))
+    stages = _stages(stages, fit)
     return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages, c_store)
+
+
+def _stages(asked: int | None, fit: int) -> int:
+    """``asked`` stages when they fit (at least 2), else the most that fit, said once."""
+    if asked is None:
+        return fit
+    if not 2 <= asked <= fit:
+        new = min(max(asked, 2), fit)
+        _note(("stages", asked, fit), f"stages={asked}: {fit} fit in shared memory (at least 2); using {new}")
+        return new
+    return asked
+
+
+def _map(name: str, key, value: int, ok: list[int], why: str) -> int:
+    """``value`` if it is in ``ok``, else the nearest of ``ok`` (said once)."""
+    if value in ok:
+        return value
+    new = _nearest(value, ok)
+    _note((name, key, value), f"{name}={value}: {why}; using {new}")
+    return new
+
+
+def stream_tokens_ok(in_dtype: str) -> list[int]:
+    """The stream path's valid token tiles (the wgmma N: multiples of 8 up to 256; s8: 8, 16, 24 or a
+    multiple of 16)."""
+    return [n for n in range(8, 257, 8) if in_dtype != "int8" or n <= 24 or n % 16 == 0]
+
+
+def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks) -> GemmConfig:
+    e = ELEM_BYTES[in_dtype]
+    tile_m = _map("tile_m", in_dtype, tile_m, stream_tokens_ok(in_dtype),
+                  "the stream path's token tile is the wgmma N (multiples of 8 up to 256; int8: 8, 16, 24 or "
+                  "multiples of 16)")  # fmt: skip
+    n_ok = [d for d in (PANEL_N, 2 * PANEL_N) if N % d == 0]
+    tile_n = _map("tile_n", N, tile_n, n_ok, f"the stream path takes 64 or 128 rows of B dividing N={N}")
+    k_ok = [d // e for d in (ATOM_BYTES, 2 * ATOM_BYTES) if (K * e) % d == 0]
+    tile_k = _map("tile_k", (K, e), tile_k, k_ok, f"the stream path stages one or two 128-byte K atoms ({k_ok})")
+    stage_bytes = (tile_m + tile_n) * tile_k * e
+    # 1 KB: aligning the base to the swizzle period; 16 bytes: the reduction's flag; 16 per stage: mbarriers
+    budget = SMEM_LIMIT - 1024 - 16
+    fit = max(2, min(STREAM_MAX_STAGES, budget // (stage_bytes + 16)))
+    stages = _stages(stages, fit)
+    blocks = max_blocks or NUM_SMS
+    return GemmConfig("stream", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages,
+                      "direct", blocks, STREAM_MIN_ITERS)  # fmt: skip
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config
 from .gemm_mma_sync import build_mma_sync_gemm
+from .gemm_stream import build_stream_gemm
 from .gemm_wgmma import build_wgmma_gemm
 from .preshuffle_layout import preshuffle_layout, shuffle_weight, unshuffle_weight
 
@@ -59,12 +60,20 @@ def compile_preshuffle_gemm(
     M: int | None = None,
     c_store: str | None = None,
     maxnreg: int | None = None,
+    stages: int | None = None,
+    max_blocks: int | None = None,
     **amd_only,
 ):
-    """Build the launcher (see the module docstring). ``path`` (``"mma"``) and ``warps`` (``(warps_m,
-    warps_n, warps_k)``) override the automatic choices; ``M`` is a hint for the tile heuristic only;
-    ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``; ``maxnreg`` caps the registers per
-    thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per SM on the mma path).
+    """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
+    ``warps`` (``(warps_m, warps_n, warps_k)``, mma path) override the automatic choices; ``M`` is a hint
+    for the heuristic only; ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``; ``maxnreg``
+    caps the registers per thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per
+    SM on the mma path); ``stages`` caps the shared-memory ring (wgmma, stream); ``max_blocks`` caps the
+    stream path's stream-K grid.
+
+    The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
+    of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
+    runtime is, else in host memory). Launches that share a workspace must not run concurrently.
 
     ``use_async_copy`` and ``lds_stage`` (FlyDSL: A through the gfx950 LDS DMA, shared-memory stages) are
     accepted: the wgmma path always copies asynchronously (TMA, bulk copies) into as many stages as fit;
@@ -95,6 +104,8 @@ def compile_preshuffle_gemm(
         warps=warps,
         M=M,
         c_store=c_store,
+        stages=stages,
+        max_blocks=max_blocks,
     )
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(
@@ -104,16 +115,16 @@ def compile_preshuffle_gemm(
         )
     if maxnreg is not None and (type(maxnreg) is not int or not 24 <= maxnreg <= 255):
         raise ValueError(f"maxnreg must be an int in [24, 255], got {maxnreg!r}")
-    if cfg.path == "wgmma":
+    if cfg.path in ("wgmma", "stream"):
         if lds_stage != 2:
             _note(
                 ("wg-stages", lds_stage),
                 f"lds_stage={lds_stage}: the wgmma path uses {cfg.stages} stages (as many as fit)",
             )
         if maxnreg is not None:
-            _note(("wg-maxnreg",), "maxnreg: the wgmma path sets its registers per warpgroup (setmaxnreg); ignored")
+            _note(("wg-maxnreg",), "maxnreg: the wgmma paths set their registers per warpgroup (setmaxnreg); ignored")
             maxnreg = None
-        fn = build_wgmma_gemm(cfg)
+        fn = build_wgmma_gemm(cfg) if cfg.path == "wgmma" else build_stream_gemm(cfg)
     else:
         fn = build_mma_sync_gemm(cfg)
     if maxnreg is not None:

@@ -1,0 +1,232 @@
+"""The stream path of the preshuffle GEMM (sm_90a), for small and mid M (decode): every SM streams its share of
+B through a deep shared-memory ring from the first cycle, the tokens are the wgmma's N (swap-AB), and K is
+split across blocks (stream-K, :mod:`kernels.gemm.streamk`) with a deterministic reduction.
+
+At small M the GEMM is a read of B (``N × K``) at HBM speed: the bytes in flight per SM and the first
+cycles decide. Here
+
+* **Cᵀ = B · Aᵀ**: a tile is ``tile_n`` rows of B (one or two 64-row panels: one consumer warpgroup each)
+  by ``tile_m`` tokens. wgmma's A operand is a panel's 8-KB piece of one 128-byte K atom — the preshuffled
+  layout's own bytes, the canonical K-major 128-byte-swizzled image, moved by one ``cp.async.bulk`` —
+  and its B operand the activations' ``tile_m × 128`` bytes, by TMA (rows past M zero-filled). fp8 and
+  int8 stay 8-bit (``m64nNk32`` e4m3 / s8: no conversion instructions), N = ``tile_m`` is 8 … 256.
+* **Stream-K**: the ``tiles × K-stages`` iterations are cut into equal contiguous ranges, one per block,
+  ``≤ max_blocks`` blocks (132: one per SM; ``ceil(M / tile_m) · N / tile_n`` tiles, any M). A producer
+  thread issues its block's copies into ``stages`` ring slots at once (up to ~220 KB in flight per SM)
+  and keeps the ring full across tile boundaries; the consumers' segment ends run the epilogue (a whole
+  tile) or the reduction (a split tile: the last block to arrive sums the partials in block order).
+* **Epilogue** from registers: the fragment holds ``Cᵀ``; one ``shfl.xor`` per value pair turns two
+  lanes' (row n, tokens m, m+1) into (token m, columns n, n+1), so C leaves as 4-byte pairs through the
+  shared epilogue (:mod:`kernels.gemm.epilogue`: scales, bias, activation, rows past M never written).
+"""
+
+from __future__ import annotations
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+from flydsl.expr import nvvm
+
+from .epilogue import Epilogue
+from .gemm_config import GemmConfig
+from .gemm_mma_sync import check_operand
+from .gemm_wgmma import CONSUMER_REGS, PRODUCER_REGS, WGMMA_TYPES
+from .preshuffle_layout import ATOM_BYTES, PANEL_N
+from .streamk import StreamK
+
+__all__ = ["build_stream_gemm", "default_workspace"]
+
+PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
+BAR_CONSUMERS = 1  # the named barrier of the consumer warpgroups
+
+
+def default_workspace(words: int):
+    """The workspace a launcher is built with (int32 zeros): a torch CUDA tensor on the current device when
+    the runtime would run on the GPU, else a numpy array (the CPU interpreter)."""
+    import numpy as np
+
+    from flydsl.utils.env import env
+
+    if env.runtime_kind != "cpu":
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return torch.zeros(words, dtype=torch.int32, device="cuda")
+        except ImportError:
+            pass
+    return np.zeros(words, np.int32)
+
+
+def build_stream_gemm(cfg: GemmConfig, workspace=None):
+    """The ``@flyc.jit`` launcher of the stream path for ``cfg``: FlyDSL's ``launch_gemm`` signature plus a
+    trailing ``arg_workspace`` (default: a buffer made for this launcher by :func:`default_workspace`; pass
+    another one — ``launch_gemm.workspace_words`` int32 zeros — for another device or a concurrent stream)."""
+    dt, acc_t = WGMMA_TYPES[cfg.in_dtype]
+    e = cfg.elem_bytes
+    TN, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
+    P = BN // PANEL_N  # consumer warpgroups, one per 64-row panel
+    kblks = BK * e // ATOM_BYTES
+    stages = cfg.stages
+    threads = 128 * (1 + P)
+    iters = cfg.K // BK  # K stages per tile
+    tiles_n = cfg.N // BN
+    row_bytes = cfg.K * e
+    w_stage, a_stage = BN * BK * e, TN * BK * e
+    w_bytes, a_bytes = w_stage * stages, a_stage * stages
+    VPT = TN // 2  # accumulator values per consumer thread
+    sk = StreamK(iters, cfg.max_blocks, cfg.min_iters, P, 128, VPT)
+    ws_default = default_workspace(sk.words) if workspace is None else workspace
+
+    @flyc.kernel(known_block_size=(threads, 1, 1))
+    def kernel_gemm(tma_a: nvvm.TmaAtom, C: fx.Tensor, B: fx.Tensor, SA: fx.Tensor, SB: fx.Tensor,
+                    BIAS: fx.Tensor, WS: fx.Tensor, M: fx.Int32):  # fmt: skip
+        epi = Epilogue(cfg, C, SA, SB, BIAS, M)
+        tid = fx.thread_idx.x
+        wg = nvvm.warpgroup_idx()
+
+        # one dynamic allocation, its base rounded up to the 1-KB swizzle period: B stages, A stages, the
+        # mbarriers, the reduction's flag
+        lw = nvvm.make_smem_layout_gmma(dt, (BN, BK), stages=stages)
+        la = nvvm.make_smem_layout_gmma(dt, (TN, BK), stages=stages)
+        raw = fx.SharedAllocator(static=False).allocate(w_bytes + a_bytes + 16 * stages + 16 + 1024).ptr
+        base = nvvm.align_shared(raw, 1024).recast(fx.Int8)
+        sW = fx.make_tensor(base.recast(dt), lw)
+        sA_bytes = base + w_bytes
+        sA = fx.make_tensor(sA_bytes.recast(dt), la)
+        full = (base + w_bytes + a_bytes).recast(fx.Int64)
+        empty = full + stages
+        flag = (empty + stages).recast(fx.Int32)
+        if tid == 0:
+            for s in fx.range_constexpr(stages):
+                nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
+                nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage
+            nvvm.fence_mbarrier_init()
+        fx.barrier()
+
+        mtiles = (M + TN - 1) // TN
+        tiles = tiles_n * mtiles  # tile t: rows of B (t // mtiles) * BN..., tokens (t % mtiles) * TN...
+        blk = fx.block_idx.x
+        q, it0, it1 = sk.block_range(tiles, blk)
+
+        if wg == 0:
+            # ------------------------------------------------------------ producer: bulk copies (B) + TMA (A)
+            nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
+            if nvvm.warp_idx_in_warpgroup() == 0:
+                if nvvm.elect_one():
+                    gB = B.iterator.recast(fx.Int8)
+                    st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
+                    for it in range(it0, it1):
+                        tile = it // iters
+                        kt = it - tile * iters
+                        tn = tile // mtiles
+                        nvvm.mbarrier_wait(empty + st.index, st.phase)
+                        nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_stage)
+                        nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index,
+                                      ((tile - tn * mtiles) * TN, kt * BK))  # fmt: skip
+                        src0 = gB + (tn * (BN * row_bytes) + kt * (kblks * PIECE))  # panels tn*P.. are consecutive
+                        dst0 = base + st.index * w_stage
+                        for p in fx.range_constexpr(P):
+                            for j in fx.range_constexpr(kblks):
+                                nvvm.bulk_copy_g2s(dst0 + (j * BN * ATOM_BYTES + p * PIECE),
+                                                   src0 + (p * PANEL_N * row_bytes + j * PIECE), PIECE,
+                                                   full + st.index)  # fmt: skip
+                        st = st.next()
+        else:
+            # ------------------------------------------------------------ consumers: wgmma, then the epilogue
+            nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
+            cw = wg - 1  # rows 64*cw .. 64*cw + 63 of the tile's B rows
+            t = nvvm.thread_idx_in_warpgroup()
+            op = nvvm.WgmmaOp(dt, acc_t, TN)
+            kin = op.shape_mnk[2]
+            st = nvvm.PipelineState(stages)
+            for tile in range(it0 // iters, (it1 - 1) // iters + 1):
+                k_lo = fx.max(it0 - tile * iters, 0)
+                k_hi = fx.min(it1 - tile * iters, iters)
+                acc = fx.full(VPT, 0, acc_t)
+                prev = fx.Int32(0)
+                for kt in range(k_lo, k_hi):
+                    nvvm.mbarrier_wait(full + st.index, st.phase)
+                    w_k = fx.zipped_divide(sW[None, None, st.index], (64, kin))
+                    a_k = fx.zipped_divide(sA[None, None, st.index], (TN, kin))
+                    nvvm.wgmma_fence()
+                    for kk in fx.range_constexpr(BK // kin):
+                        acc = nvvm.wgmma(acc, w_k[None, (cw, kk)], a_k[None, (0, kk)], op=op, accumulate=True)
+                    nvvm.wgmma_commit_group()
+                    acc = nvvm.wgmma_wait_group(1, acc)  # the previous batch is done: release its stage
+                    if kt > k_lo:
+                        nvvm.mbarrier_arrive(empty + prev)
+                    prev = st.index
+                    st = st.next()
+                acc = nvvm.wgmma_wait_group(0, acc)
+                nvvm.mbarrier_arrive(empty + prev)
+
+                tn = tile // mtiles
+                n0 = tn * BN + PANEL_N * cw
+                m0 = (tile - tn * mtiles) * TN
+                fb = sk.first_block(q, tile)
+                nseg = sk.last_block(q, tile) - fb + 1
+                if nseg == 1:
+                    _store_tile(epi, acc, n0, m0, t)
+                else:
+                    # a split tile: publish the partial, count the arrival; the last block sums in block order
+                    sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
+                    fx.fence("gpu")  # release: the partial is visible before the arrival
+                    nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
+                    if tid == 128:
+                        flag.store(fx.atomic_add(sk.counter(WS, fb), 1))
+                    nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
+                    if flag.load() == nseg - 1:
+                        fx.fence("gpu")  # acquire: every other segment's partial
+                        total = fx.full(VPT, 0, acc_t)
+                        for bb in range(fb, fb + nseg):
+                            total = total + sk.partial(WS, acc_t, sk.slot(q, bb, tile), cw, t)
+                        if tid == 128:
+                            sk.counter(WS, fb).store(0)  # every segment has arrived: ready for the next launch
+                        _store_tile(epi, total, n0, m0, t)
+                    # the flag is read by every consumer before any of them can pass the next tile's barrier
+
+    def _store_tile(epi, acc, n0, m0, t):
+        """The consumer thread's accumulators (``Cᵀ``: value ``4j + 2h + i`` at B row ``16w + g + 8h``, token
+        ``8j + 2·(lane % 4) + i``) through the epilogue. Lanes ``g`` and ``g ^ 1`` swap one value of each pair
+        (``shfl.xor 4``): the even lane then holds token ``m`` at columns ``n, n+1``, the odd lane token ``m+1``."""
+        lane = t % 32
+        g = lane // 4
+        odd = (g % 2) == 1
+        v = acc.to(fx.Float32)
+        cols = [n0 + 16 * (t // 32) + 8 * h + (g - g % 2) for h in range(2)]
+        colops = [epi.col_operands(c) for c in cols]
+        for j in fx.range_constexpr(TN // 8):
+            row = m0 + 8 * j + 2 * (lane % 4) + g % 2
+            sa = epi.row_scale(row) if epi.scaled else None
+            for h in fx.range_constexpr(2):
+                v0, v1 = v[4 * j + 2 * h], v[4 * j + 2 * h + 1]
+                recv = fx.shuffle_xor(odd.select(v0, v1), 4)
+                pair = fx.Vector.from_elements([odd.select(recv, v0), odd.select(v1, recv)], fx.Float32)
+                epi.store_pair(pair, row, cols[h], sa, *colops[h])
+
+    @flyc.jit
+    def launch_gemm(
+        arg_c: fx.Tensor,
+        arg_a: fx.Tensor,
+        arg_b: fx.Tensor,
+        arg_scale_a: fx.Tensor,
+        arg_scale_b: fx.Tensor,
+        arg_bias: fx.Tensor,
+        i32_m: fx.Int32,
+        i32_n: fx.Int32,
+        stream: fx.Stream = fx.Stream(None),
+        arg_workspace: fx.Tensor = ws_default,
+    ):
+        check_operand("arg_a", arg_a, e)
+        check_operand("arg_b", arg_b, e)
+        a2 = fx.make_view(arg_a.iterator, fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
+        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (TN, BK)))
+        tiles = tiles_n * ((i32_m + TN - 1) // TN)
+        kernel_gemm(tma_a, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, arg_workspace, i32_m).launch(
+            grid=(sk.grid(tiles), 1, 1), block=(threads, 1, 1), stream=stream
+        )
+
+    launch_gemm.gemm_config = cfg
+    launch_gemm.workspace_words = sk.words
+    launch_gemm.workspace = ws_default
+    return launch_gemm

@@ -1,0 +1,163 @@
+"""The preshuffle GEMM's stream path (``kernels/gemm/gemm_stream.py``): swap-AB wgmma over a deep shared-memory
+ring, stream-K across blocks and the deterministic split-K reduction (``kernels/gemm/streamk.py``).
+
+On the CPU interpreter: every in_dtype with tiles split over 1 to 3 blocks, several token tiles (M past
+``tile_m``), one and two 64-row panels per tile, one and two K atoms per stage; rows past M untouched;
+the counters back at zero and the bits identical on a second launch; fused epilogues and fp16 output. The
+schedule's invariants (every iteration once, one counter per split tile, at most two partial slots per
+block) for many shapes in plain Python. Marked ``gpu``: the decode shapes on the H200 against the
+interpreter's reference and bit-identical repeated runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from kernels.gemm.harness import run_gemm
+from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm, shuffle_weight
+from kernels.gemm.reference import make_inputs, numpy_dtype
+from kernels.gemm.streamk import COUNTER_WORDS, StreamK
+
+IN_DTYPES = ["fp8", "int8", "bf16", "fp16"]
+
+# (M, N, K in 8-bit elements, tiles (tokens, B rows, K in 8-bit elements), max_blocks)
+CASES = [
+    (1, 64, 256, (8, 64, 128), None),  # one block, no split tile
+    (21, 128, 1024, (8, 64, 128), 10),  # 3 token tiles x 2 panels, 8 stages a tile over 5-stage blocks
+    (40, 256, 1024, (16, 128, 256), 5),  # two panels per tile (two consumers), two K atoms per stage
+    (33, 128, 512, (32, 64, 128), 3),  # blocks spanning whole and split tiles
+]
+IDS = [f"M{m}-N{n}-K{k}-t{'x'.join(map(str, t))}-b{b}" for m, n, k, t, b in CASES]
+
+
+def _run(in_dtype, M, N, K, tiles, max_blocks, **kw):
+    e = 1 if in_dtype in ("fp8", "int8") else 2
+    tm, tn, tk = tiles
+    return run_gemm(in_dtype, M, N, K // e, tm, tn, tk // e, cuda=False, path="stream", max_blocks=max_blocks, **kw)
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("M,N,K,tiles,max_blocks", CASES, ids=IDS)
+def test_stream_interpreter(in_dtype, M, N, K, tiles, max_blocks, interpreter):
+    res = _run(in_dtype, M, N, K, tiles, max_blocks, seed=M + K)
+    assert res.config.startswith("stream"), res.config
+    assert res.guard_ok, "rows past M were written"
+    assert res.ok and res.rel_err < 2**-7, res
+
+
+@pytest.mark.parametrize("epilogue,out", [("bias_gelu", "bf16"), ("bias_silu", "fp16"), ("bias_relu", "bf16")])
+def test_stream_epilogues_interpreter(epilogue, out, interpreter):
+    res = _run("fp8", 13, 128, 512, (16, 64, 128), 3, epilogue=epilogue, out_dtype=out, seed=4)
+    assert res.ok and res.guard_ok and res.rel_err < 2**-7, res
+
+
+def test_split_k_reduction_is_deterministic_and_resets(interpreter):
+    """Two launches of one split-K launcher give identical bits; the arrival counters are zero after each;
+    rows past M keep their sentinel; a launch with a fresh workspace passed explicitly agrees."""
+    M, N, K = 19, 128, 1024
+    fn = compile_preshuffle_gemm(N=N, K=K, tile_m=8, tile_n=64, tile_k=128, in_dtype="fp8", path="stream",
+                                 max_blocks=5)  # fmt: skip
+    _, _, _, segs = _schedule(tiles=2 * 3, iters=8, max_blocks=5, min_iters=4)  # 6 tiles over 5 blocks of 10
+    assert sum(len(s) > 1 for s in segs.values()) >= 3
+    sk_words = fn.workspace_words
+    a, b, sa, sb, _ = make_inputs(M, N, K, "fp8", seed=2)
+    bs = shuffle_weight(b)
+    outs = []
+    ws = np.zeros(sk_words, np.int32)
+    for extra in ({}, {}, {"arg_workspace": ws}):
+        c = np.full((M + 8, N), -8192.0, numpy_dtype("bf16"))
+        fn(c[:M], a, bs, sa, sb, c[0, :0], M, N, **extra)
+        assert (c[M:].astype(np.float32) == -8192.0).all()
+        outs.append(c[:M].copy())
+        assert not ws[:COUNTER_WORDS].any() and not fn.workspace[:COUNTER_WORDS].any()
+    assert all(np.array_equal(o.view(np.int16), outs[0].view(np.int16)) for o in outs)
+    ref = (a.astype(np.float32) * sa.reshape(-1, 1)) @ (b.astype(np.float32) * sb.reshape(-1, 1)).T
+    assert np.abs(outs[0].astype(np.float32) - ref).max() <= 2**-7 * np.abs(ref).max()
+
+
+def test_one_stream_kernel_serves_every_m(interpreter):
+    fn = compile_preshuffle_gemm(N=64, K=256, tile_m=8, tile_n=64, tile_k=128, in_dtype="int8", path="stream",
+                                 max_blocks=4)  # fmt: skip
+    for M in (1, 8, 9, 30):
+        res = run_gemm("int8", M, 64, 256, launch_fn=fn, cuda=False, seed=M)
+        assert res.ok and res.guard_ok, (M, res)
+    assert fn.cache_info().currsize == 1
+
+
+def _schedule(tiles, iters, max_blocks, min_iters):
+    sk = StreamK(iters, max_blocks, min_iters, 1, 128, 4)
+    q, grid = int(sk.quantum(tiles)), int(sk.grid(tiles))
+    segs = {}  # tile -> [(block, k_lo, k_hi)]
+    for b in range(grid):
+        _, it0, it1 = (int(x) for x in sk.block_range(tiles, b))
+        assert it1 > it0
+        for t in range(it0 // iters, (it1 - 1) // iters + 1):
+            segs.setdefault(t, []).append((b, max(it0 - t * iters, 0), min(it1 - t * iters, iters)))
+    return sk, q, grid, segs
+
+
+@pytest.mark.parametrize(
+    "tiles,iters,max_blocks,min_iters",
+    [(t, i, mb, mi) for t, i, mb, mi in itertools.product((1, 3, 64, 160, 448), (1, 4, 16, 32, 64), (7, 132), (1, 4))],
+)
+def test_stream_k_schedule_invariants(tiles, iters, max_blocks, min_iters):
+    """Every iteration of every tile is done once, by at most ``max_blocks`` blocks of one quantum; a split
+    tile's segments are consecutive blocks ``first … last`` and its counter (its first block) belongs to
+    no other split tile; a block writes at most two partial slots, distinct per tile."""
+    sk, q, grid, segs = _schedule(tiles, iters, max_blocks, min_iters)
+    assert grid <= max(max_blocks, 1) and q >= min_iters
+    assert sorted(segs) == list(range(tiles))
+    counters = {}
+    for t, ss in segs.items():
+        ks = sorted((lo, hi) for _, lo, hi in ss)
+        assert ks[0][0] == 0 and ks[-1][1] == iters and all(a[1] == b[0] for a, b in zip(ks, ks[1:]))
+        blocks = [b for b, _, _ in ss]
+        assert blocks == list(range(int(sk.first_block(q, t)), int(sk.last_block(q, t)) + 1))
+        if len(ss) > 1:
+            fb = blocks[0]
+            assert fb not in counters, (t, counters[fb])
+            counters[fb] = t
+            slots = [int(sk.slot(q, b, t)) for b in blocks]
+            assert all(s // 2 == b for s, b in zip(slots, blocks))
+    for b in range(grid):  # the slots of one block's split tiles differ
+        mine = [int(sk.slot(q, b, t)) for t, ss in segs.items() if len(ss) > 1 and any(x[0] == b for x in ss)]
+        assert len(mine) == len(set(mine)) <= 2
+
+
+def test_stream_config_mapping_and_rejection():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cfg = compile_preshuffle_gemm(N=192, K=512, tile_m=12, tile_n=96, tile_k=384, in_dtype="int8",
+                                      path="stream").gemm_config  # fmt: skip
+    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (16, 64, 256)  # 192 rows: 64 (128 does not divide)
+    assert len(w) == 3
+    for kw, match in [({"c_store": "tma"}, "stores C directly"), ({"warps": (1, 1, 2)}, "mma path"),
+                      ({"max_blocks": 0}, "positive"), ({"stages": 0}, "positive")]:  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="stream", **kw)
+    with pytest.raises(ValueError, match="max_blocks applies"):
+        compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="mma", max_blocks=4)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# on the GPU
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 7168, 2048), (32, 10240, 8192), (64, 4096, 4096),
+                                   (200, 2048, 1024)])  # fmt: skip
+def test_stream_gpu(in_dtype, M, N, K):
+    from kernels.gemm.harness import cuda_device
+
+    if not cuda_device():
+        pytest.skip("needs a CUDA GPU with torch")
+    e = 1 if in_dtype in ("fp8", "int8") else 2
+    res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream")
+    assert res.config.startswith("stream") and res.ok and res.guard_ok, res
