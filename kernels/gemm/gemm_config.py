@@ -397,11 +397,11 @@ def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 
     tile_m = _map("tile_m", in_dtype, tile_m, stream_tokens_ok(in_dtype),
                   "the stream path's token tile is the wgmma N (multiples of 8 up to 256; int8: 8, 16, 24 or "
                   "multiples of 16)")  # fmt: skip
-    n_ok = [d for d in (PANEL_N, 2 * PANEL_N) if N % d == 0]
-    tile_n = _map("tile_n", N, tile_n, n_ok, f"the stream path takes 64 or 128 rows of B dividing N={N}")
+    n_ok = [d for d in (16, 32, PANEL_N, 2 * PANEL_N) if N % d == 0]
+    tile_n = _map("tile_n", N, tile_n, n_ok, f"the stream path takes 16, 32, 64 or 128 rows of B dividing N={N}")
     k_ok = [d // e for d in (ATOM_BYTES, 2 * ATOM_BYTES) if (K * e) % d == 0]
     tile_k = _map("tile_k", (K, e), tile_k, k_ok, f"the stream path stages one or two 128-byte K atoms ({k_ok})")
-    stage_bytes = (tile_m + tile_n) * tile_k * e
+    stage_bytes = (tile_m + max(tile_n, PANEL_N)) * tile_k * e  # narrow tiles keep whole m64 tiles in smem
     # 1 KB: aligning the base to the swizzle period; 16 bytes: the reduction's flag; 16 per stage: mbarriers
     budget = SMEM_LIMIT - 1024 - 16
     fit = max(2, min(STREAM_MAX_STAGES, budget // (stage_bytes + 16)))

@@ -7,7 +7,9 @@ cycles decide. Here
 
 * **Cᵀ = B · Aᵀ**: a tile is ``tile_n`` rows of B (one or two 64-row panels: one consumer warpgroup each)
   by ``tile_m`` tokens. wgmma's A operand is a panel's 8-KB piece of one 128-byte K atom — the preshuffled
-  layout's own bytes, the canonical K-major 128-byte-swizzled image, moved by one ``cp.async.bulk`` —
+  layout's own bytes, the canonical K-major 128-byte-swizzled image, moved by one ``cp.async.bulk`` (16
+  or 32 rows of it for the narrow tiles that give more tiles than SMs: the m64 tile's other rows are
+  computed and dropped) —
   and its B operand the activations' ``tile_m × 128`` bytes, by TMA (rows past M zero-filled). fp8 and
   int8 stay 8-bit (``m64nNk32`` e4m3 / s8: no conversion instructions), N = ``tile_m`` is 8 … 256.
 * **Stream-K**: the ``tiles × K-stages`` iterations are cut into equal contiguous ranges, one per block,
@@ -64,14 +66,16 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
     dt, acc_t = WGMMA_TYPES[cfg.in_dtype]
     e = cfg.elem_bytes
     TN, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
-    P = BN // PANEL_N  # consumer warpgroups, one per 64-row panel
+    P = max(1, BN // PANEL_N)  # consumer warpgroups, one per 64-row panel
+    ROWS = min(BN, PANEL_N)  # rows of B each consumer holds (16 or 32: the rest of its m64 tile is unused)
     kblks = BK * e // ATOM_BYTES
     stages = cfg.stages
     threads = 128 * (1 + P)
     iters = cfg.K // BK  # K stages per tile
     tiles_n = cfg.N // BN
     row_bytes = cfg.K * e
-    w_stage, a_stage = BN * BK * e, TN * BK * e
+    w_stage, a_stage = P * PANEL_N * BK * e, TN * BK * e  # shared bytes (whole m64 tiles)
+    w_copy = BN * BK * e  # bytes of B copied per stage
     w_bytes, a_bytes = w_stage * stages, a_stage * stages
     VPT = TN // 2  # accumulator values per consumer thread
     sk = StreamK(iters, cfg.max_blocks, cfg.min_iters, P, 128, VPT)
@@ -86,7 +90,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
 
         # one dynamic allocation, its base rounded up to the 1-KB swizzle period: B stages, A stages, the
         # mbarriers, the reduction's flag
-        lw = nvvm.make_smem_layout_gmma(dt, (BN, BK), stages=stages)
+        lw = nvvm.make_smem_layout_gmma(dt, (P * PANEL_N, BK), stages=stages)
         la = nvvm.make_smem_layout_gmma(dt, (TN, BK), stages=stages)
         raw = fx.SharedAllocator(static=False).allocate(w_bytes + a_bytes + 16 * stages + 16 + 1024).ptr
         base = nvvm.align_shared(raw, 1024).recast(fx.Int8)
@@ -115,22 +119,23 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                 if nvvm.elect_one():
                     gB = B.iterator.recast(fx.Int8)
                     st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
-                    for it in range(it0, it1):
-                        tile = it // iters
-                        kt = it - tile * iters
+                    for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                         tn = tile // mtiles
-                        nvvm.mbarrier_wait(empty + st.index, st.phase)
-                        nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_stage)
-                        nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index,
-                                      ((tile - tn * mtiles) * TN, kt * BK))  # fmt: skip
-                        src0 = gB + (tn * (BN * row_bytes) + kt * (kblks * PIECE))  # panels tn*P.. are consecutive
-                        dst0 = base + st.index * w_stage
-                        for p in fx.range_constexpr(P):
-                            for j in fx.range_constexpr(kblks):
-                                nvvm.bulk_copy_g2s(dst0 + (j * BN * ATOM_BYTES + p * PIECE),
-                                                   src0 + (p * PANEL_N * row_bytes + j * PIECE), PIECE,
-                                                   full + st.index)  # fmt: skip
-                        st = st.next()
+                        m0 = (tile - tn * mtiles) * TN
+                        r0 = tn * BN  # the tile's first row of B: its panel, and the row in the panel
+                        src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
+                        for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
+                            nvvm.mbarrier_wait(empty + st.index, st.phase)
+                            nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                            nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
+                            src = src0 + kt * (kblks * PIECE)
+                            dst = base + st.index * w_stage
+                            for p in fx.range_constexpr(P):  # panel p's rows of K atom j: one copy
+                                for j in fx.range_constexpr(kblks):
+                                    nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
+                                                       src + (p * PANEL_N * row_bytes + j * PIECE),
+                                                       ROWS * ATOM_BYTES, full + st.index)  # fmt: skip
+                            st = st.next()
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
@@ -166,7 +171,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                 fb = sk.first_block(q, tile)
                 nseg = sk.last_block(q, tile) - fb + 1
                 if nseg == 1:
-                    _store_tile(epi, acc, n0, m0, t)
+                    if t < 2 * ROWS:  # warps holding rows of B (16 per warp)
+                        _store_tile(epi, acc, n0, m0, t)
                 else:
                     # a split tile: publish the partial, count the arrival; the last block sums in block order
                     sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
@@ -182,7 +188,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                             total = total + sk.partial(WS, acc_t, sk.slot(q, bb, tile), cw, t)
                         if tid == 128:
                             sk.counter(WS, fb).store(0)  # every segment has arrived: ready for the next launch
-                        _store_tile(epi, total, n0, m0, t)
+                        if t < 2 * ROWS:
+                            _store_tile(epi, total, n0, m0, t)
                     # the flag is read by every consumer before any of them can pass the next tile's barrier
 
     def _store_tile(epi, acc, n0, m0, t):

@@ -29,6 +29,8 @@ CASES = [
     (21, 128, 1024, (8, 64, 128), 10),  # 3 token tiles x 2 panels, 8 stages a tile over 5-stage blocks
     (40, 256, 1024, (16, 128, 256), 5),  # two panels per tile (two consumers), two K atoms per stage
     (33, 128, 512, (32, 64, 128), 3),  # blocks spanning whole and split tiles
+    (9, 128, 512, (16, 32, 128), 5),  # 32 rows of B per tile (half a panel): 4 tiles, split
+    (17, 64, 256, (24, 16, 256), None),  # 16 rows of B, 24 tokens, two K atoms per stage: whole tiles
 ]
 IDS = [f"M{m}-N{n}-K{k}-t{'x'.join(map(str, t))}-b{b}" for m, n, k, t, b in CASES]
 
