@@ -12,9 +12,12 @@ N = K = 4096 fp8 (plotted). ``--variants`` compares tile configurations in one r
 
     python -m benchmarks.cases.preshuffle_gemm --groups decode --variants auto 16x32x1024 16x16x1024:1,1,4
 
-A variant is ``auto`` (the shape heuristic with the problem's M as hint) or
-``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements; ``_`` leaves one to the heuristic), either followed
-by options ``/rNN`` (register cap, mma path) and ``/tma`` or ``/direct`` (how the wgmma path stores C).
+A variant is ``auto`` (the shape heuristic with the problem's M as hint), ``r1`` (the first H200 round's
+default: the mma path up to M = 64, the wgmma path above, each with its own heuristic tiles) or
+``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements; ``_`` leaves one to the heuristic, which knows M),
+any of them followed by options ``/rNN`` (register cap, mma path), ``/tma`` or ``/direct`` (how the wgmma
+path stores C), ``/sNN`` (shared-memory stages, wgmma and stream paths), ``/bNN`` (the stream path's
+most blocks), ``/pp`` (the wgmma path's ping-pong consumers).
 Writes ``<out>/<date>-<gpu>-gemm.{json,md,png}``.
 ``cases(quick)`` serves ``python -m benchmarks.run preshuffle_gemm`` (times per shape, default variant).
 """
@@ -73,15 +76,18 @@ def parse_variant(text: str) -> dict:
     the heuristic's tiles, and ``_`` for a tile (``_x8x1024``) takes that one from the heuristic."""
     kw = {}
     text, *opts = text.split("/")
+    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks"}
     for o in opts:
         if o in ("tma", "direct"):
             kw["c_store"] = o
-        elif o.startswith("r") and o[1:].isdigit():
-            kw["maxnreg"] = int(o[1:])
+        elif o == "pp":
+            kw["schedule"] = "pingpong"
+        elif o[:1] in names and o[1:].isdigit():
+            kw[names[o[:1]]] = int(o[1:])
         else:
-            raise ValueError(f"unknown variant option /{o} (use /rNN, /tma or /direct)")
-    if text == "auto":
-        return kw
+            raise ValueError(f"unknown variant option /{o} (use /rNN, /sNN, /bNN, /pp, /tma or /direct)")
+    if text in ("auto", "r1"):
+        return kw | ({"r1": True} if text == "r1" else {})
     if "@" in text:
         text, kw["path"] = text.split("@", 1)
     if ":" in text:
@@ -124,6 +130,8 @@ def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, 
     from kernels.gemm.harness import run_gemm
 
     kw = parse_variant(variant)
+    if kw.pop("r1", False):  # round 1's default path for this M (its heuristic tiles)
+        kw["path"] = "mma" if M <= 64 else "wgmma"
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:

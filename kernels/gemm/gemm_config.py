@@ -44,6 +44,7 @@ STREAM_TOKENS = (8, 16, 32, 64, 128, 256)  # the stream path's token tiles (wgmm
 STREAM_MAX_M = 256  # the heuristic's stream path up to this M (docs/gemm.md)
 STREAM_MAX_STAGES = 32
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
+STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
 
 
 class GemmConfig(NamedTuple):
@@ -96,10 +97,11 @@ class GemmConfig(NamedTuple):
 
     def describe(self) -> str:
         if self.path == "stream":
+            wgs = max(1, self.tile_n // 64)
             return (
                 f"stream tile {self.tile_m}x{self.tile_n}x{self.tile_k} (tokens x B rows x K), {self.stages} stages, "
                 f"stream-K over <= {self.max_blocks} blocks of >= {self.min_iters} K stages, "
-                f"{self.tile_n // 64} consumer warpgroup(s) + 1 producer ({128 * (1 + self.tile_n // 64)} threads)"
+                f"{wgs} consumer warpgroup(s) + 1 producer ({128 * (1 + wgs)} threads)"
             )
         if self.path == "wgmma":
             return (
@@ -146,8 +148,8 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     (default: :func:`heuristic_path`).
 
     * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) the smallest of 8, 16, …, 256 that
-      holds M; 64 rows of B per tile (128 from 128 tokens on, so that the activations re-read from L2 per
-      tile stay at most the bytes of B); one 128-byte K atom per stage. The stream-K grid fills the SMs.
+      holds M; the rows of B per tile from :func:`_stream_rows` (whole tiles filling the SMs when a width
+      gives them, else stream-K); one 128-byte K atom per stage.
     * ``"mma"``: ``tile_m`` the smallest of 16/32/64 that covers M; ``tile_n`` the largest of 64/32/16/8
       that still gives about two blocks per SM (``N / tile_n >= 1.9 * 132``); ``tile_k`` one 128-byte K
       atom per warp and iteration for 8 warps (1024 bytes when one warp covers tile_n, 512 when two do).
@@ -161,8 +163,7 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     path = path or heuristic_path(M)
     if path == "stream":
         tn = next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
-        rows = 2 * PANEL_N if tn >= 128 and N % (2 * PANEL_N) == 0 else PANEL_N
-        return tn, rows, ATOM_BYTES // e
+        return tn, _stream_rows(N, tn, m), ATOM_BYTES // e
     if path == "wgmma":
         return (*_wgmma_tile(max(m, 1), N), ATOM_BYTES // e)
     tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
@@ -176,6 +177,31 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     want = ATOM_BYTES * max(1, 8 // (wm * wn))
     tile_kb = max(d for d in (1024, 512, 256, 128) if kb % d == 0 and d <= want)
     return tile_m, tile_n, tile_kb // e
+
+
+def _stream_fill(N: int, tile_m: int, tile_n: int, M: int) -> int:
+    """Tiles of the stream path for ``M`` rows."""
+    return N // tile_n * -(-M // tile_m)
+
+
+def _stream_rows(N: int, tile_m: int, M: int) -> int:
+    """Rows of B per stream tile: the widest of 128, 64, 32, 16 (dividing N; at least ``tile_m`` up to 128, so
+    that the activations re-read from L2 per tile stay at most the bytes of B) whose tiles exactly fill
+    between 3/4 of the SMs and all of them — one whole tile per block, no split tile to reduce; else 64
+    (128 from 128 tokens on) and stream-K splits the tiles' K over all the SMs."""
+    ok = [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128)]
+    for r in ok:
+        if STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, M) <= NUM_SMS:
+            return r
+    want = 2 * PANEL_N if tile_m >= 128 else PANEL_N
+    return want if N % want == 0 else (ok[-1] if ok else 16)
+
+
+def stream_blocks(N: int, tile_m: int, tile_n: int, M: int | None) -> int:
+    """The stream-K grid bound: the tile count when whole tiles fill 3/4 of the SMs or more (one per block,
+    nothing to reduce), else one block per SM."""
+    tiles = _stream_fill(N, tile_m, tile_n, 16 if M is None else M)
+    return tiles if STREAM_WHOLE * NUM_SMS <= tiles <= NUM_SMS else NUM_SMS
 
 
 # relative speed of a wgmma tile shape (per output element, full machine): B/A reuse in shared memory and
@@ -281,7 +307,8 @@ def make_config(
         if path == "stream":
             if c_store not in (None, "direct"):
                 raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
-            return _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
+            cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
+            return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
         return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma", stages)

@@ -150,8 +150,7 @@ def run_gemm(
     """
     cuda = cuda_device() if cuda is None else cuda
     if launch_fn is None:
-        if tile_m is None and tile_n is None and tile_k is None:
-            compile_kw.setdefault("M", M)  # the heuristic's hint
+        compile_kw.setdefault("M", M)  # the heuristic's hint (for the tiles, paths and grids not given)
         launch_fn = compile_preshuffle_gemm(
             N=N, K=K, tile_m=tile_m, tile_n=tile_n, tile_k=tile_k, in_dtype=in_dtype, out_dtype=out_dtype,
             epilogue=epilogue, **compile_kw,

@@ -243,19 +243,27 @@ def test_maxnreg_hint_caps_the_kernel_registers(tmp_path, monkeypatch):
 
 
 def test_heuristic_and_defaults(interpreter):
-    fn = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8")
-    cfg = fn.gemm_config
-    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.num_warps) == (16, 16, 1024, 8)
-    cfg = compile_preshuffle_gemm(N=10240, K=8192, in_dtype="bf16", M=32).gemm_config
-    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.num_warps) == (32, 32, 256, 8)  # 512 bytes: 4 x 128
-    cfg = compile_preshuffle_gemm(N=7168, K=2048, in_dtype="int8", M=1).gemm_config
-    assert (cfg.tile_m, cfg.tile_n, cfg.tile_k) == (16, 16, 1024)
-    cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=64).gemm_config
-    assert (cfg.path, cfg.tile_m, cfg.tile_n) == ("mma", 64, 16)  # the heuristic's 64-row mma tile
-    cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=8192).gemm_config
-    assert (cfg.path, cfg.tile_m, cfg.tile_n, cfg.tile_k, cfg.stages) == ("wgmma", 128, 256, 128, 4)
-    cfg = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="bf16", M=128).gemm_config
-    assert (cfg.path, cfg.tile_m, cfg.tile_n, cfg.tile_k) == ("wgmma", 64, 64, 64)  # 128 tiles fill the SMs
+    """The heuristic's paths and tiles (docs/gemm.md, "Tile arguments and the heuristic")."""
+
+    def cfg(N, K, dt, M=None, **kw):
+        c = compile_preshuffle_gemm(N=N, K=K, in_dtype=dt, M=M, **kw).gemm_config
+        return (c.path, c.tile_m, c.tile_n, c.tile_k) + ((c.max_blocks,) if c.path == "stream" else (c.stages,))
+
+    # decode: the stream path, tokens = the smallest of 8 ... 256 holding M; whole tiles when they fill
+    # 3/4 of the SMs (4096: 128 tiles of 32 rows; 7168: 112 of 64), else stream-K over all 132
+    assert cfg(4096, 4096, "fp8") == ("stream", 16, 32, 128, 128)
+    assert cfg(4096, 4096, "fp8", 1) == ("stream", 8, 32, 128, 128)
+    assert cfg(7168, 2048, "int8", 32) == ("stream", 32, 64, 128, 112)
+    assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 64, 64, 132)
+    assert cfg(4096, 4096, "fp8", 64) == ("stream", 64, 64, 128, 132)  # 64 tiles: split over 128 blocks
+    assert cfg(4096, 4096, "fp8", 256) == ("stream", 256, 128, 128, 132)  # activations re-read 2x B at most
+    # large M: the wgmma path's waves x tile-cost model
+    assert cfg(4096, 4096, "fp8", 8192) == ("wgmma", 128, 256, 128, 4)
+    assert cfg(4096, 4096, "bf16", 512)[:4] == ("wgmma", 128, 128, 64)
+    # the mma path keeps its own heuristic when asked for
+    assert cfg(4096, 4096, "fp8", path="mma")[:4] == ("mma", 16, 16, 1024)
+    assert cfg(10240, 8192, "bf16", 32, path="mma")[:4] == ("mma", 32, 32, 256)  # 512 bytes: 4 x 128
+    assert cfg(4096, 4096, "fp8", 64, path="mma")[:3] == ("mma", 64, 16)
 
 
 # ---------------------------------------------------------------------------------------------------------
