@@ -66,6 +66,7 @@ class GemmConfig(NamedTuple):
     c_store: str = "direct"  # how C leaves: "direct" (guarded 4-byte stores) or "tma" (smem + TMA store)
     max_blocks: int = 0  # stream: the most blocks of the stream-K grid (0 elsewhere)
     min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
+    schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
 
     @property
     def elem_bytes(self) -> int:
@@ -104,6 +105,11 @@ class GemmConfig(NamedTuple):
                 f"{wgs} consumer warpgroup(s) + 1 producer ({128 * (1 + wgs)} threads)"
             )
         if self.path == "wgmma":
+            if self.schedule == "pingpong":
+                return (
+                    f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, C by {self.c_store}, "
+                    "ping-pong: 2 consumer warpgroups on alternate tiles + 1 producer (384 threads)"
+                )
             return (
                 f"wgmma tile {self.tile_m}x{self.tile_n}x{self.tile_k}, {self.stages} stages, C by {self.c_store}, "
                 f"{self.tile_m // 64} consumer warpgroup(s) + 1 producer ({128 * (1 + self.tile_m // 64)} threads)"
@@ -262,13 +268,16 @@ def make_config(
     c_store: str | None = None,
     stages: int | None = None,
     max_blocks: int | None = None,
+    schedule: str | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
     The path: ``path`` when given; else the heuristic's (:func:`heuristic_path`) when ``tile_m`` is not
     given; else it follows ``tile_m`` (below 64 rows the mma path, from 64 on the wgmma path), as FlyDSL's
     tile arguments always did. ``stages`` (wgmma/stream) caps the shared-memory ring (default: as many as
-    fit); ``max_blocks`` (stream) caps the stream-K grid (default: one block per SM).
+    fit); ``max_blocks`` (stream, wgmma) caps the persistent grid (default: one block per SM); ``schedule`` (wgmma):
+    ``"cooperative"`` (default: the consumer warpgroups share each tile) or ``"pingpong"`` (each of two
+    consumer warpgroups takes whole tiles in turn, one's epilogue under the other's mainloop).
 
     Raises ``ValueError`` for what cannot be mapped (dtypes, epilogue, N/K the preshuffled layout cannot
     hold, non-positive tiles, impossible warp splits). Tile values that are merely invalid for the path
@@ -297,8 +306,13 @@ def make_config(
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
     tile_k = hk if tile_k is None else tile_k
-    if path != "stream" and max_blocks is not None:
-        raise ValueError("max_blocks applies to the stream path (its stream-K grid); the others size their own")
+    if schedule not in (None, "cooperative", "pingpong"):
+        raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {schedule!r}")
+    if schedule == "pingpong" and path != "wgmma":
+        raise ValueError("schedule='pingpong' applies to the wgmma path")
+    if path == "mma" and max_blocks is not None:
+        raise ValueError("max_blocks applies to the stream and wgmma paths (their persistent grids); the mma path's "
+                         "grid is one block per tile")  # fmt: skip
     if path in ("wgmma", "stream"):
         if warps is not None:
             raise ValueError(
@@ -311,7 +325,9 @@ def make_config(
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
-        return _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma", stages)
+        cfg = _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma", stages,
+                            schedule or "cooperative")  # fmt: skip
+        return cfg._replace(max_blocks=max_blocks or NUM_SMS)
     if c_store not in (None, "direct"):
         raise ValueError(f"c_store={c_store!r}: the mma path stores C directly from registers")
     if stages is not None:
@@ -359,7 +375,8 @@ def make_config(
     return cfg
 
 
-def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store, stages=None) -> GemmConfig:
+def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store, stages=None,
+                  schedule="cooperative") -> GemmConfig:  # fmt: skip
     e = ELEM_BYTES[in_dtype]
     if tile_m not in (64, 128):
         new = 64 if tile_m < 96 else 128
@@ -384,13 +401,20 @@ def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c
             f"tile_k={tile_k}: the wgmma path stages one or two 128-byte K atoms ({k_ok}); using {new}",
         )
         tile_k = new
+    if schedule == "pingpong" and tile_m * tile_n > 64 * 256:
+        new = 64 if tile_n > 128 else tile_m
+        _note(("pp_tile", tile_m, tile_n), f"ping-pong tile {tile_m}x{tile_n}: a warpgroup holds at most 64x256 or "
+              f"128x128 accumulators; using tile_m={new}")  # fmt: skip
+        tile_m = new
     stage_bytes = (tile_m + tile_n) * tile_k * e
+    consumers = 2 if schedule == "pingpong" else tile_m // 64
     # 1 KB: aligning the base to the swizzle period at run time; 16 bytes per stage: its two mbarriers
-    budget = SMEM_LIMIT - 1024 - (EPI_BYTES * (tile_m // 64) if c_store == "tma" else 0)
+    budget = SMEM_LIMIT - 1024 - (EPI_BYTES * consumers if c_store == "tma" else 0)
     budget -= 16 * MAX_STAGES
     fit = max(2, min(MAX_STAGES, budget // stage_bytes))
     stages = _stages(stages, fit)
-    return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages, c_store)
+    return GemmConfig("wgmma", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages, c_store,
+                      schedule=schedule)  # fmt: skip
 
 
 def _stages(asked: int | None, fit: int) -> int:

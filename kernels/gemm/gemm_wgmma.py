@@ -40,6 +40,7 @@ WGMMA_TYPES = {
 }
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
 GROUP_M = 8  # tile-rows per scheduler group (L2 reuse of B)
+BAR_TURN = 3  # ping-pong: named barriers 3 and 4 hand the tensor cores to warpgroup 1 and 2
 PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
 EPI = 64  # epilogue chunk: 64 x 64 outputs, one 128-byte swizzle row of 16-bit values
 
@@ -60,7 +61,9 @@ def build_wgmma_gemm(cfg: GemmConfig):
     BM, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
     kblks = BK * e // ATOM_BYTES  # 128-byte K atoms per stage
     stages = cfg.stages
-    consumers = BM // 64
+    pingpong = cfg.schedule == "pingpong"
+    consumers = 2 if pingpong else BM // 64  # ping-pong: two warpgroups, each on whole tiles in turn
+    halves = BM // 64 if pingpong else 1  # m64 row blocks per warpgroup and tile
     threads = 128 * (1 + consumers)
     k_tiles = cfg.K // BK
     tiles_n = cfg.N // BN
@@ -97,7 +100,8 @@ def build_wgmma_gemm(cfg: GemmConfig):
         if tid == 0:
             for s in fx.range_constexpr(stages):
                 nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
-                nvvm.mbarrier_init(empty + s, consumers * 128)  # every consumer thread releases the stage
+                # every thread of the warpgroup(s) reading the stage releases it
+                nvvm.mbarrier_init(empty + s, (1 if pingpong else consumers) * 128)
             nvvm.fence_mbarrier_init()
         fx.barrier()
 
@@ -129,7 +133,7 @@ def build_wgmma_gemm(cfg: GemmConfig):
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
-            cw = wg - 1  # rows 64*cw .. 64*cw + 63 of the tile
+            cw = wg - 1  # cooperative: rows 64*cw .. 64*cw + 63 of every tile; ping-pong: every other tile
             t = nvvm.thread_idx_in_warpgroup()
             op = nvvm.WgmmaOp(dt, acc_t, BN)
             kin = op.shape_mnk[2]
@@ -137,50 +141,70 @@ def build_wgmma_gemm(cfg: GemmConfig):
             frag_c = None
             if fx.const_expr(tma_store):
                 frag_c = fx.make_tiled_mma(fx.make_mma_atom(nvvm.WgmmaOp(dt, acc_t, EPI))).get_slice(t)
-            for tile in range(first, num_tiles, step):
+            first_mine = first + (cw * step if pingpong else 0)
+            for tile in range(first_mine, num_tiles, step * (2 if pingpong else 1)):
                 m, n = tile_coords(tile, tiles_m, tiles_n)
-                acc = fx.full(BN // 2, 0, acc_t)
+                if fx.const_expr(pingpong):
+                    # this warpgroup's tiles are every other one of the block's: its stages start k_tiles times
+                    # the block's tiles before it into the ring; the other warpgroup's mainloop ends first
+                    local = (tile - first) // step
+                    pos = local * k_tiles
+                    st = nvvm.PipelineState(stages, pos % stages, (pos // stages) % 2)
+                    if local > 0:
+                        nvvm.barrier_sync(BAR_TURN + cw, 256)
+                accs = [fx.full(BN // 2, 0, acc_t) for _ in range(halves)]
                 prev = fx.Int32(0)
                 for kt in range(k_tiles):
                     nvvm.mbarrier_wait(full + st.index, st.phase)
                     a_k = fx.zipped_divide(sA[None, None, st.index], (64, kin))
                     b_k = fx.zipped_divide(sB[None, None, st.index], (BN, kin))
                     nvvm.wgmma_fence()
-                    for kk in fx.range_constexpr(BK // kin):
-                        acc = nvvm.wgmma(acc, a_k[None, (cw, kk)], b_k[None, (0, kk)], op=op,
-                                         accumulate=(kt > 0) if kk == 0 else True)  # fmt: skip
+                    for h in fx.range_constexpr(halves):
+                        rows = h if pingpong else cw
+                        for kk in fx.range_constexpr(BK // kin):
+                            accs[h] = nvvm.wgmma(accs[h], a_k[None, (rows, kk)], b_k[None, (0, kk)], op=op,
+                                                 accumulate=(kt > 0) if kk == 0 else True)  # fmt: skip
                     nvvm.wgmma_commit_group()
-                    acc = nvvm.wgmma_wait_group(1, acc)  # the previous batch is done: release its stage
+                    accs = _wait(1, accs)  # the previous batch is done: release its stage
                     if kt > 0:
                         nvvm.mbarrier_arrive(empty + prev)
                     prev = st.index
                     st = st.next()
-                acc = nvvm.wgmma_wait_group(0, acc)
+                accs = _wait(0, accs)
                 nvvm.mbarrier_arrive(empty + prev)
-                row0, col0 = m * BM + 64 * cw, n * BN
-                if fx.const_expr(tma_store):
-                    # 64 columns at a time into the consumer's two shared buffers in turn; one thread
-                    # TMA-stores each chunk (rows past M are dropped by the copy engine)
-                    rows = _rows(epi, row0, t)
-                    for c in fx.range_constexpr(BN // EPI):
-                        buf = sC[None, None, 2 * cw + c % 2]
-                        if t == 0:
-                            nvvm.bulk_wait_group(1, read=True)  # the store that last read this buffer is done
-                        nvvm.barrier_sync(1 + cw, 128)
-                        dst = frag_c.partition_C(buf)
-                        vals = _finished(epi, acc, rows, col0, t, c)
-                        for i in fx.range_constexpr(EPI // 2):
-                            dst[(i, 0, 0)] = vals[i]
-                        nvvm.fence_proxy_async()
-                        nvvm.barrier_sync(1 + cw, 128)
-                        if t == 0:
-                            nvvm.tma_store(tma_c, buf, (row0, col0 + EPI * c))
-                            nvvm.bulk_commit_group()
-                else:
-                    _store_tile(epi, acc, row0, col0, t)
+                if fx.const_expr(pingpong):
+                    if tile + step < num_tiles:  # the other warpgroup's next tile may start its mainloop
+                        nvvm.barrier_arrive(BAR_TURN + 1 - cw, 256)
+                for h in fx.range_constexpr(halves):
+                    row0, col0 = m * BM + 64 * (h if pingpong else cw), n * BN
+                    if fx.const_expr(tma_store):
+                        # 64 columns at a time into the consumer's two shared buffers in turn; one thread
+                        # TMA-stores each chunk (rows past M are dropped by the copy engine)
+                        rows = _rows(epi, row0, t)
+                        for c in fx.range_constexpr(BN // EPI):
+                            buf = sC[None, None, 2 * cw + (h * (BN // EPI) + c) % 2]
+                            if t == 0:
+                                nvvm.bulk_wait_group(1, read=True)  # the store that last read this buffer is done
+                            nvvm.barrier_sync(1 + cw, 128)
+                            dst = frag_c.partition_C(buf)
+                            vals = _finished(epi, accs[h], rows, col0, t, c)
+                            for i in fx.range_constexpr(EPI // 2):
+                                dst[(i, 0, 0)] = vals[i]
+                            nvvm.fence_proxy_async()
+                            nvvm.barrier_sync(1 + cw, 128)
+                            if t == 0:
+                                nvvm.tma_store(tma_c, buf, (row0, col0 + EPI * c))
+                                nvvm.bulk_commit_group()
+                    else:
+                        _store_tile(epi, accs[h], row0, col0, t)
             if fx.const_expr(tma_store):
                 if t == 0:
                     nvvm.bulk_wait_group(0)
+
+    def _wait(pending, accs):
+        """``wgmma_wait_group`` on a list of accumulators, returned as a list."""
+        r = nvvm.wgmma_wait_group(pending, *accs)
+        return [r] if len(accs) == 1 else list(r)
 
     def _rows(epi, row0, t):
         """The thread's two rows of the warpgroup's 64 (wgmma's m64nN fragment: value ``4j + 2h + i`` is row
@@ -237,7 +261,7 @@ def build_wgmma_gemm(cfg: GemmConfig):
             c2 = fx.make_view(arg_c.iterator, fx.make_layout((i32_m, cfg.N), (cfg.N, 1)))
             tma_c = nvvm.make_tma_atom(c2, nvvm.make_smem_layout_gmma(out, (EPI, EPI)), store=True)
         tiles = ((i32_m + BM - 1) // BM) * tiles_n
-        grid = fx.max(fx.min(tiles, NUM_SMS), 1)
+        grid = fx.max(fx.min(tiles, cfg.max_blocks or NUM_SMS), 1)
         kernel_gemm(tma_a, tma_c, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, i32_m).launch(
             grid=(grid, 1, 1), block=(threads, 1, 1), stream=stream
         )

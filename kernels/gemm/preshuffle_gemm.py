@@ -62,6 +62,7 @@ def compile_preshuffle_gemm(
     maxnreg: int | None = None,
     stages: int | None = None,
     max_blocks: int | None = None,
+    schedule: str | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -69,7 +70,7 @@ def compile_preshuffle_gemm(
     for the heuristic only; ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``; ``maxnreg``
     caps the registers per thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per
     SM on the mma path); ``stages`` caps the shared-memory ring (wgmma, stream); ``max_blocks`` caps the
-    stream path's stream-K grid.
+    stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``.
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -106,6 +107,7 @@ def compile_preshuffle_gemm(
         c_store=c_store,
         stages=stages,
         max_blocks=max_blocks,
+        schedule=schedule,
     )
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(

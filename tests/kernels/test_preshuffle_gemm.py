@@ -157,6 +157,32 @@ def test_gemm_wgmma_interpreter(in_dtype, M, N, K, tiles, interpreter):
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
 
 
+# several tiles per block through a small grid bound (max_blocks): the cooperative schedule walking tiles, and
+# the ping-pong schedule (two consumer warpgroups on alternate tiles, handing the tensor cores over by named
+# barriers; an odd tile count leaves the second warpgroup one tile short)
+PP_CASES = [
+    (130, 256, 512, (64, 64, 128), "pingpong", 2),  # 12 tiles over 2 blocks: 3 per warpgroup
+    (257, 192, 256, (128, 64, 128), "pingpong", 3),  # 9 tiles over 3 blocks: 2 + 1; two m64 halves a tile
+    (257, 128, 512, (128, 64, 256), "cooperative", 2),  # 6 tiles over 2 blocks
+]
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize(
+    "M,N,K,tiles,schedule,blocks", PP_CASES, ids=[f"M{c[0]}-t{'x'.join(map(str, c[3]))}-{c[4]}" for c in PP_CASES]
+)
+def test_gemm_wgmma_schedules_interpreter(in_dtype, M, N, K, tiles, schedule, blocks, interpreter):
+    res = _run_cpu(in_dtype, M, N, K, tiles, seed=M + K, schedule=schedule, max_blocks=blocks)
+    assert res.config.startswith("wgmma") and ("ping-pong" in res.config) == (schedule == "pingpong")
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
+def test_wgmma_pingpong_epilogue_direct_interpreter(interpreter):
+    res = _run_cpu("int8", 200, 128, 256, (64, 128, 128), epilogue="bias_silu", seed=5, schedule="pingpong",
+                   c_store="direct", max_blocks=2)  # fmt: skip
+    assert res.ok and res.guard_ok and res.rel_err < 2**-7, res
+
+
 @pytest.mark.parametrize("c_store", ["tma", "direct"])
 @pytest.mark.parametrize("epilogue", ["bias_relu", "bias_gelu"])
 def test_wgmma_epilogue_interpreter(epilogue, c_store, interpreter):
@@ -301,6 +327,10 @@ def test_invalid_tiles_are_mapped_and_said_once():
         ({"tile_m": 128, "c_store": "smem"}, "c_store"),
         ({"tile_m": 16, "c_store": "tma"}, "directly from registers"),
         ({"lds_stage": 7}, "lds_stage"),
+        ({"tile_m": 128, "schedule": "pp"}, "schedule"),
+        ({"schedule": "pingpong"}, "applies to the wgmma path"),
+        ({"max_blocks": 4}, "max_blocks applies"),
+        ({"stages": 3}, "stages applies"),
         ({"bogus": 1}, "unknown keyword"),
     ],
 )
