@@ -29,36 +29,50 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# the variants compared by default, per group (see benchmarks/cases/preshuffle_gemm.py for the syntax):
-# decode: the heuristic, with a register cap (3 blocks of 256 threads per SM), and tile_n 8 / 32 / 64;
-# seed: the heuristic (128x256), FlyDSL's 128x128x256, 128x128x128, and C stored from registers
+# the variants compared by default, per group (see benchmarks/cases/preshuffle_gemm.py for the syntax), each
+# beside round 1's default ("r1": the mma path up to M = 64, the cooperative wgmma path above):
+# decode: the heuristic (the stream path: whole 32-row tiles at N = 4096, whole 64-row tiles at 7168, stream-K
+#   splits of 64-row tiles at 10240; two K atoms a stage), its tiles with one K atom a stage, and 64, 128
+#   (two consumers) and 32 rows everywhere;
+# seed / large: the heuristic (cooperative 128x256), ping-pong 64x256 and 128x128, cooperative 128x128;
+# sweep: the heuristic, and the stream path and ping-pong 64x256 at every M
 DEFAULT_VARIANTS = {
-    "decode": ["auto", "auto/r80", "_x8x1024", "_x32x512", "_x64x256"],
-    "seed": ["auto", "128x128x256", "128x128x128", "auto/direct"],
-    "large": ["auto", "128x128x128"],
-    "sweep": ["auto"],
+    "decode": ["r1", "auto", "_x_x128@stream", "_x64x256@stream", "_x128x256@stream", "_x32x256@stream"],
+    "seed": ["r1", "auto", "64x256x_/pp", "128x128x_/pp", "128x128x_"],
+    "large": ["auto", "64x256x_/pp", "128x128x_/pp", "128x128x_"],
+    "sweep": ["r1", "auto", "_x_x_@stream", "64x256x_/pp"],
 }
 
 EPILOGUES = ("bias", "bias_relu", "bias_silu", "bias_gelu")
-CHECKS = [  # (in_dtype, M, N, K (8-bit elements), tiles (m, n, k in 8-bit elements) or None, epilogue, out)
-    *[(dt, 1, 256, 512, None, "none", "bf16") for dt in ("fp8", "int8", "bf16", "fp16")],
-    *[(dt, 33, 1024, 2048, (32, 64, 512), "none", "bf16") for dt in ("fp8", "int8", "bf16", "fp16")],
-    *[(dt, 16, 5120, 8192, (16, 64, 512), "none", "bf16") for dt in ("fp8", "int8", "bf16", "fp16")],
-    *[(dt, 2048, 4096, 512, (128, 128, 256), "none", "bf16") for dt in ("fp8", "int8", "bf16")],
-    *[(dt, 300, 2048, 1024, None, ep, "bf16") for dt in ("fp8", "bf16") for ep in EPILOGUES],
-    ("fp8", 40, 1024, 1024, None, "bias", "fp16"),
-    ("int8", 16, 10240, 8192, None, "none", "bf16"),
+ALL = ("fp8", "int8", "bf16", "fp16")
+CHECKS = [  # (in_dtype, M, N, K (8-bit elements), variant (tile_k in 8-bit elements), epilogue, out)
+    *[(dt, 1, 256, 512, "auto", "none", "bf16") for dt in ALL],
+    *[(dt, 33, 1024, 2048, "32x64x512", "none", "bf16") for dt in ALL],  # FlyDSL's tiles: the mma path
+    *[(dt, 16, 5120, 8192, "16x64x512", "none", "bf16") for dt in ALL],
+    *[(dt, 2048, 4096, 512, "128x128x256", "none", "bf16") for dt in ("fp8", "int8", "bf16")],
+    *[(dt, 2048, 4096, 512, v, "none", "bf16") for dt in ("fp8", "bf16") for v in ("64x256x_/pp", "128x128x_/pp")],
+    *[(dt, 300, 2048, 1024, "auto", ep, "bf16") for dt in ("fp8", "bf16") for ep in EPILOGUES],
+    # the stream path: whole tiles (4096: 32 rows, 7168: 64 rows), stream-K splits (10240, M = 200), epilogues
+    *[(dt, 32, 4096, 2048, "auto", "none", "bf16") for dt in ALL],
+    *[(dt, 7, 7168, 2048, "auto", "none", "bf16") for dt in ALL],
+    *[(dt, 16, 10240, 8192, "auto", "none", "bf16") for dt in ALL],
+    *[(dt, 200, 4096, 4096, "auto", "none", "bf16") for dt in ("fp8", "bf16")],
+    ("fp8", 40, 1024, 1024, "auto", "bias", "fp16"),
+    ("bf16", 24, 2048, 1024, "auto", "bias_gelu", "bf16"),
+    ("fp8", 700, 4096, 4096, "_x_x_@stream", "bias_relu", "bf16"),  # 3 token tiles of 256
 ]  # fmt: skip
 
 
 def check(log) -> list[str]:
+    from benchmarks.cases.preshuffle_gemm import parse_variant
     from kernels.gemm.harness import run_gemm
 
     lines = []
-    for dt, M, N, K, tiles, ep, out in CHECKS:
+    for dt, M, N, K, variant, ep, out in CHECKS:
         e = 1 if dt in ("fp8", "int8") else 2
-        tm, tn, tk = tiles if tiles else (None, None, None)
-        kw = {"tile_m": tm, "tile_n": tn, "tile_k": tk // e if tk else None}  # M is the heuristic's hint (run_gemm)
+        kw = parse_variant(variant)  # M is the heuristic's hint (run_gemm)
+        if kw.get("tile_k"):
+            kw["tile_k"] //= e
         t0 = time.perf_counter()
         try:
             r = run_gemm(dt, M, N, K // e, cuda=True, graph_check=True, epilogue=ep, out_dtype=out, log=log, **kw)
@@ -70,6 +84,42 @@ def check(log) -> list[str]:
         log(line, flush=True)
         lines.append(line)
     lines += parity(log)
+    lines += determinism(log)
+    return lines
+
+
+def determinism(log) -> list[str]:
+    """The split-K reduction on the GPU: one stream-K launcher (every tile split) run 5 times on the same
+    inputs gives identical bits, its arrival counters are back at zero after each run, and the result
+    matches the f32 reference with rows past M untouched."""
+    import torch
+
+    from kernels.gemm.harness import SENTINEL
+    from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm, shuffle_weight
+    from kernels.gemm.reference import make_inputs, reference_gemm, verify_output
+    from kernels.gemm.streamk import COUNTER_WORDS
+
+    lines = []
+    for dt, M, N, K in (("fp8", 16, 4096, 4096), ("bf16", 30, 10240, 4096), ("int8", 200, 2048, 8192)):
+        fn = compile_preshuffle_gemm(N=N, K=K, in_dtype=dt, M=M, tile_n=64, path="stream", max_blocks=132)
+        a, b, sa, sb, _ = make_inputs(M, N, K, dt, seed=21, device="cuda")
+        z = torch.zeros(0, device="cuda")
+        bs = shuffle_weight(b)
+        c = torch.full((M + 8, N), SENTINEL, dtype=torch.bfloat16, device="cuda")
+        outs, counters = [], 0
+        for _ in range(5):
+            fn(c[:M], a, bs, sa if sa is not None else z, sb if sb is not None else z, c[0, :0], M, N)
+            torch.cuda.synchronize()
+            outs.append(c[:M].clone())
+            counters += int(fn.workspace[:COUNTER_WORDS].abs().sum().item())
+        same = all(torch.equal(o.view(torch.int16), outs[0].view(torch.int16)) for o in outs)
+        ref = reference_gemm(a, b, sa, sb)
+        ok = same and counters == 0 and verify_output(outs[0].float(), ref, log=log) and bool((c[M:] == SENTINEL).all())
+        line = (f"determinism {dt:4s} {M}x{N}x{K} split-K x5: {'identical' if same else 'DIFFERENT'} bits, "
+                f"counters {'reset' if counters == 0 else 'LEFT ' + str(counters)} {'PASS' if ok else 'FAIL'} | "
+                f"{fn.gemm_config.describe()}")  # fmt: skip
+        log(line, flush=True)
+        lines.append(line)
     return lines
 
 
@@ -83,14 +133,24 @@ def parity(log) -> list[str]:
     from kernels.gemm.reference import make_inputs, numpy_dtype
 
     lines = []
-    for dt in ("fp8", "int8", "bf16", "fp16"):
+    cases = [(dt, "mma") for dt in ("fp8", "int8", "bf16", "fp16")] + [(dt, "stream") for dt in ("fp8", "int8", "bf16")]
+    for dt, path in cases:
         M, N, K = 21, 128, 256 if dt in ("fp8", "int8") else 128
+        if path == "stream":  # 3 token tiles x 2 panels, every tile split over 2-3 blocks
+            K *= 4
+            os.environ["FLYDSL_RUNTIME_KIND"] = "cpu"  # a host workspace for the interpreter's run
+            fn_cpu = compile_preshuffle_gemm(N=N, K=K, tile_m=8, tile_n=64, in_dtype=dt, path=path, max_blocks=10)
+            os.environ.pop("FLYDSL_RUNTIME_KIND", None)
+            fn_gpu = compile_preshuffle_gemm(N=N, K=K, tile_m=8, tile_n=64, in_dtype=dt, path=path, max_blocks=10)
+        else:
+            fn_cpu = fn_gpu = compile_preshuffle_gemm(N=N, K=K, tile_m=16, tile_n=32, tile_k=128 if K == 256 else 64,
+                                                      in_dtype=dt)  # fmt: skip
         a, b, sa, sb, _ = make_inputs(M, N, K, dt, seed=11)
-        fn = compile_preshuffle_gemm(N=N, K=K, tile_m=16, tile_n=32, tile_k=128 if K == 256 else 64, in_dtype=dt)
         z = np.zeros(0, np.float32)
         host = [a, shuffle_weight(b), sa if sa is not None else z, sb if sb is not None else z]
         outs = []
         for dev in ("cpu", "cuda"):
+            fn = fn_cpu if dev == "cpu" else fn_gpu
             os.environ["FLYDSL_RUNTIME_KIND"] = dev
             c = np.zeros((M, N), numpy_dtype("bf16"))
             ops = host
@@ -106,7 +166,7 @@ def parity(log) -> list[str]:
         d = np.abs(outs[0] - outs[1])
         ulps = float((d / np.maximum(np.abs(outs[0]), 1e-3)).max())
         same = float((outs[0] == outs[1]).mean())
-        line = f"parity {dt:4s} GPU vs interpreter: {same:.1%} identical, max rel diff {ulps:.1e} " + (
+        line = f"parity {dt:4s} {path:6s} GPU vs interpreter: {same:.1%} identical, max rel diff {ulps:.1e} " + (
             "PASS" if ulps <= 2**-7 else "FAIL"
         )
         log(line, flush=True)
@@ -180,7 +240,7 @@ def main(argv=None) -> int:
     for ln in bad:
         print("  " + ln[:200])
     for ln in summary:
-        if ln.startswith("compile") or ln.startswith("parity"):
+        if ln.startswith(("compile", "parity", "determinism")):
             print(ln)
     if rows:
         from benchmarks.cases.preshuffle_gemm import compact

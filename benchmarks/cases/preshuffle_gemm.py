@@ -126,12 +126,19 @@ def hbm_bandwidth() -> float:
     return copy_bandwidth() * 1e9
 
 
+def variant_kwargs(variant: str, M: int) -> dict:
+    """The compile keyword arguments of ``variant`` for a problem of ``M`` rows (``r1``: round 1's default
+    path for this M, with that path's heuristic tiles)."""
+    kw = parse_variant(variant)
+    if kw.pop("r1", False):
+        kw["path"] = "mma" if M <= 64 else "wgmma"
+    return kw
+
+
 def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, log=print) -> Row:
     from kernels.gemm.harness import run_gemm
 
-    kw = parse_variant(variant)
-    if kw.pop("r1", False):  # round 1's default path for this M (its heuristic tiles)
-        kw["path"] = "mma" if M <= 64 else "wgmma"
+    kw = variant_kwargs(variant, M)
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:

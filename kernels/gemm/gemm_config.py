@@ -155,7 +155,8 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
 
     * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) the smallest of 8, 16, …, 256 that
       holds M; the rows of B per tile from :func:`_stream_rows` (whole tiles filling the SMs when a width
-      gives them, else stream-K); one 128-byte K atom per stage.
+      gives them, else stream-K); two 128-byte K atoms per stage while six such stages fit (up to 64
+      tokens), else one.
     * ``"mma"``: ``tile_m`` the smallest of 16/32/64 that covers M; ``tile_n`` the largest of 64/32/16/8
       that still gives about two blocks per SM (``N / tile_n >= 1.9 * 132``); ``tile_k`` one 128-byte K
       atom per warp and iteration for 8 warps (1024 bytes when one warp covers tile_n, 512 when two do).
@@ -169,7 +170,10 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     path = path or heuristic_path(M)
     if path == "stream":
         tn = next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
-        return tn, _stream_rows(N, tn, m), ATOM_BYTES // e
+        rows = _stream_rows(N, tn, m)
+        # two K atoms a stage (half the barrier round trips) while that leaves a ring of 6 stages or more
+        two = kb % (2 * ATOM_BYTES) == 0 and SMEM_LIMIT // ((tn + max(rows, PANEL_N)) * 2 * ATOM_BYTES) >= 6
+        return tn, rows, (2 if two else 1) * ATOM_BYTES // e
     if path == "wgmma":
         return (*_wgmma_tile(max(m, 1), N), ATOM_BYTES // e)
     tile_m = 16 if m <= 16 else 32 if m <= 32 else 64

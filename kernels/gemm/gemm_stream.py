@@ -101,6 +101,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
         empty = full + stages
         flag = (empty + stages).recast(fx.Int32)
         if tid == 0:
+            nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
             for s in fx.range_constexpr(stages):
                 nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
                 nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage

@@ -98,6 +98,7 @@ def build_wgmma_gemm(cfg: GemmConfig):
         full = (base + a_bytes + b_bytes + c_bytes).recast(fx.Int64)
         empty = full + stages
         if tid == 0:
+            nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
             for s in fx.range_constexpr(stages):
                 nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
                 # every thread of the warpgroup(s) reading the stage releases it

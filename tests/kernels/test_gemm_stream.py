@@ -163,3 +163,29 @@ def test_stream_gpu(in_dtype, M, N, K):
     e = 1 if in_dtype in ("fp8", "int8") else 2
     res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream")
     assert res.config.startswith("stream") and res.ok and res.guard_ok, res
+
+
+def test_gpu_check_variants_build_for_every_problem():
+    """Every variant the GPU check compares (and every check it runs) makes a configuration for every problem
+    of its group — a typo or an invalid combination fails here, not on the H200."""
+    from benchmarks.cases.preshuffle_gemm import problems, variant_kwargs
+    from benchmarks.gemm_gpu_check import CHECKS, DEFAULT_VARIANTS
+    from kernels.gemm.gemm_config import make_config
+
+    seen = 0
+    for group, variants in DEFAULT_VARIANTS.items():
+        for _, dt, M, N, K in problems([group]):
+            for v in variants:
+                kw = variant_kwargs(v, M)
+                kw.pop("maxnreg", None)
+                cfg = make_config(N=N, K=K, in_dtype=dt, M=M, **{"tile_m": None, "tile_n": None, "tile_k": None, **kw})
+                assert cfg.path in ("mma", "wgmma", "stream"), (group, v)
+                seen += 1
+    for dt, M, N, K, v, ep, out in CHECKS:
+        e = 1 if dt in ("fp8", "int8") else 2
+        kw = variant_kwargs(v, M)
+        if kw.get("tile_k"):
+            kw["tile_k"] //= e
+        make_config(N=N, K=K // e, in_dtype=dt, M=M, epilogue=ep, out_dtype=out,
+                    **{"tile_m": None, "tile_n": None, "tile_k": None, **kw})  # fmt: skip
+    assert seen > 100

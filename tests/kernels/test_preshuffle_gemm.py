@@ -277,11 +277,11 @@ def test_heuristic_and_defaults(interpreter):
 
     # decode: the stream path, tokens = the smallest of 8 ... 256 holding M; whole tiles when they fill
     # 3/4 of the SMs (4096: 128 tiles of 32 rows; 7168: 112 of 64), else stream-K over all 132
-    assert cfg(4096, 4096, "fp8") == ("stream", 16, 32, 128, 128)
-    assert cfg(4096, 4096, "fp8", 1) == ("stream", 8, 32, 128, 128)
-    assert cfg(7168, 2048, "int8", 32) == ("stream", 32, 64, 128, 112)
-    assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 64, 64, 132)
-    assert cfg(4096, 4096, "fp8", 64) == ("stream", 64, 64, 128, 132)  # 64 tiles: split over 128 blocks
+    assert cfg(4096, 4096, "fp8") == ("stream", 16, 32, 256, 128)  # two K atoms a stage
+    assert cfg(4096, 4096, "fp8", 1) == ("stream", 8, 32, 256, 128)
+    assert cfg(7168, 2048, "int8", 32) == ("stream", 32, 64, 256, 112)
+    assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 64, 128, 132)
+    assert cfg(4096, 4096, "fp8", 64) == ("stream", 64, 64, 256, 132)  # 64 tiles: split over 128 blocks
     assert cfg(4096, 4096, "fp8", 256) == ("stream", 256, 128, 128, 132)  # activations re-read 2x B at most
     # large M: the wgmma path's waves x tile-cost model
     assert cfg(4096, 4096, "fp8", 8192) == ("wgmma", 128, 256, 128, 4)
