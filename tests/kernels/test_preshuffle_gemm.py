@@ -400,21 +400,31 @@ def test_cli_runs_on_the_interpreter_and_ignores_amd_flags():
 
 
 def test_ptx_has_no_spills_and_uses_tensor_cores(tmp_path):
-    """ptxas (when installed) reports no local memory for the decode configuration of each dtype (mma
-    path) and for a large-M one (wgmma path); cuobjdump (when installed) shows the tensor-core
-    instructions: HMMA/IMMA for mma.sync, QGMMA/HGMMA/IGMMA for wgmma."""
+    """ptxas (when installed) reports no local memory for the decode configuration of each 8-bit dtype (the
+    stream path), FlyDSL's decode tiles (mma path), large M (wgmma path, cooperative and ping-pong);
+    cuobjdump (when installed) shows the tensor-core instructions: HMMA/IMMA for mma.sync, QGMMA/HGMMA/IGMMA
+    for wgmma."""
     import shutil
 
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         pytest.skip("ptxas not installed")
-    cuobjdump = shutil.which("cuobjdump")
-    runs = [("fp8", "16", "HMMA"), ("int8", "16", "IMMA"), ("fp8", "4096", "QGMMA"), ("bf16", "4096", "HGMMA")]
-    for in_dtype, M, sass in runs:
+    nv_bin = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "nvidia", "cu13", "bin")
+    cuobjdump = shutil.which("cuobjdump") or shutil.which("cuobjdump", path=nv_bin)
+    runs = [
+        ("fp8", "16", (), "QGMMA"),
+        ("int8", "16", (), "IGMMA"),
+        ("fp8", "16", ("16", "16", "1024"), "HMMA"),
+        ("int8", "16", ("16", "16", "1024"), "IMMA"),
+        ("fp8", "4096", (), "QGMMA"),
+        ("bf16", "4096", (), "HGMMA"),
+    ]
+    for in_dtype, M, tiles, sass in runs:
         e = 1 if in_dtype in ("fp8", "int8") else 2
-        d = tmp_path / f"{in_dtype}-{M}"
+        d = tmp_path / f"{in_dtype}-{M}-{len(tiles)}"
+        tile_args = [x for flag, v in zip(("--tile_m", "--tile_n", "--tile_k"), tiles) for x in (flag, v)]
         r = _cli(
-            "--in_dtype", in_dtype, "-M", M, "-N", "4096", "-K", str(4096 // e),
+            "--in_dtype", in_dtype, "-M", M, "-N", "4096", "-K", str(4096 // e), *tile_args,
             env={"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(d), "FLYDSL_RUNTIME_ENABLE_CACHE": "0"},
         )  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
@@ -425,7 +435,7 @@ def test_ptx_has_no_spills_and_uses_tensor_cores(tmp_path):
         assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in out.stdout + out.stderr
         if cuobjdump:
             text = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True).stdout
-            assert any(name in text for name in sass.split("|")), (in_dtype, M, sass)
+            assert sass in text and "LDL" not in text and "STL" not in text, (in_dtype, M, tiles, sass)
 
 
 # ---------------------------------------------------------------------------------------------------------
