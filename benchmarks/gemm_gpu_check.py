@@ -136,12 +136,13 @@ def parity(log) -> list[str]:
     cases = [(dt, "mma") for dt in ("fp8", "int8", "bf16", "fp16")] + [(dt, "stream") for dt in ("fp8", "int8", "bf16")]
     for dt, path in cases:
         M, N, K = 21, 128, 256 if dt in ("fp8", "int8") else 128
-        if path == "stream":  # 3 token tiles x 2 panels, every tile split over 2-3 blocks
+        if path == "stream":  # 3 token tiles x 2 panels of 8 one-atom stages over 10 blocks of 5: split tiles
             K *= 4
+            kw = {"tile_m": 8, "tile_n": 64, "tile_k": K // 8, "in_dtype": dt, "path": path, "max_blocks": 10}
             os.environ["FLYDSL_RUNTIME_KIND"] = "cpu"  # a host workspace for the interpreter's run
-            fn_cpu = compile_preshuffle_gemm(N=N, K=K, tile_m=8, tile_n=64, in_dtype=dt, path=path, max_blocks=10)
+            fn_cpu = compile_preshuffle_gemm(N=N, K=K, **kw)
             os.environ.pop("FLYDSL_RUNTIME_KIND", None)
-            fn_gpu = compile_preshuffle_gemm(N=N, K=K, tile_m=8, tile_n=64, in_dtype=dt, path=path, max_blocks=10)
+            fn_gpu = compile_preshuffle_gemm(N=N, K=K, **kw)
         else:
             fn_cpu = fn_gpu = compile_preshuffle_gemm(N=N, K=K, tile_m=16, tile_n=32, tile_k=128 if K == 256 else 64,
                                                       in_dtype=dt)  # fmt: skip

@@ -465,6 +465,17 @@ def test_gemm_gpu(in_dtype, M, N, K, tiles, graph):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K", [(2048, 4096, 512), (1000, 2048, 1024)])
+@pytest.mark.parametrize("tiles", [(64, 256), (128, 128)], ids=["64x256", "128x128"])
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+def test_pingpong_gpu(in_dtype, tiles, M, N, K):
+    """The wgmma path's ping-pong schedule (eager and a CUDA-graph replay), M a tile multiple or not."""
+    K = K if in_dtype in ("fp8", "int8") else K // 2
+    res = run_gemm(in_dtype, M, N, K, *tiles, None, cuda=True, graph_check=True, schedule="pingpong")
+    assert "ping-pong" in res.config and res.guard_ok and res.ok, res
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("epilogue", ["bias", "bias_relu", "bias_silu", "bias_gelu"])
 def test_fused_epilogue_gpu(epilogue):
     """FlyDSL's test_fused_epilogue_correctness shape (bf16, 16 x 5120 x 8192)."""
