@@ -236,7 +236,7 @@ def test_one_kernel_serves_every_m(interpreter):
 
 
 def test_launchers_are_straight_line_launch_plans():
-    """Both paths' host functions compile to launch plans (no interpreter on the cached-call path): no
+    """Every path's host function compiles to a launch plan (no interpreter on the cached-call path): no
     pointer casts, only integer arithmetic, TMA descriptors and the launch."""
     from flydsl.passes import DEFAULT_PIPELINE, run_pipeline
     from flydsl.runtime.launch_plan import launch_plan
@@ -244,8 +244,9 @@ def test_launchers_are_straight_line_launch_plans():
     c = np.zeros((64, 256), numpy_dtype("bf16"))
     args = (c, np.zeros((64, 256), np.int8), np.zeros((256, 256), np.int8), np.zeros(64, np.float32),
             np.zeros(256, np.float32), c[0, :0], 64, 256)  # fmt: skip
-    for tiles in ((16, 32, 256), (128, 128, 128)):
-        fn = compile_preshuffle_gemm(N=256, K=256, tile_m=tiles[0], tile_n=tiles[1], tile_k=tiles[2], in_dtype="fp8")
+    for tiles, path in (((16, 32, 256), None), ((128, 128, 128), None), ((16, 64, 128), "stream")):
+        fn = compile_preshuffle_gemm(N=256, K=256, tile_m=tiles[0], tile_n=tiles[1], tile_k=tiles[2], in_dtype="fp8",
+                                     path=path)  # fmt: skip
         mod = fn.trace(*args)
         run_pipeline(mod, DEFAULT_PIPELINE)
         host = [op for op in mod.regions[0].blocks[0].ops if op.name == "func.func"]
