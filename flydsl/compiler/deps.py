@@ -30,7 +30,6 @@ import dis
 import enum
 import hashlib
 import inspect
-import operator
 import sys
 import types
 
@@ -303,40 +302,67 @@ class Deps:
         every mutable one's content the same?" — the fast path's per-call check. ``False`` does not mean
         changed (a value rebound to an equal one): ask :meth:`changed`, then make a new watcher.
 
-        Generated code: immutable values are read with one ``itemgetter`` per module dict and one
-        ``attrgetter`` over the cells, and compared by identity in C (``map(operator.is_, ...)``): a few
-        hundred ns for dozens of values; mutable ones are frozen and compared (their cost is their size);
-        a function without compile-time values gets a constant ``True``.
+        Generated code: one expression of identity tests, ``H0['name'] is X0 and C1.cell_contents is X1 and
+        ...`` (each binding once: a kernel and its launcher often read the same names and cells); a small
+        list or dict of plain values (up to :data:`_IDENTITY_MAX` of them, nested lists and dicts included)
+        by its length and the identity of each element, ``len(X2) == 2 and X2['k'] is X3 ...``; other
+        mutable values (sets, arrays, objects, big containers) frozen and compared. Tens of ns per value; a
+        function without compile-time values gets a constant ``True``.
         """
-        groups: dict = {}
-        cells = []
-        for holder, key in self._fixed:
+        ns: dict = {}
+        terms: list[str] = []
+        holders: dict = {}
+        seen: set = set()
+
+        def const(v) -> str:
+            name = f"X{len(ns)}"
+            ns[name] = v
+            return name
+
+        def binding(holder, key) -> str:
             if key is None:
-                cells.append(holder)
-            else:
-                groups.setdefault(id(holder), (holder, []))[1].append(key)
+                return f"{const(holder)}.cell_contents"
+            if id(holder) not in holders:
+                holders[id(holder)] = const(holder)
+            return f"{holders[id(holder)]}[{key!r}]"
+
         try:
-            getters = [(h, operator.itemgetter(*keys, keys[0])) for h, keys in groups.values()]
-            now = [g(h) for h, g in getters]
-            cell_now = tuple(c.cell_contents for c in cells)
+            for mutable, refs in ((False, self._fixed), (True, self._mutable)):
+                for holder, key in refs:
+                    if (id(holder), key) in seen:
+                        continue
+                    seen.add((id(holder), key))
+                    v = holder.cell_contents if key is None else holder[key]
+                    x = const(v)
+                    terms.append(f"{binding(holder, key)} is {x}")
+                    if mutable:
+                        terms.append(self._content_test(x, v, const))
         except (KeyError, ValueError):  # a name deleted or a cell emptied since collect(): never unchanged
             return _never
-        ns = {"is_": operator.is_, "CG": operator.attrgetter("cell_contents"), "CELLS": cells, "CV": cell_now}
-        terms = []
-        for i, ((h, g), vals) in enumerate(zip(getters, now)):
-            ns[f"G{i}"], ns[f"H{i}"], ns[f"V{i}"] = g, h, vals
-            terms.append(f"all(map(is_, G{i}(H{i}), V{i}))")
-        if cells:
-            terms.append("all(map(is_, map(CG, CELLS), CV))")
-        if self._mutable:
-            ns["MUT"], ns["MV"] = self._mutable_values, self._mutable_values()
-            terms.append("MUT() == MV")
         if not terms:
             return _always
+        ns["len"], ns["type"] = len, type
         src = "def unchanged():\n    try:\n        return " + " and ".join(terms)
-        src += "\n    except (KeyError, ValueError):\n        return False\n"
-        exec(compile(src, "<dependency watch>", "exec"), ns)
-        return ns["unchanged"]
+        src += "\n    except (KeyError, IndexError, TypeError, ValueError):\n        return False\n"
+        exec(compile(src, "<flydsl dependency watch>", "exec"), ns)
+        fn = ns["unchanged"]
+        fn.source = src
+        return fn
+
+    def _content_test(self, x: str, v, const) -> str:
+        """An expression that holds while mutable value ``v`` (named ``x``) keeps its content."""
+        terms: list[str] = []
+        names = self.names
+        if _identity_terms(x, v, const, terms, [_IDENTITY_MAX], names):
+            return " and ".join(terms)
+
+        def frozen(value):
+            try:
+                return _Freezer(names)(value)
+            except (_Untracked, _TooLarge):
+                return object()  # no longer trackable: changed (the next collect() says why)
+
+        return f"{const(frozen)}({x}) == {const(frozen(v))}"
 
     def changed(self, snapshot: tuple) -> bool:
         """True when a compile-time global/closure value was rebound (or edited in place) since ``snapshot``."""
@@ -345,6 +371,73 @@ class Deps:
             if (holder.get(key, _MISSING) if key is not None else _read(holder, None)) is not old:
                 return True
         return bool(mutable) and self._mutable_values() != mutable
+
+
+_IDENTITY_MAX = 64  # elements of a mutable value the watch compares by identity, one by one
+
+
+def _identity_terms(expr: str, v, const, terms: list[str], budget: list, names) -> bool:
+    """Terms testing that ``expr`` still holds what ``v`` holds: plain values by identity (``1``, ``1.0`` and
+    ``True`` compile differently), lists and dicts by length and element, objects and classes whose
+    attributes the code reads by their attribute dicts (see :func:`_namespace_terms`). False: not that
+    simple (the caller compares frozen content instead)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    t = type(v)
+    if t in _FLAT:
+        terms.append(f"{expr} is {const(v)}")
+        return True
+    if t is list:
+        terms.append(f"len({expr}) == {len(v)}")
+        return all(_identity_terms(f"{expr}[{i}]", x, const, terms, budget, names) for i, x in enumerate(v))
+    if t is dict:
+        terms.append(f"len({expr}) == {len(v)}")
+        return all(_identity_terms(f"{expr}[{const(k)}]", x, const, terms, budget, names) for k, x in v.items())
+    if _is_namespace(v):
+        return _namespace_terms(expr, v, const, terms, budget, names)
+    if _immutable(v):
+        terms.append(f"{expr} is {const(v)}")
+        return True
+    return False
+
+
+def _namespace_terms(expr: str, v, const, terms: list[str], budget: list, names) -> bool:
+    """An object's (or a class's) attributes as the freezer reads them — the ones the code names, from the
+    instance's ``__dict__`` and the user classes of its MRO — watched through those dicts: each dict the
+    very dict, of the same size (an attribute added anywhere changes it), each named entry the very
+    object (its content checked the same way when mutable)."""
+    is_cls = isinstance(v, type)
+    cls = v if is_cls else type(v)
+    if not is_cls:
+        own = getattr(v, "__dict__", None)
+        if own is None or type(own) is not dict:
+            return False
+        terms.append(f"type({expr}) is {const(cls)}")
+        d = const(own)
+        terms.append(f"{expr}.__dict__ is {d} and len({d}) == {len(own)}")
+        if not _dict_entries(d, own, const, terms, budget, names):
+            return False
+    if cls is types.SimpleNamespace:
+        return True
+    for k in cls.__mro__:
+        if k is object or not (k is cls or _user_class(k)):
+            continue
+        proxy = const(k.__dict__)  # a live view of the class's dict
+        terms.append(f"len({proxy}) == {len(k.__dict__)}")
+        if not _dict_entries(proxy, k.__dict__, const, terms, budget, names):
+            return False
+    return True
+
+
+def _dict_entries(d: str, mapping, const, terms: list[str], budget: list, names) -> bool:
+    """Identity (and content) terms for the entries of ``mapping`` the code may read."""
+    for key, x in mapping.items():
+        if key.startswith("__") or (names is not None and key not in names) or hasattr(type(x), "__get__"):
+            continue  # dunders, names the code never reads, methods and other descriptors (code: the source)
+        if not _identity_terms(f"{d}[{key!r}]", x, const, terms, budget, names):
+            return False
+    return True
 
 
 def _never() -> bool:
