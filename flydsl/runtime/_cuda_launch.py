@@ -31,12 +31,14 @@ from ._cuda_params import _kind_of, pointer_of
 
 __all__ = ["make_launch", "raw_params", "CONFIG_FORMAT", "LaunchLayout"]
 
-# CUlaunchConfig: gridDimX..Z, blockDimX..Z, sharedMemBytes (7 x u32), pad, hStream, attrs (pointers),
-# numAttrs (u32), pad: 56 bytes.
-CONFIG_FORMAT = "7I4xQQI4x"
+# CUlaunchConfig: gridDimX..Z, blockDimX..Z, sharedMemBytes (7 x u32), pad, hStream, attrs (a pointer),
+# numAttrs (u32), pad: 56 bytes. No attributes: attrs and numAttrs are the zero bytes of a 16-byte pad
+# (``pack_into`` writes pads as zeros), two values fewer to pack per launch.
+CONFIG_FORMAT = "7I4xQ16x"
 CONFIG_SIZE = struct.calcsize("<" + CONFIG_FORMAT)
 
-# kind -> (struct code, size, the Python expression that turns the raw value ``{}`` into what it packs)
+# kind -> (struct code, size, the Python expression that turns the raw value ``{}`` into what it packs; ``{P}``:
+# the prefix of the generated function's names)
 _KINDS = {
     "ptr": ("Q", 8, "{}"),
     "i1": ("?", 1, "{}"),
@@ -45,13 +47,14 @@ _KINDS = {
     "i32": ("I", 4, "({}) & 0xFFFFFFFF"),
     "i64": ("Q", 8, "({}) & 0xFFFFFFFFFFFFFFFF"),
     "f16": ("e", 2, "{}"),
-    "bf16": ("H", 2, "BF16({})"),
+    "bf16": ("H", 2, "{P}BF16({})"),
     "f32": ("f", 4, "{}"),
     "f64": ("d", 8, "{}"),
-    "rsrc": ("QQ", 16, "*RSRC({})"),
-    "tmap": ("128s", 128, "TMAP({})"),  # a TMA descriptor: the driver's CUtensorMap, by value (runtime/tma.py)
+    "rsrc": ("QQ", 16, "*{P}RSRC({})"),
+    "tmap": ("128s", 128, "{P}TMAP({})"),  # a TMA descriptor: the driver's CUtensorMap, by value (runtime/tma.py)
 }
 _ALIGN = {"rsrc": 8, "tmap": 64}
+_UNSIGNED_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}  # kinds packed unsigned after a mask
 
 
 def _bf16_bits(x) -> int:
@@ -98,7 +101,7 @@ class LaunchLayout:
         assert struct.calcsize(self.fmt) == pos
 
 
-def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_limit: list):
+def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_limit: list, native=None):
     """``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)`` for one kernel.
 
     Args:
@@ -110,11 +113,21 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
             after setting the context, or raises); also called with ``err=None`` when a launch asks for
             more dynamic shared memory than ``smem_limit[0]``, to raise the limit first.
         smem_limit: a one-item list: the dynamic shared memory the kernel may use now.
+        native: launch through the native helper (:mod:`.native`): None where it is available and packs
+            every parameter kind, True (required) or False (the Python path).
 
     The function's ``inline(prefix, exprs)`` gives the same launch as source lines (and their globals) for
     a launch plan to paste in place of a call (one Python call and 8 + n argument passes fewer).
     """
     lay = LaunchLayout(kinds)
+    if native is not False:
+        helper = _native_launch(lay, func_handle, driver_call)
+        if helper is not None:
+            return _native_function(name, lay, helper, driver_call, on_error, smem_limit)
+        if native:
+            other = sorted({k for k in lay.kinds if k not in _native_codes()})
+            why = f"parameter kinds it does not pack: {', '.join(other)}" if other else _native_status()
+            raise RuntimeError(f"kernel {name}: no native launch ({why})")
     # a u64 array: the buffer is 8-byte aligned, as the config's pointers and 8-byte parameters need; a TMA
     # descriptor parameter (64-byte aligned in the layout) gets a buffer whose start is 64-byte aligned too
     shift_room = 8 if "tmap" in lay.kinds else 0
@@ -134,43 +147,111 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         "FAIL": on_error,
         "ACQ": lock.acquire,
         "REL": lock.release,
+        "BF16": _bf16_bits,
+        "RSRC": _rsrc,
+        "TMAP": _tmap,
     }
 
-    def inline(prefix: str, exprs: list[str]) -> tuple[list[str], dict]:
+    def inline(prefix: str, exprs: list[str], ranges=None) -> tuple[list[str], dict]:
         """Source lines (4-space indent) launching with ``exprs`` = gx, gy, gz, bx, by, bz, smem, stream,
-        *params (names or literals, each evaluated more than once), and the globals they use."""
-        n = {k: f"{prefix}{k}" for k in consts}
-        ns = {n[k]: v for k, v in consts.items()}
-        ns.update(BF16=_bf16_bits, RSRC=_rsrc, TMAP=_tmap)
-        grid, block, smem, stream, ps = exprs[0:3], exprs[3:6], exprs[6], exprs[7], exprs[8:]
-        packed = [_KINDS[k][2].format(p) for k, p in zip(lay.kinds, ps)]
-        where = f"({', '.join(grid)}), ({', '.join(block)}), {smem}, {stream}, ({''.join(p + ', ' for p in ps)})"
-        lines = []
-        if not (smem.isdigit() and int(smem) <= smem_limit[0]):  # a constant under the limit needs no check
-            lines += [f"    if {smem} > {n['LIMIT']}[0]:", f"        {n['FAIL']}(None, {where})"]
-        lines += [
+        *params (names or literals, each evaluated more than once), and the globals they use. ``ranges``
+        (parallel to ``exprs``, None where unknown) lets an integer known to fit its slot unsigned be
+        packed as it is."""
+        n, ns = _names(prefix, consts)
+        ps = exprs[8:]
+        rs = list(ranges[8:]) if ranges is not None else [None] * len(ps)
+        packed = [
+            p if r is not None and k in _UNSIGNED_BITS and 0 <= r[0] and r[1] < (1 << _UNSIGNED_BITS[k])
+            else _KINDS[k][2].replace("{P}", prefix).format(p)
+            for k, p, r in zip(lay.kinds, ps, rs)
+        ]  # fmt: skip
+        call = [
             f"    {n['ACQ']}()",
             "    try:",
-            f"        {n['PACK']}({n['BUF']}, {shift}, {', '.join([*grid, *block, smem, stream, '0', '0', *packed])})",
-            f"        err = {n['CALL']}({n['CFG']}, {n['FN']}, {n['PARAMS']}, None)",
+            f"        {n['PACK']}({n['BUF']}, {shift}, {', '.join([*exprs[:8], *packed])})",
+            f"        {prefix}err = {n['CALL']}({n['CFG']}, {n['FN']}, {n['PARAMS']}, None)",
             "    finally:",
             f"        {n['REL']}()",
-            "    if err:",
-            f"        {n['FAIL']}(err, {where})",
         ]
-        return lines, ns
+        return _around(prefix, n, exprs, smem_limit, call), ns
 
-    ps = [f"p{i}" for i in range(len(lay.kinds))]
-    head = ["gx", "gy", "gz", "bx", "by", "bz", "smem", "stream", *ps]
+    return _function(name, lay, inline, keepalive=(buf, params), native=False)
+
+
+def _names(prefix: str, consts: dict) -> tuple[dict, dict]:
+    """(constant -> its name under ``prefix``, the globals by those names)."""
+    n = {k: f"{prefix}{k}" for k in consts}
+    return n, {n[k]: v for k, v in consts.items()}
+
+
+def _around(prefix: str, n: dict, exprs: list[str], smem_limit: list, call: list[str]) -> list[str]:
+    """``call`` (lines setting ``<prefix>err``) between the shared-memory check and the error check."""
+    smem, ps = exprs[6], exprs[8:]
+    where = (
+        f"({', '.join(exprs[0:3])}), ({', '.join(exprs[3:6])}), {smem}, {exprs[7]}, ({''.join(p + ', ' for p in ps)})"
+    )
+    lines = []
+    if not (smem.isdigit() and int(smem) <= smem_limit[0]):  # a constant under the limit needs no check
+        lines += [f"    if {smem} > {n['LIMIT']}[0]:", f"        {n['FAIL']}(None, {where})"]
+    return lines + call + [f"    if {prefix}err:", f"        {n['FAIL']}({prefix}err, {where})"]
+
+
+def _function(name: str, lay: LaunchLayout, inline, keepalive, native: bool):
+    """The launch function of ``inline``'s lines, with ``source``, ``layout``, ``inline`` and ``native``."""
+    head = ["gx", "gy", "gz", "bx", "by", "bz", "smem", "stream", *(f"p{i}" for i in range(len(lay.kinds)))]
     lines, ns = inline("", head)
     src = f"def launch({', '.join(head)}):\n" + "\n".join(lines) + "\n    return None\n"
-    exec(compile(src, f"<launch {name}>", "exec"), ns)
+    exec(compile(src, f"<flydsl launch {name}>", "exec"), ns)
     launch = ns["launch"]
     launch.source = src
     launch.layout = lay
     launch.inline = inline
-    launch.keepalive = (buf, params)  # the addresses baked into the function stay valid
+    launch.native = native
+    launch.keepalive = keepalive  # the addresses and entries baked into the function stay valid
     return launch
+
+
+def _native_status() -> str:
+    from .native import status
+
+    return status()
+
+
+def _native_codes() -> dict:
+    from .native import CODES
+
+    return CODES
+
+
+def _native_launch(lay: LaunchLayout, func_handle: int, driver_call):
+    """The helper's ``Launch`` for this kernel, or None (helper unavailable, a kind it does not pack, or a
+    driver entry that is not a ctypes function)."""
+    from .native import CODES, launch_type
+
+    if any(k not in CODES for k in lay.kinds):
+        return None
+    t = launch_type()
+    if t is None:
+        return None
+    try:
+        addr = ctypes.cast(driver_call, ctypes.c_void_p).value
+    except (TypeError, ctypes.ArgumentError):
+        return None
+    offsets = tuple(off - CONFIG_SIZE for off in lay.offsets)  # the helper's buffer holds the parameters only
+    return t(addr, func_handle, "".join(CODES[k] for k in lay.kinds), offsets, lay.size - CONFIG_SIZE)
+
+
+def _native_function(name: str, lay: LaunchLayout, helper, driver_call, on_error, smem_limit: list):
+    """``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)`` through the native helper (it packs on its
+    own stack: no shared buffer, no lock), with the same ``inline`` as :func:`make_launch`'s."""
+    consts = {"NL": helper, "LIMIT": smem_limit, "FAIL": on_error}
+
+    def inline(prefix: str, exprs: list[str], ranges=None) -> tuple[list[str], dict]:
+        n, ns = _names(prefix, consts)
+        return _around(prefix, n, exprs, smem_limit, [f"    {prefix}err = {n['NL']}({', '.join(exprs)})"]), ns
+
+    # the driver entry (a ctypes callback in tests) must outlive the helper that calls it
+    return _function(name, lay, inline, keepalive=(helper, driver_call), native=True)
 
 
 _RAW = {"ptr": pointer_of}

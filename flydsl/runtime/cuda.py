@@ -234,8 +234,9 @@ def _ctypes_launch():
     f = _STATE.get("ctypes_launch")
     if f is None:
         try:
+            # no argtypes: every argument is a c_void_p object or None, passed as is (argtypes cost a
+            # conversion per argument per call)
             f = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
-            f.argtypes = [ctypes.c_void_p] * 4
             f.restype = ctypes.c_int
         except (OSError, AttributeError):
             f = False
@@ -372,7 +373,7 @@ class CudaKernel:
             raise TypeError(f"kernel {self.name}: {e}") from None
         try:
             return self.launcher(*_dim3(grid), *_dim3(block), int(smem), _stream_handle(stream), *raw)
-        except struct.error:
+        except (struct.error, OverflowError, TypeError):
             self.params.set(args, self.name)  # names the argument that does not fit its slot
             raise
 

@@ -113,6 +113,12 @@ _VARS = [
     EnvVar("FLYDSL_RUNTIME_CACHE_DIR", "path", os.path.expanduser("~/.flydsl/cache"), "disk cache folder"),
     EnvVar("FLYDSL_RUNTIME_ENABLE_CACHE", "bool", True, "use the disk cache (the in-memory cache is always on)"),
     EnvVar(
+        "FLYDSL_RUNTIME_NATIVE_LAUNCH",
+        "bool",
+        True,
+        "launch kernels through a small C helper built on first use (cc + Python headers; 0: the ctypes path)",
+    ),
+    EnvVar(
         "FLYDSL_COMPILE_OPT_LEVEL",
         "int",
         None,

@@ -1,0 +1,117 @@
+"""The native launch helper: ``_native_launch.c`` built on first use, or None.
+
+A launch through ctypes costs about a microsecond of Python per call (``struct.pack_into`` of the config
+and the parameters, a per-kernel lock around the shared buffer, the ctypes call); the helper's ``Launch``
+object packs on the C stack and calls the driver in one C call (~0.15 µs). It is an optimization only:
+every launch has the pure-Python path (:func:`flydsl.runtime._cuda_launch.make_launch`), taken when the
+helper cannot be built (no C compiler or no Python headers), when ``FLYDSL_RUNTIME_NATIVE_LAUNCH=0``, or
+for parameter kinds it does not pack (bf16, buffer resources, TMA descriptors).
+
+The shared object is built once per machine (``cc -O2 -shared``, under a second) into
+``$FLYDSL_RUNTIME_CACHE_DIR/native/``, named by a digest of the C source, the Python version and the
+platform, written atomically (concurrent processes may build it at the same time), then loaded.
+:func:`status` says which path launches and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from pathlib import Path
+
+from ..utils.env import env
+
+__all__ = ["launch_type", "status", "CODES"]
+
+_SOURCE = Path(__file__).with_name("_native_launch.c")
+_NAME = "_flydsl_launch"
+_LOCK = threading.Lock()
+_STATE: dict = {}
+
+# kernel parameter kind -> the helper's code for it (the struct-module code of the Python path; "q": a
+# 64-bit integer masked to 64 bits)
+CODES = {"ptr": "Q", "i64": "q", "i32": "I", "i16": "H", "i8": "B", "i1": "?", "f32": "f", "f64": "d", "f16": "e"}
+
+
+def status() -> str:
+    """Which launch path kernels use in this process, and why (for benchmarks and bug reports)."""
+    launch_type()
+    return _STATE.get("status", "not loaded")
+
+
+def launch_type():
+    """The helper's ``Launch`` type, or None (the ctypes path launches). Built and loaded once."""
+    if "type" in _STATE:
+        return _STATE["type"]
+    with _LOCK:
+        if "type" not in _STATE:
+            t, why = (None, "off (FLYDSL_RUNTIME_NATIVE_LAUNCH=0)")
+            if env.runtime_native_launch:
+                try:
+                    t, why = _load()
+                except Exception as e:  # noqa: BLE001 - any failure: the Python path
+                    t, why = None, f"off ({type(e).__name__}: {e})"
+            _STATE["type"], _STATE["status"] = t, why
+    return _STATE["type"]
+
+
+def _compiler() -> str | None:
+    for cc in ("cc", "gcc", "clang"):
+        path = shutil.which(cc)
+        if path:
+            return path
+    return None
+
+
+def _load():
+    src = _SOURCE.read_bytes()
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    tag = hashlib.sha256(src + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
+    folder = Path(env.runtime_cache_dir) / "native"
+    path = folder / f"{_NAME}-{tag}{suffix}"
+    built = ""
+    if not path.exists():
+        why = _build(folder, path)
+        if why:
+            return None, f"off ({why})"
+        built = ", built now"
+    spec = importlib.util.spec_from_file_location(_NAME, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.Launch, f"on ({path}{built})"
+
+
+def _build(folder: Path, path: Path) -> str:
+    """Compile the helper to ``path``; an empty string on success, else why not."""
+    cc = _compiler()
+    if cc is None:
+        return "no C compiler (cc, gcc or clang) on PATH"
+    include = sysconfig.get_paths().get("include")
+    if not include or not os.path.exists(os.path.join(include, "Python.h")):
+        return f"no Python headers (Python.h) in {include}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"cannot create {folder}: {e}"
+    fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=folder)
+    os.close(fd)
+    cmd = [cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(_SOURCE), "-o", tmp]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            return f"{os.path.basename(cc)} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
+        os.replace(tmp, path)  # atomic: a concurrent builder's file is the same bytes
+        return ""
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"{os.path.basename(cc)} failed: {e}"
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
