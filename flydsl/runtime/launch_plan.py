@@ -14,6 +14,8 @@ the interpreter agree on every input (tests/unit/test_jit_launch_plan.py checks 
 
 from __future__ import annotations
 
+import re
+
 from ..interp.host import _INT_BIN
 from ..ir import FloatType, IndexType, IntegerType, Op, PointerType
 from .args import ArgError
@@ -77,27 +79,126 @@ def _bad_dims(grid, block, loc) -> BaseException:
     raise AssertionError("launch dimensions flagged but valid")  # pragma: no cover
 
 
+# ops whose Python operator is the interpreter's semantics on operands already wrapped to the width
+_INLINE_BIN = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&", "arith.ori": "|",
+               "arith.xori": "^"}  # fmt: skip
+
+
+def _int_literal(expr: str) -> int | None:
+    try:
+        v = int(expr)
+    except ValueError:
+        return None
+    return v if str(v) == expr else None
+
+
 class _Gen:
-    def __init__(self, fop: Op, kernels: dict | None):
+    """Source lines of one host function. Local names start with ``prefix`` and the globals it adds to
+    ``ns`` with ``prefix`` too, so the lines can be pasted into another generated function; argument ``i``
+    is the expression ``args[i]`` (a name or a pure expression: it may be evaluated more than once).
+
+    Integer values carry a range where one is known (constants, arguments the caller vouches for, and
+    what interval arithmetic gives from them): a result that stays inside its width needs no wrap, a
+    truncation that loses nothing is the value itself. ``x + c1 - c2`` folds into ``x + (c1 - c2)``
+    (wrap-around arithmetic is exact modulo 2^width), ``x // 1`` is ``x``; definitions nothing reads
+    are dropped at the end.
+    """
+
+    def __init__(self, fop: Op, kernels: dict | None, prefix: str, args: list[str]):
         self.names: dict = {}
+        self.ranges: dict = {}  # value -> (lo, hi) of its (wrapped) integer
+        self.affine: dict = {}  # value -> (base value, offset): value == base + offset modulo 2^width
         self.lines: list[str] = []
+        self.defs: dict[str, list[int]] = {}  # local name -> indices of the lines that assign it
         self.ns: dict = {}
-        self.args = fop.regions[0].blocks[0].args
+        self.prefix = prefix
+        self.arg_values = fop.regions[0].blocks[0].args
+        self.ops = fop.regions[0].blocks[0].ops
+        self.arg_exprs = args
         self.kernels = kernels
+        self.count = 0
 
     def name(self, v) -> str:
         return self.names[v]
 
-    def define(self, v, expr: str) -> None:
-        n = f"v{len(self.names)}"
-        self.names[v] = n
-        self.lines.append(f"    {n} = {expr}")
+    def glob(self, key: str, value) -> str:
+        n = f"{self.prefix}{key}"
+        self.ns[n] = value
+        return n
 
-    def wrap(self, expr: str, w: int) -> str:
+    def emit(self, name: str | None, line: str) -> None:
+        if name is not None:
+            self.defs.setdefault(name, []).append(len(self.lines))
+        self.lines.append(line)
+
+    def alias(self, v, to) -> None:
+        """``v`` is the value ``to`` itself."""
+        self.names[v] = self.names[to]
+        if to in self.ranges:
+            self.ranges[v] = self.ranges[to]
+        if to in self.affine:
+            self.affine[v] = self.affine[to]
+
+    def define(self, v, expr: str, w: int | None = None, rng=None) -> None:
+        """``v = expr``; an integer of ``w`` bits is wrapped (two's complement) unless ``rng`` shows it fits."""
+        n = f"{self.prefix}v{self.count}"
+        self.count += 1
+        self.names[v] = n
+        self.emit(n, f"    {n} = {expr}")
+        if w is None:
+            return
+        self.ranges[v] = self.wrap_in_place(n, w, rng)
+
+    def wrap_in_place(self, n: str, w: int, rng=None):
+        """Lines wrapping local ``n`` to ``w`` bits unless ``rng`` fits; the range it has afterwards."""
         if w == 1:
-            return f"bool(({expr}) & 1)"
+            self.emit(n, f"    {n} = {self.glob('bool', bool)}({n} & 1)")
+            return (0, 1)
         half = 1 << (w - 1)
-        return f"((({expr}) + {half}) & {(1 << w) - 1}) - {half}"
+        if rng is not None and -half <= rng[0] and rng[1] < half:
+            return rng
+        # the test costs less than the arithmetic, and values almost always fit
+        self.emit(n, f"    if not {-half} <= {n} <= {half - 1}:")
+        self.emit(n, f"        {n} = (({n} + {half}) & {(1 << w) - 1}) - {half}")
+        return (-half, half - 1)
+
+    def binary(self, n: str, a: str, b: str, w: int) -> str:
+        """The expression of integer op ``n`` on wrapped operands (its result not yet wrapped)."""
+        if n in _INLINE_BIN:
+            return f"({a} {_INLINE_BIN[n]} {b})"
+        lit = _int_literal(b)
+        if n in ("arith.maxsi", "arith.minsi"):
+            return f"({a} if {a} {'>=' if n == 'arith.maxsi' else '<='} {b} else {b})"
+        if lit and n == "arith.floordivsi":
+            return f"({a} // {lit})"
+        if lit and n == "arith.ceildivsi":
+            return f"(-((-{a}) // {lit}))"
+        if lit and lit > 0 and n == "arith.divsi":  # C division: toward zero
+            return f"({a} // {lit} if {a} >= 0 else -((-{a}) // {lit}))"
+        f = self.glob(f"F_{n.replace('.', '_')}", _INT_BIN[n] if n in _INT_BIN else _SHIFTS[n])
+        # the binary ops take the result's mask, the shifts its width
+        return f"{f}({a}, {b}, {(1 << w) - 1 if n in _INT_BIN else w})"
+
+    def int_op(self, o: Op, n: str, w: int) -> None:
+        x, y = o.operands
+        a, b = self.name(x), self.name(y)
+        la, lb = _int_literal(a), _int_literal(b)
+        r = o.results[0]
+        if n in ("arith.addi", "arith.subi") and (lb is not None or (la is not None and n == "arith.addi")):
+            base, off = (y, la) if lb is None else (x, lb if n == "arith.addi" else -lb)
+            base, off0 = self.affine.get(base, (base, 0))
+            off += off0
+            if off == 0:  # x + c - c: x itself
+                self.alias(r, base)
+                return
+            rb = self.ranges.get(base)
+            self.define(r, f"({self.name(base)} + {off})", w, rb and (rb[0] + off, rb[1] + off))
+            self.affine[r] = (base, off)
+            return
+        if lb == 1 and n in ("arith.floordivsi", "arith.ceildivsi", "arith.divsi", "arith.muli"):
+            self.alias(r, x)
+            return
+        self.define(r, self.binary(n, a, b, w), w, _range_of(n, self.ranges.get(x), self.ranges.get(y), lb))
 
     def op(self, o: Op) -> bool:
         n = o.defn.name
@@ -107,83 +208,181 @@ class _Gen:
             if _width(t) is None and not isinstance(t, FloatType):
                 return False
             try:
-                lit = repr(bool(v) if _width(t) == 1 else (int(v) if _width(t) else float(v)))
+                c = bool(v) if _width(t) == 1 else (int(v) if _width(t) else float(v))
             except (TypeError, ValueError):
                 return False
-            self.names[o.results[0]] = lit
+            lit = repr(c)
+            self.names[o.results[0]] = lit if not lit.startswith("-") else f"({lit})"
+            if type(c) is int:
+                self.ranges[o.results[0]] = (c, c)
             return True
         if n in _INT_BIN or n in _SHIFTS:
             w = _width(o.results[0].type)
             if w is None or w == 1:
                 return False
-            f = f"F_{n.replace('.', '_')}"
-            # the binary ops take the result's mask, the shifts its width
-            self.ns[f], last = (_INT_BIN[n], (1 << w) - 1) if n in _INT_BIN else (_SHIFTS[n], w)
-            a, b = (self.name(x) for x in o.operands)
-            self.define(o.results[0], self.wrap(f"{f}({a}, {b}, {last})", w))
+            self.int_op(o, n, w)
             return True
         if n == "arith.cmpi":
             w = _width(o.operands[0].type)
             if w is None or w == 1:
                 return False
             p = o.attrs["predicate"]
-            u = (1 << w) - 1 if p[0] == "u" else -1
             a, b = (self.name(x) for x in o.operands)
-            self.define(o.results[0], f"(({a}) & {u}) {_CMP[p if p in _CMP else p[1:]]} (({b}) & {u})")
+            if p[0] == "u":
+                u = (1 << w) - 1
+                a, b = f"({a} & {u})", f"({b} & {u})"
+            self.define(o.results[0], f"({a} {_CMP[p if p in _CMP else p[1:]]} {b})")
             return True
         if n == "arith.select":
-            if _width(o.results[0].type) is None:
+            w = _width(o.results[0].type)
+            if w is None:
                 return False
-            c, a, b = (self.name(x) for x in o.operands)
-            self.define(o.results[0], f"({a} if {c} else {b})")
+            cond, x, y = o.operands
+            self.define(o.results[0], f"({self.name(x)} if {self.name(cond)} else {self.name(y)})")
+            ra, rb = self.ranges.get(x), self.ranges.get(y)
+            if ra and rb:
+                self.ranges[o.results[0]] = (min(ra[0], rb[0]), max(ra[1], rb[1]))
             return True
         if n in _SIGNED_CASTS + _UNSIGNED_CASTS:
             ws, wr = _width(o.operands[0].type), _width(o.results[0].type)
             if ws is None or wr is None or ws == 1:
                 return False
-            x = self.name(o.operands[0])
+            src, r = o.operands[0], o.results[0]
+            rng = self.ranges.get(src)
+            fits = rng is not None and -(1 << (wr - 1)) <= rng[0] and rng[1] < (1 << (wr - 1))
+            if (n in _SIGNED_CASTS and ws <= wr) or (fits and (n in _SIGNED_CASTS or rng[0] >= 0)):
+                self.alias(r, src)  # sign extension, or a value its new width holds: the value itself
+                return True
+            x = self.name(src)
             if n in _UNSIGNED_CASTS and ws < wr:
-                x = f"(({x}) & {(1 << ws) - 1})"
-            self.define(o.results[0], self.wrap(x, wr))
+                x = f"({x} & {(1 << ws) - 1})"
+                rng = (0, (1 << ws) - 1)
+            else:
+                rng = None
+            self.define(r, x, wr, rng)
             return True
         if n == "nvvm.tma_make_desc":  # a TMA descriptor (Hopper): the interpreter's cached maker
             from ..interp.impl_tma import desc_maker
 
-            f = f"D{len(self.ns)}"
-            self.ns[f] = desc_maker(o)
-            self.define(o.results[0], f"{f}({', '.join(f'int({self.name(x)})' for x in o.operands)})")
+            f = self.glob(f"D{len(self.ns)}", desc_maker(o))
+            i = self.glob("int", int)
+            self.define(o.results[0], f"{f}({', '.join(f'{i}({self.name(x)})' for x in o.operands)})")
             return True
         if n == "gpu.launch_func":
             v = [self.name(x) for x in o.operands]
             kname = str(o.attrs["kernel"])
             grid, block, rest = ", ".join(v[0:3]), ", ".join(v[3:6]), ", ".join(v[8:])
-            loc = f"L{len(self.ns)}_"
-            self.ns[loc], self.ns["LOCATED"] = o.loc, located
+            loc, located_ = self.glob(f"L{len(self.ns)}_", o.loc), self.glob("LOCATED", located)
             if self.kernels is None:  # ``launch`` checks (the device's): its errors point at the user's line
-                self.lines.append("    try:")
-                self.lines.append(f"        launch({kname!r}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])")
-                self.lines.append("    except Exception as e:")
-                self.lines.append(f"        raise LOCATED(e, {loc})")
+                e = f"{self.prefix}e"
+                self.emit(None, "    try:")
+                self.emit(None, f"        launch({kname!r}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])")
+                self.emit(None, f"    except Exception as {e}:")
+                self.emit(None, f"        raise {located_}({e}, {loc})")
                 return True
-            computed = [x for x in v[0:6] if not x.lstrip("-").isdigit()]  # constants were checked while tracing
-            if computed:  # a grid computed as 0: FLY222 at the user's `.launch(...)` line, before the driver
-                self.ns["BAD_DIMS"] = _bad_dims
-                self.lines.append(f"    if {' or '.join(f'{x} < 1' for x in computed)}:")
-                self.lines.append(f"        raise BAD_DIMS(({grid}), ({block}), {loc})")
+            # a grid computed as 0: FLY222 at the user's `.launch(...)` line, before the driver (constants were
+            # checked while tracing; a value whose range starts at 1 needs no test)
+            computed = [
+                (x, r) for x, r in zip(v[0:6], (self.ranges.get(d) for d in o.operands[0:6])) if _int_literal(x) is None
+            ]  # fmt: skip
+            checked = [x for x, r in computed if r is None or r[0] < 1]
+            if checked:
+                bad = self.glob("BAD_DIMS", _bad_dims)
+                self.emit(None, f"    if {' or '.join(f'{x} < 1' for x in checked)}:")
+                self.emit(None, f"        raise {bad}(({grid}), ({block}), {loc})")
             fn = self.kernels.get(kname)
             if fn is None:
                 return False
-            f = f"K{len(self.ns)}_"
+            f = f"{self.prefix}K{len(self.ns)}_"
             inline = getattr(fn, "inline", None)
             if inline is not None:  # the launch's own lines in place of a call
-                lines, ns = inline(f, v)
+                lines, ns = inline(f, v, [self.ranges.get(x) for x in o.operands])
                 self.ns.update(ns)
-                self.lines.extend(lines)
+                for ln in lines:
+                    self.emit(None, ln)
                 return True
             self.ns[f] = fn
-            self.lines.append(f"    {f}({', '.join(v)})")
+            self.emit(None, f"    {f}({', '.join(v)})")
             return True
         return n == "func.return" and not o.operands
+
+    def build(self, exact: dict | None = None) -> bool:
+        """The lines of the whole function (False: not straight-line). ``exact`` maps an argument index to
+        ``(lo, hi)``: the caller guarantees an ``int`` in that range, so no conversion or wrap is needed
+        when the range fits the argument's width."""
+        ops = self.ops
+        computed = {v for o in ops if o.defn.name != "gpu.launch_func" for v in o.operands}
+        for i, (a, expr) in enumerate(zip(self.arg_values, self.arg_exprs)):
+            w = _width(a.type)
+            rng = (exact or {}).get(i)
+            half = 1 << (w - 1) if w else 0
+            if w is not None and w > 1 and rng is not None and -half <= rng[0] and rng[1] < half:
+                self.names[a] = expr
+                self.ranges[a] = rng
+                continue
+            if w is None or a not in computed:
+                self.names[a] = expr
+                continue
+            # integers used in arithmetic enter wrapped to their width
+            n = f"{self.prefix}a{i}"
+            self.names[a] = n
+            self.emit(n, f"    {n} = {self.glob('int', int)}({expr})")
+            self.ranges[a] = self.wrap_in_place(n, w)
+        if not all(self.op(o) for o in ops):
+            return False
+        self.drop_unused()
+        return True
+
+    def drop_unused(self) -> None:
+        """Remove the lines of local names no other line reads (values folded away)."""
+        dead: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            live = [ln for i, ln in enumerate(self.lines) if i not in dead]
+            text = "\n".join(live)
+            for name, idx in self.defs.items():
+                if idx[0] in dead:
+                    continue
+                own = "\n".join(self.lines[i] for i in idx)
+                if len(re.findall(rf"\b{name}\b", text)) == len(re.findall(rf"\b{name}\b", own)):
+                    dead.update(idx)
+                    changed = True
+        self.lines = [ln for i, ln in enumerate(self.lines) if i not in dead]
+
+
+def _range_of(n: str, ra, rb, lit: int | None):
+    """The interval of ``a <n> b`` from the operands' intervals (None: unknown)."""
+    if ra is None or rb is None:
+        return None
+    if n == "arith.addi":
+        return (ra[0] + rb[0], ra[1] + rb[1])
+    if n == "arith.subi":
+        return (ra[0] - rb[1], ra[1] - rb[0])
+    if n == "arith.muli":
+        c = [x * y for x in ra for y in rb]
+        return (min(c), max(c))
+    if n in ("arith.maxsi", "arith.minsi"):
+        f = max if n == "arith.maxsi" else min
+        return (f(ra[0], rb[0]), f(ra[1], rb[1]))
+    if lit is not None and lit > 0 and n in _DIV:  # each division is monotonic in its dividend
+        return (_DIV[n](ra[0], lit), _DIV[n](ra[1], lit))
+    return None
+
+
+_DIV = {
+    "arith.floordivsi": lambda a, b: a // b,
+    "arith.ceildivsi": lambda a, b: -((-a) // b),
+    "arith.divsi": lambda a, b: a // b if a >= 0 else -((-a) // b),
+}
+
+
+def _plan_args(fop: Op) -> list[str] | None:
+    """The plan's parameter names, or None when an argument is not an integer, a float or a pointer."""
+    args = fop.regions[0].blocks[0].args
+    if any(not isinstance(a.type, (PointerType, FloatType)) and _width(a.type) is None for a in args):
+        return None
+    return [f"a{i}" for i in range(len(args))]
 
 
 def launch_plan(fop: Op, kernels: dict | None = None):
@@ -191,30 +390,32 @@ def launch_plan(fop: Op, kernels: dict | None = None):
 
     With ``kernels`` (kernel name -> ``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)``), the plan
     is ``plan(*args)`` and calls each kernel's launch function directly: no argument list, no dispatch
-    on the kernel's name (the cached call's path).
+    on the kernel's name (the cached call's path). Such a plan also has ``inline(prefix, exprs, exact)``:
+    its body as source lines (4-space indent) and their globals, argument ``i`` being ``exprs[i]``, for a
+    generated caller (the jit's fast path) to paste in place of the call; ``exact`` as in
+    :meth:`_Gen.build`.
     """
-    g = _Gen(fop, kernels)
-    params = []
-    for i, a in enumerate(g.args):
-        if not isinstance(a.type, (PointerType, FloatType)) and _width(a.type) is None:
-            return None
-        g.names[a] = f"a{i}"
-        params.append(f"a{i}")
-    ops = fop.regions[0].blocks[0].ops
-    computed = {v for o in ops if o.defn.name != "gpu.launch_func" for v in o.operands}
-    for i, a in enumerate(g.args):  # integers used in arithmetic enter wrapped to their width
-        w = _width(a.type)
-        if w is not None and a in computed:
-            g.lines.append(f"    a{i} = {g.wrap(f'int(a{i})', w)}")
-    for o in ops:
-        if not g.op(o):
-            return None
+    params = _plan_args(fop)
+    if params is None:
+        return None
+    g = _Gen(fop, kernels, "", params)
+    if not g.build():
+        return None
     if kernels is None:
         head = "def plan(args, launch):\n" + (f"    ({', '.join(params)},) = args\n" if params else "")
     else:
         head = f"def plan({', '.join(params)}):\n"
     src = head + "\n".join(g.lines) + "\n    return None\n"
-    exec(compile(src, f"<launch plan {fop.attrs.get('sym_name')}>", "exec"), g.ns)
+    exec(compile(src, f"<flydsl launch plan {fop.attrs.get('sym_name')}>", "exec"), g.ns)
     plan = g.ns["plan"]
     plan.source = src
+    if kernels is not None:
+
+        def inline(prefix: str, exprs: list[str], exact: dict | None = None) -> tuple[list[str], dict]:
+            gi = _Gen(fop, kernels, prefix, list(exprs))
+            if not gi.build(exact):  # built once above: cannot fail now
+                raise AssertionError("a launch plan that built once failed to build again")
+            return gi.lines, gi.ns
+
+        plan.inline = inline
     return plan

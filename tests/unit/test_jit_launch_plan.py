@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flydsl.interp import compile_host
+from flydsl.runtime.args import ArgError
 from flydsl.runtime.launch_plan import launch_plan
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
@@ -61,3 +62,38 @@ def test_loops_fall_back_to_the_interpreter():
     out = np.zeros(1, np.int32)
     looping(out, 3)
     assert out[0] == 2
+
+
+@flyc.jit
+def folded(out, n: fx.Int32, m: fx.Int32, w: fx.Int64):
+    a = (n + 5 - 5) // 1  # folds to n
+    b = n - 3 + 7 - 1  # n + 3, one wrap
+    c = fx.ceildiv(m, 64) + fx.max(n, m) - fx.min(n, 7)
+    d = (w.to(fx.Int32) + m.to(fx.Int64).to(fx.Int32)) * 3
+    k(out, a + b, (m // 2 + c).to(fx.Int64) + w).launch(grid=(d, a, b), block=(c, 1, 1), smem=n * 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=i32, m=i32, w=st.integers(-(2**63), 2**63 - 1))
+def test_folded_plans_and_their_inlined_lines_equal_the_interpreter(n, m, w):
+    host = host_of(folded, np.zeros(1, np.int32), 5, 6, 7)
+    want = record(compile_host(host), [4096, 1, n, m, w, 0])
+    plan = launch_plan(host)
+    assert record(plan, [4096, 1, n, m, w, 0]) == want
+    # the cached call's form: kernels called directly, and the same lines pasted into a caller that
+    # vouches for the ranges of n and m (no conversion, no entry wrap); a grid or block computed below 1
+    # stops before the kernel (FLY222) in both
+    got = []
+    direct = {want[0][0]: lambda *a: got.append((a[0:3], a[3:6], a[6], a[7], list(a[8:])))}
+    plan = launch_plan(host, direct)
+    full = (-(2**31), 2**31 - 1)
+    lines, ns = plan.inline("P_", ["x0", "x1", "x2", "x3", "x4", "x5"], {2: full, 3: full})
+    exec("def caller(x0, x1, x2, x3, x4, x5):\n" + "\n".join(lines) + "\n", ns)
+    bad = min(*want[0][1], *want[0][2]) < 1
+    for run in (plan, ns["caller"]):
+        if bad:
+            with pytest.raises(ArgError, match="LAUNCH_DIMS_RUNTIME"):
+                run(4096, 1, n, m, w, 0)
+        else:
+            run(4096, 1, n, m, w, 0)
+    assert got == ([] if bad else [(want[0][1], want[0][2], want[0][3], want[0][4], want[0][5])] * 2)
