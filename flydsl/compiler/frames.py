@@ -44,8 +44,8 @@ _SITE = ("site-packages" + os.sep, "dist-packages" + os.sep)
 
 def is_user_path(filename: str) -> bool:
     """A file of the user's (not flydsl, the standard library or an installed package; not frozen)."""
-    if filename.startswith("<"):
-        return not filename.startswith("<frozen")
+    if filename.startswith("<"):  # "<flydsl ...>": code flydsl generates (dispatchers, launch plans)
+        return not filename.startswith(("<frozen", "<flydsl"))
     p = os.path.abspath(filename)
     return not (p.startswith(FLYDSL_DIR) or any(s in p for s in _SITE) or p.startswith(_LIBRARY_DIRS))
 

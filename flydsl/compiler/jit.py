@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import weakref
 from collections import namedtuple
 
 from ..dialects import func as dfunc
@@ -30,14 +31,15 @@ from .cache import DiskCache, deps_digest, disk_key
 from .deps import collect, freeze
 from .diagnostics import FlyDSLError, wrap_exception
 from .errors import error
-from .fastpath import NOFAST, OTHER_PATTERN, make_binder, make_dispatcher, pattern_of
+from .fastpath import MISSING, NOFAST, OTHER_PATTERN, make_binder, make_dispatcher, pattern_of
 from .frames import frame_location, traceback_location, user_frame
 from .frontend import rewrite_function
 from .hints import check_hints
 from .kernel import resolve_signature
 from .pipeline import codegen, compile_module
 from .specialize import Param
-from .trace import TraceContext, TraceTimeout, current, run_traced, select_target, timeout_error, tracing
+from .trace import TraceContext, TraceTimeout, run_traced, select_target, timeout_error, tracing
+from .trace import _stack as _trace_stack
 
 __all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "user_error", "dsl_error"]
 
@@ -93,6 +95,9 @@ class JitFunction:
     """A function decorated with ``@flyc.jit``."""
 
     def __init__(self, fn):
+        # its own class: the current dispatcher's entry becomes its __call__ (see the calls below)
+        self.__class__ = type("JitFunction", (JitFunction,), {"__module__": JitFunction.__module__})
+        self._call_classes = weakref.WeakSet([self.__class__])
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.compile_hints: dict = {}
@@ -106,8 +111,6 @@ class JitFunction:
         self._implicit_stream = True
         self._nargs = -1  # the parameter count, once known (a call with another count is bound first)
         self._binder = None
-        self._min_pos = 1 << 30  # positional calls of at least this many arguments just append defaults
-        self._tail_defaults: tuple = ()
         self._mem: dict = {}
         self._deps = None
         self._deps_hex: str | None = None
@@ -138,30 +141,50 @@ class JitFunction:
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return functools.partial(self.__call__, obj)
+        return functools.partial(_call_current, self, obj)  # the entry current at the call
 
     def __repr__(self) -> str:
         return f"<flyc.jit {self.fn.__qualname__}>"
 
     # -- calls -------------------------------------------------------------------------------------
+    # A call runs the current dispatcher's *entry* (fastpath.make_dispatcher), installed as ``__call__`` of
+    # this function's own class (and of its flyc.compile wrappers' classes), so a cached call runs one
+    # generated function. This ``__call__`` is the one before any dispatcher exists (and the general one).
     def __call__(self, *args, **kwargs):
-        if current() is not None:
+        if _trace_stack:  # called while tracing: a helper
             return self.body()(*args, **kwargs)
+        return self._call(args, kwargs, OTHER_PATTERN)
+
+    def _slow(self, vals: tuple, rest: tuple, kwargs, r):
+        """An entry's way out: ``vals`` the arguments it bound (:data:`MISSING` where none was given),
+        ``rest`` extra positional ones, ``kwargs`` unknown keywords (or None), ``r`` its answer."""
+        if rest or kwargs or _trace_stack or any(v is MISSING for v in vals):
+            # the call as made: positional arguments up to the first missing one (Python fills them from
+            # the left), the later parameters' values (given by keyword, or defaults) as keywords
+            cut = next((i for i, v in enumerate(vals) if v is MISSING), len(vals))
+            kw = {p.name: v for p, v in zip(self._params[cut:], vals[cut:]) if v is not MISSING}
+            kw.update(kwargs or {})
+            args = vals[:cut] + rest
+            if _trace_stack:
+                return self.body()(*args, **kw)
+            return self._call(args, kw, OTHER_PATTERN)
+        return self._call(vals, {}, r)
+
+    def _call(self, args, kwargs, r):
+        """Everything but a fast hit: bind, find the pattern's dispatcher, the full path, register the
+        fast key. ``r`` is what the current dispatcher answered for ``args`` (a fast key, NOFAST or
+        OTHER_PATTERN)."""
         try:
             if kwargs or len(args) != self._nargs:
-                lo = self._min_pos
-                if not kwargs and lo <= len(args) < self._nargs:  # trailing defaults left out: no binder
-                    args += self._tail_defaults[len(args) - lo :]
-                else:
-                    args = self._bind(args, kwargs)
-            try:
-                r = self._dispatch(args)
-                if r is OTHER_PATTERN:
+                args = self._bind(args, kwargs)
+                r = OTHER_PATTERN  # keywords or defaults: the dispatcher has not seen these arguments
+            if r is OTHER_PATTERN:
+                try:
                     r = self._switch_pattern(args)
-            except ArgError:  # the full path raises it with the parameter's name
-                r = NOFAST
-            if r is None:  # launched through the fast path
-                return None
+                except ArgError:  # the full path raises it with the parameter's name
+                    r = NOFAST
+                if r is None:  # launched through the fast path
+                    return None
             entry, vals, compile_only = self._prepare(args, {}, bound=True)
             if compile_only:
                 return None
@@ -181,22 +204,39 @@ class JitFunction:
         if d is None:
             if len(self._dispatchers) >= _MAX_PATTERNS:
                 return NOFAST
-            fast: dict = {}
-            d = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, fast)
-            d.fast = fast
+            d = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, {})
             self._dispatchers[pat] = d
-        self._dispatch = d
-        r = d(args)
+        self._install(d)
+        r = d(*args)
         return NOFAST if r is OTHER_PATTERN else r
 
+    def _install(self, d) -> None:
+        """Make ``d`` the current dispatcher (None: none) and its entry the ``__call__`` of this function
+        and of its flyc.compile wrappers."""
+        self._dispatch = d if d is not None else _first_call
+        for cls in list(self._call_classes):
+            if d is None:
+                if "__call__" in cls.__dict__:
+                    delattr(cls, "__call__")  # the base class's general __call__ again
+            else:
+                cls.__call__ = d.entry
+
     def _register(self, fkey: tuple, entry, vals: list) -> None:
-        """After a launch through the full path: the fast path's entry for the same fast key."""
+        """After a launch through the full path: the fast path's entry for the same fast key. The first
+        entry of a dispatcher is also inlined into it (a new dispatcher that checks it first)."""
         launcher = entry.launcher
         default_stream = getattr(launcher, "default_stream", None)
         if default_stream is None:  # a device without a raw-value launch (the interpreter)
             return
         torch_tensors = any(type(v) is TensorRef and type(v.obj).__module__.startswith("torch") for v in vals)
-        self._dispatch.fast[fkey] = (launcher.run, default_stream(torch_tensors))
+        d = self._dispatch
+        run, dflt = launcher.run, default_stream(torch_tensors)
+        d.fast[fkey] = (run, dflt)
+        if not d.inlined and len(d.fast) == 1:
+            nd = make_dispatcher(self, self._params, d.pattern, self._implicit_stream, _ENV_FAST, d.fast,
+                                 inline=(fkey, run, dflt))  # fmt: skip
+            self._dispatchers[d.pattern] = nd
+            self._install(nd)
 
     def _prepare(self, args, kwargs, bound: bool = False):
         """(entry, ABI values, COMPILE_ONLY) for one call: the full path up to the launch."""
@@ -234,12 +274,8 @@ class JitFunction:
         self._params = [Param(p, i == 0) for i, p in enumerate(ps)]
         self._convs = tuple(p.conv for p in self._params)
         self._implicit_stream = not any(p.is_stream for p in self._params)
-        self._binder = make_binder(self._params, [p.default for p in ps])
+        self._binder = make_binder(self._params)
         self._nargs = len(ps)
-        positional = all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in ps)
-        n_req = sum(1 for p in ps if p.default is p.empty)
-        if positional and all(p.default is not p.empty for p in ps[n_req:]):
-            self._min_pos, self._tail_defaults = n_req, tuple(p.default for p in ps[n_req:])
         self._deps = collect(self.fn)
         self._dep_vals = self._deps.current_values()
         self._watch = self._deps.watcher()
@@ -276,6 +312,8 @@ class JitFunction:
         self._mem.clear()
         for d in self._dispatchers.values():
             d.fast.clear()
+        self._dispatchers.clear()  # their inlined entries too
+        self._install(None)
 
     def deps_hex(self) -> str:
         """The digest of the function's dependencies (source, helpers, compile-time values)."""
@@ -502,14 +540,19 @@ class CompiledFunction:
     A call takes the jit function's path (its fast path when the arguments have the types, dtypes and
     alignment they had): arguments that need another specialization (other dtypes, alignment, Constexpr
     values) get it, compiled or found in the cache, instead of running this one on values it was not
-    compiled for.
+    compiled for. Like the jit function it has its own class, whose ``__call__`` is the jit function's
+    current dispatcher entry: a cached call costs what the jit function's does.
     """
 
     __slots__ = ("jit_function", "_entry")
 
     def __init__(self, jf: JitFunction, entry: _Entry):
+        self.__class__ = type("CompiledFunction", (CompiledFunction,), {"__slots__": (), "__module__": __name__})
         self.jit_function = jf
         self._entry = entry
+        jf._call_classes.add(self.__class__)
+        if jf._dispatch is not _first_call:
+            self.__class__.__call__ = jf._dispatch.entry
 
     def __call__(self, *args, **kwargs):
         return self.jit_function(*args, **kwargs)
@@ -574,6 +617,10 @@ def _unknown() -> bool:
     return False
 
 
-def _first_call(args):
+def _call_current(jf, *args, **kwargs):
+    return jf(*args, **kwargs)
+
+
+def _first_call(*args):
     """The dispatcher before the first call: every pattern is another pattern."""
     return OTHER_PATTERN

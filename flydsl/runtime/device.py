@@ -17,7 +17,7 @@ from ..utils.target import Target
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .cpu import CpuLauncher
 from .launch_plan import check_launch_dims, launch_plan
-from .streams import current_torch_stream
+from .streams import torch_stream_getter
 
 __all__ = ["Device", "get_device", "CudaLauncher", "DeviceError", "StandInCudaDevice"]
 
@@ -49,6 +49,7 @@ class Device:
 
 
 _DEVICES: dict[str, Device] = {}
+DEVICE = 0  # the CUDA device ordinal kernels are loaded on (flydsl.runtime.cuda.CudaModule's default)
 
 
 def _cuda_available() -> bool:
@@ -126,11 +127,11 @@ class CudaLauncher:
         k = self.kernels[str(kernel)]
         _launch_function(k)(*grid, *block, int(smem), int(stream), *kargs)
 
-    @staticmethod
-    def default_stream(torch_tensors: bool):
+    def default_stream(self, torch_tensors: bool):
         """The function giving the default stream's handle: torch's current stream when torch tensors are
-        passed (so launches inside ``torch.cuda.stream(s)`` or a graph capture go there), else 0."""
-        return _current_torch_stream if torch_tensors else _zero
+        passed (so launches inside ``torch.cuda.stream(s)`` or a graph capture go there), else 0. The
+        stream is the one of the device the kernels are loaded on (:data:`DEVICE`): where they launch."""
+        return _torch_stream_getter(DEVICE) if torch_tensors else _zero
 
     def __call__(self, vals: list) -> None:
         args = list(vals)
@@ -152,7 +153,7 @@ class CudaLauncher:
             elif v is DEFAULT_STREAM:
                 default_at = i
         if default_at >= 0:  # the default stream: torch's current one when torch tensors are passed
-            args[default_at] = _current_torch_stream() if torch_stream else 0
+            args[default_at] = self.default_stream(torch_stream)()
         self.run(*args)
 
 
@@ -226,5 +227,5 @@ def _param_kinds(kernel_op) -> list[str]:
     return kinds
 
 
-# torch's current stream (a module attribute: tests replace it)
-_current_torch_stream = current_torch_stream
+# torch's current stream on a device, as a callable (a module attribute: tests replace it)
+_torch_stream_getter = torch_stream_getter

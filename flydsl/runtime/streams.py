@@ -7,7 +7,20 @@ chosen once (the public call where torch lacks the private one) and cached.
 
 from __future__ import annotations
 
-__all__ = ["current_torch_stream", "stream_handle"]
+__all__ = ["current_torch_stream", "torch_stream_getter", "stream_handle"]
+
+
+def torch_stream_getter(device: int):
+    """A callable returning the raw handle of torch's current stream on ``device``: torch's C function
+    bound to the device (one C call, no Python frame) where torch has it."""
+    import functools
+
+    import torch
+
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get is not None:
+        return functools.partial(get, device)
+    return lambda: torch.cuda.current_stream(device).cuda_stream
 
 
 def _choose():

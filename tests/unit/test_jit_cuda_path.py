@@ -113,7 +113,7 @@ FakeTorchCudaTensor.__module__ = "torch.fake"
 
 def test_default_stream_follows_torchs_current_stream(fake_cuda, monkeypatch):
     monkeypatch.setitem(CONVERTERS, FakeTorchCudaTensor, _fake_tensor)
-    monkeypatch.setattr(device_mod, "_current_torch_stream", lambda: 0x5151)
+    monkeypatch.setattr(device_mod, "_torch_stream_getter", lambda device: lambda: 0x5151 + device)
 
     @flyc.jit
     def with_default(a, b, c, n: fx.Int32, stream: fx.Stream = fx.Stream(None)):

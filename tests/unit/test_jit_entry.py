@@ -1,0 +1,234 @@
+"""The cached call's entry (the dispatcher installed as the jit function's ``__call__``) and the native launch
+helper, without a GPU: the stand-in driver of test_jit_fastpath decodes what ``cuLaunchKernelEx`` would
+receive. Every way of calling must launch what the full path launches, and every malformed call must get
+the full path's errors."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from compiler_util import Tensor, flyc, fx
+from test_jit_cuda_path import FakeCudaTensor as DevBuf
+from test_jit_cuda_path import _fake_tensor as _devbuf
+from test_jit_fastpath import Driver
+
+import flydsl.runtime.device as device_mod
+from flydsl.compiler import DSLTypeError
+from flydsl.compiler.specialize import CONVERTERS
+from flydsl.runtime import native
+from flydsl.runtime._cuda_launch import make_launch
+from flydsl.runtime.cuda import CudaKernel
+
+
+@pytest.fixture
+def driver(monkeypatch):
+    d = Driver(["ptr", "i32", "ptr", "i32", "i32", "i32"])  # run_axpy's kernel (other tests set theirs)
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setattr(device_mod, "_DEVICES", {"cuda": device_mod.StandInCudaDevice(d.call)})
+    monkeypatch.setitem(CONVERTERS, DevBuf, _devbuf)
+    return d
+
+
+@flyc.kernel
+def axpy(x: Tensor, y: Tensor, a: fx.Int32, n: fx.Int32):
+    i = fx.block_idx.x * fx.block_dim.x + fx.thread_idx.x
+    if i < n:
+        y[i] = y[i] + x[i] * a
+
+
+@flyc.jit
+def run_axpy(x, y, a: fx.Int32, n: fx.Int32, stream: fx.Stream = fx.Stream(None)):
+    axpy(x, y, a, n).launch(grid=((n + 63) // 64, 1, 1), block=(64, 1, 1), stream=stream)
+
+
+def _fresh(jf):
+    jf.clear_cache()
+    return jf
+
+
+def test_positional_keyword_and_default_calls_take_the_inlined_entry(driver):
+    jf = _fresh(run_axpy)
+    x, y = DevBuf(0x10000, 100), DevBuf(0x20000, 100)
+    jf(x, y, 3, 100)  # the full path: compiles, registers, inlines
+    assert type(jf).__call__ is jf._dispatch.entry and jf._dispatch.inlined
+    hits = jf.hits
+    jf(x, y, 4, 100)
+    jf(x, y, a=5, n=65)  # keywords bind to the entry's own parameter names
+    jf(x=x, y=y, a=6, n=1, stream=fx.Stream(0x77))
+    jf(x, y, 7, 64, None)
+    assert jf.hits == hits + 4 and jf.compiles == 1
+    got = [(driver.decoded(i)[0], driver.decoded(i)[3], driver.decoded(i)[4][4]) for i in range(-4, 0)]
+    assert got == [((2, 1, 1), 0, 4), ((2, 1, 1), 0, 5), ((1, 1, 1), 0x77, 6), ((1, 1, 1), 0, 7)]
+
+
+def test_malformed_calls_get_the_binders_errors(driver):
+    jf = _fresh(run_axpy)
+    x, y = DevBuf(0x10000, 8), DevBuf(0x20000, 8)
+    jf(x, y, 1, 8)
+    with pytest.raises(DSLTypeError, match=r"FLY212\]: run_axpy\(\): missing a required argument: 'n'"):
+        jf(x, y, 1)
+    with pytest.raises(DSLTypeError, match=r"FLY212\]: run_axpy\(\): too many positional arguments"):
+        jf(x, y, 1, 8, None, 5)
+    with pytest.raises(DSLTypeError, match=r"FLY212\]: run_axpy\(\): got an unexpected keyword argument 'm'"):
+        jf(x, y, 1, 8, m=8)
+    with pytest.raises(DSLTypeError, match=r"FLY212\]: run_axpy\(\): multiple values for argument 'a'"):
+        jf(x, y, 1, 8, a=2)
+    jf(x, y, 2, 8)  # and the entry still launches
+    assert driver.decoded()[4][4] == 2
+
+
+def test_compiled_functions_share_the_entry_and_follow_its_changes(driver):
+    jf = _fresh(run_axpy)
+    x, y = DevBuf(0x10000, 8), DevBuf(0x20000, 8)
+    f = flyc.compile(jf, x, y, 1, 8)
+    f(x, y, 1, 8)
+    f(x, y, 2, 8)
+    assert type(f).__call__ is jf._dispatch.entry
+    hits = jf.hits
+    f(x, y, 3, 8)
+    assert jf.hits == hits + 1
+    jf.clear_cache()  # the dispatchers go: the compiled function falls back to the jit function's call
+    assert "__call__" not in type(f).__dict__
+    f(x, y, 4, 8)
+    f(x, y, 5, 8)
+    assert type(f).__call__ is jf._dispatch.entry and driver.decoded()[4][4] == 5
+
+
+@flyc.kernel
+def put(out: Tensor, v: fx.Int32):
+    out[0] = v
+
+
+@flyc.jit
+def shadowing(type, len: fx.Int32, int: fx.Int32 = 1):  # noqa: A002 - the generated code must not care
+    put(type, len * int).launch(grid=1, block=1)
+
+
+@flyc.jit
+def generated_looking(_f_s0, _f_T0: fx.Int32, _f_k: fx.Int32 = 1):
+    put(_f_s0, _f_T0 + _f_k).launch(grid=1, block=1)
+
+
+@pytest.mark.parametrize("jf", [shadowing, generated_looking])
+def test_parameter_names_that_shadow_builtins_or_generated_names(driver, jf):
+    driver.kinds = ["ptr", "i32", "i32"]
+    out = DevBuf(0x30000, 1)
+    for v in (1, 2, 3):
+        jf(out, v)
+    hits = jf.hits
+    jf(out, 4, 10)
+    jf(out, 5)
+    assert jf.hits == hits + 2
+    combine = (lambda a, b: a * b) if jf is shadowing else (lambda a, b: a + b)
+    assert [driver.decoded(i)[4][2] for i in range(-5, 0)] == [
+        combine(v, k) for v, k in zip((1, 2, 3, 4, 5), (1, 1, 1, 10, 1))
+    ]
+
+
+def test_a_jit_function_called_while_tracing_is_a_helper(driver):
+    @flyc.jit
+    def inner(out, v: fx.Int32):
+        put(out, v * 2).launch(grid=1, block=1)
+
+    @flyc.jit
+    def outer(out, v: fx.Int32):
+        inner(out, v + 1)
+
+    driver.kinds = ["ptr", "i32", "i32"]
+    out = DevBuf(0x40000, 1)
+    inner(out, 1)  # inner's entry is installed...
+    inner(out, 2)
+    outer(out, 3)  # ... and while outer traces, calling inner traces its body into outer
+    outer(out, 4)
+    assert [driver.decoded(i)[4][2] for i in range(-4, 0)] == [2, 4, 8, 10]
+
+
+# -- the native launch helper ------------------------------------------------------------------------
+
+
+def _native_or_skip():
+    if native.launch_type() is None:
+        pytest.skip(f"the native launch helper is unavailable here: {native.status()}")
+
+
+KINDS = ["ptr", "i32", "i64", "f32", "f64", "f16", "i1", "i8", "i16"]
+VALUES = (0x1000, 2**32 - 5, -1, 1.5, -2.25, 0.5, True, 300, -2)
+DECODED = [0x1000, -5, -1, 1.5, -2.25, 0.5, True, 44, -2]  # u32 values wrap like the kernel's i32
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_native_and_ctypes_launches_pack_alike(use_native):
+    if use_native:
+        _native_or_skip()
+    d = Driver(KINDS)
+    fn = make_launch("k", 0xABC, KINDS, d.call, None, [48 * 1024], native=use_native)
+    assert fn.native is use_native
+    fn(3, 2, 1, 64, 1, 1, 128, 77, *VALUES)
+    grid, block, smem, stream, vals = d.decoded()
+    assert (grid, block, smem, stream) == ((3, 2, 1), (64, 1, 1), 128, 77) and d.launches[-1][1] == 0xABC
+    assert vals == DECODED
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_values_that_do_not_fit_raise_before_the_driver(use_native):
+    if use_native:
+        _native_or_skip()
+    d = Driver(["ptr", "i32"])
+    fn = make_launch("k", 1, ["ptr", "i32"], d.call, None, [48 * 1024], native=use_native)
+    bad_grid, bad_pointer, bad_int = (-1, 0x1000, 1), (1, -8, 1), (1, 8, 1.5)
+    for gx, p, v in (bad_grid, bad_pointer, bad_int):
+        with pytest.raises((struct.error, OverflowError, TypeError)):  # struct's errors, or the helper's
+            fn(gx, 1, 1, 32, 1, 1, 0, 0, p, v)
+    assert d.launches == []
+    k = CudaKernel(None, "k", ["ptr", "i32"], driver_call=d.call, func_handle=1)
+    with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+        k.launch(1, 32, 0, None, (0x1000, 1.5))
+    assert d.launches == []
+
+
+def test_the_native_helper_takes_kernels_of_many_parameters():
+    _native_or_skip()
+    kinds = ["i32"] * 300 + ["f64"] * 600  # 6 KB of parameters: past the helper's stack buffer
+    d = Driver(kinds)
+    fn = make_launch("k", 1, kinds, d.call, None, [48 * 1024], native=True)
+    vals = list(range(300)) + [i / 4 for i in range(600)]
+    fn(1, 1, 1, 1, 1, 1, 0, 0, *vals)
+    assert d.decoded()[4] == vals
+
+
+def test_the_native_helper_raises_the_shared_memory_limit_first():
+    _native_or_skip()
+    seen, limit = [], [48 * 1024]
+
+    def on_error(err, grid, block, smem, stream, params):
+        seen.append((err, smem))
+        limit[0] = smem
+
+    d = Driver(["ptr"])
+    fn = make_launch("k", 1, ["ptr"], d.call, on_error, limit, native=True)
+    fn(1, 1, 1, 32, 1, 1, 1024, 0, 5)
+    fn(1, 1, 1, 32, 1, 1, 96 * 1024, 0, 5)
+    d.result = 700  # a driver error reaches on_error with the launch's values
+    fn(1, 1, 1, 32, 1, 1, 0, 0, 5)
+    assert seen == [(None, 96 * 1024), (700, 0)] and len(d.launches) == 3
+
+
+def test_kinds_the_helper_does_not_pack_take_the_ctypes_path():
+    d = Driver(["ptr", "bf16"])
+    fn = make_launch("k", 1, ["ptr", "bf16"], d.call, None, [48 * 1024])
+    assert fn.native is False
+    fn(1, 1, 1, 1, 1, 1, 0, 0, 0x1000, 2.0)
+    assert d.decoded()[4] == [0x1000, 0x4000]
+    with pytest.raises(RuntimeError, match=r"kernel k: no native launch \(parameter kinds it does not pack: bf16\)"):
+        make_launch("k", 1, ["ptr", "bf16"], d.call, None, [48 * 1024], native=True)
+
+
+def test_status_names_the_path(monkeypatch):
+    assert native.status().startswith(("on (", "off ("))
+    monkeypatch.setattr(native, "_STATE", {})
+    monkeypatch.setenv("FLYDSL_RUNTIME_NATIVE_LAUNCH", "0")
+    assert native.launch_type() is None and native.status() == "off (FLYDSL_RUNTIME_NATIVE_LAUNCH=0)"
+    d = Driver(["ptr"])
+    assert make_launch("k", 1, ["ptr"], d.call, None, [48 * 1024]).native is False
