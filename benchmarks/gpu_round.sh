@@ -30,7 +30,7 @@ for s in $STEPS; do
   ex05) step ex05 50 python3 examples/05_gemm_mma_sync.py ;;
   ex05sweep) step ex05sweep 80 python3 examples/05_gemm_mma_sync.py --sweep ;;
   ex06) step ex06 100 python3 examples/06_gemm_wgmma.py --bench ;;
-  launch) step launch 40 python3 -m benchmarks.launch_overhead ;;
+  launch) step launch "${T_LAUNCH:-60}" python3 -m benchmarks.launch_overhead ;;
   norms) step norms "${T_NORMS:-110}" env FLYDSL_NORM_VARIANTS="${FLYDSL_NORM_VARIANTS:-two_pass,onchip512,iters2,ept8}" \
     python3 -m benchmarks.run norm_sweep --reps 40 --tag norms --out "$OUT" ;;
   gemmbench) step gemmbench 150 python3 -m benchmarks.run gemm --reps 30 --tag gemm --out "$OUT" ;;
@@ -46,7 +46,7 @@ sed -n '/===== tests/,/===== /p' "$LOG" | grep -E "^(FAILED|ERROR)|passed|failed
 echo "================ gemm examples"
 grep -E "PASS|FAIL|TFLOP|cuBLAS|ratio|^\s*(bf16|f16|fp8|e4m3)" "$LOG" | grep -v "^=====" | tail -45
 echo "================ launch"
-sed -n '/===== launch/,/===== /p' "$LOG" | grep -E "^\[" | tail -12
+sed -n '/===== launch/,/===== /p' "$LOG" | grep -E "^\[|^native launch" | tail -40
 J=$(ls -t "$OUT"/*-norms.json 2>/dev/null | head -1)
 if [ -n "$J" ]; then
   echo "================ norms"

@@ -1,7 +1,9 @@
 """Host-side cost of calling a cached ``@flyc.jit`` launcher: ``python -m benchmarks.launch_overhead``.
 
 Each line is µs per call, the best of several repeats of many back-to-back calls (the median of the
-repeats beside it): CPU time for the ``[stub]`` lines, wall time for the ``[gpu]`` ones. ``[stub]`` lines
+repeats beside it): CPU time for the ``[stub]`` lines, wall time for the ``[gpu]`` ones. The softmax and
+RMSNorm lines call the kernel library's launchers as the norm benchmark cases do (one row of 8192 bf16
+values, next to torch's own functions on the GPU). ``[stub]`` lines
 run the real CUDA launch path — the jit's fast path, the launch plan, ``struct`` packing, the ctypes call
 of ``cuLaunchKernelEx`` — with the driver replaced at the ctypes boundary by a C function that returns 0
 (built with ``cc`` when there is one, else libc's ``fegetround``): everything up to the driver, measurable
@@ -88,13 +90,36 @@ def stub_driver_call():
         fn = ctypes.CDLL(so).nop
     except (OSError, subprocess.CalledProcessError):
         fn = ctypes.CDLL(None).fegetround  # returns 0 (round to nearest); ignores its arguments
-    fn.argtypes = [ctypes.c_void_p] * 4
-    fn.restype = ctypes.c_int
+    fn.restype = ctypes.c_int  # no argtypes, as the real entry (flydsl.runtime.cuda._ctypes_launch)
     return fn
+
+
+def norm_launchers(device: str):
+    """(softmax, rmsnorm) launchers of the kernel library on one row of 8192 bf16 values, their arguments,
+    and the torch functions they stand for: the norm cases' call (issue 12: ~35 µs of host time each in
+    the first H200 round, back-to-back)."""
+    import torch
+
+    from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
+    from kernels.norm.softmax_kernel import build_softmax_module
+
+    m, n = 1, 8192
+    x = torch.randn(m, n, dtype=torch.bfloat16, device=device)
+    y, w = torch.empty_like(x), torch.rand(n, dtype=torch.bfloat16, device=device)
+    sm = flyc.compile(build_softmax_module(0, n, "bf16"), x, y, m)
+    rms = flyc.compile(build_rmsnorm_module(n, "bf16", 1e-6), x, w, y, m)
+    return (
+        (lambda: sm(x, y, m)),
+        (lambda: rms(x, w, y, m)),
+        (lambda: torch.softmax(x, -1)),
+        (lambda: torch.nn.functional.rms_norm(x, (n,), w, 1e-6)),
+    )
 
 
 def stub_rows(profile: bool) -> list:
     import torch
+
+    from flydsl.runtime._cuda_launch import make_launch
 
     call = stub_driver_call()
     saved_kind = os.environ.get("FLYDSL_RUNTIME_KIND")
@@ -104,9 +129,12 @@ def stub_rows(profile: bool) -> list:
         n = 1000
         a, b, c = (torch.ones(n) for _ in range(3))
         compiled = flyc.compile(launch, a, b, c, n)
-        k = CudaKernel(None, "k", ["ptr", "i32", "ptr", "i32", "ptr", "i32", "i32"], driver_call=call, func_handle=1)
+        kinds = ["ptr", "i32", "ptr", "i32", "ptr", "i32", "i32"]
+        k = CudaKernel(None, "k", kinds, driver_call=call, func_handle=1)
         raw = k.launcher
+        py = make_launch("k", 1, kinds, call, None, [48 * 1024], native=False)
         s = fx.Stream(0)
+        softmax, rmsnorm, _, _ = norm_launchers("cpu")
         rows = [
             ("[stub] jit call: 3 torch tensors + int", lambda: launch(a, b, c, n)),
             ("[stub] flyc.compile'd call", lambda: compiled(a, b, c, n)),
@@ -115,10 +143,16 @@ def stub_rows(profile: bool) -> list:
             ("[stub] jit call, explicit fx.Stream(0)", lambda: launch_on(a, b, c, n, s)),
             ("[stub] jit call, stream=None (default stream)", lambda: launch_on(a, b, c, n, None)),
             ("[stub] jit call, stream parameter left to its default", lambda: launch_on(a, b, c, n)),
+            ("[stub] softmax 1x8192 bf16 (flyc.compile'd kernel library launcher)", softmax),
+            ("[stub] rmsnorm 1x8192 bf16 (flyc.compile'd kernel library launcher)", rmsnorm),
             ("[stub] full path (key by converters) + launch", lambda: _full_path(a, b, c, n)),
             (
-                "[stub] kernel launch function alone (raw args)",
+                f"[stub] kernel launch function alone (raw args; {'native' if raw.native else 'ctypes'})",
                 lambda: raw(8, 1, 1, 128, 1, 1, 0, 0, 1, n, 2, n, 3, n, n),
+            ),
+            (
+                "[stub] kernel launch function alone (raw args; ctypes)",
+                lambda: py(8, 1, 1, 128, 1, 1, 0, 0, 1, n, 2, n, 3, n, n),
             ),
             ("[stub] the stand-in driver call alone", lambda: call(None, None, None, None)),
         ]
@@ -169,13 +203,27 @@ def gpu_rows() -> list:
     compiled = flyc.compile(launch, a, b, c, n)
     torch.cuda.synchronize()
     s = torch.cuda.current_stream()
+    kernel = next(iter(launch._last[1].launcher.kernels.values()))
+    raw_args = (a.data_ptr(), n, b.data_ptr(), n, c.data_ptr(), n, n)
+    softmax, rmsnorm, t_softmax, t_rmsnorm = norm_launchers("cuda")
+    ev = torch.cuda.Event(enable_timing=True)
     rows = [
         ("[gpu] jit call (flydsl)", lambda: launch(a, b, c, n)),
         ("[gpu] flyc.compile'd call (flydsl)", lambda: compiled(a, b, c, n)),
         ("[gpu] jit call, stream=torch stream", lambda: launch_on(a, b, c, n, s)),
         ("[gpu] torch.add(a, b, out=c)", lambda: torch.add(a, b, out=c)),
+        (
+            f"[gpu] kernel launch function alone (raw args; {'native' if kernel.launcher.native else 'ctypes'})",
+            lambda: kernel.launcher(8, 1, 1, 128, 1, 1, 0, s.cuda_stream, *raw_args),
+        ),
+        ("[gpu] softmax 1x8192 bf16 (flydsl)", softmax),
+        ("[gpu] torch.softmax 1x8192 bf16", t_softmax),
+        ("[gpu] rmsnorm 1x8192 bf16 (flydsl)", rmsnorm),
+        ("[gpu] F.rms_norm 1x8192 bf16", t_rmsnorm),
         ("[gpu] torch current stream handle (flydsl's)", current_torch_stream),
         ("[gpu] torch.cuda.current_stream().cuda_stream", lambda: torch.cuda.current_stream().cuda_stream),
+        ("[gpu] Event.record() (the stream looked up)", lambda: ev.record()),
+        ("[gpu] Event.record(stream)", lambda: ev.record(s)),
     ]
     tri = _triton_add()
     if tri is not None:
@@ -214,6 +262,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--profile", action="store_true", help="cProfile the stub call")
     args = ap.parse_args(argv)
+    from flydsl.runtime.native import status
+
+    print(f"native launch helper: {status()}")
     rows = stub_rows(args.profile)
     try:
         import torch
