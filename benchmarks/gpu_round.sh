@@ -2,7 +2,7 @@
 # One device call: the whole gpu-marked suite, the GEMM examples and the call-path/norm measurements, each
 # step under its own time limit so a slow step cannot eat the call; a compact summary is printed last.
 #   bash benchmarks/gpu_round.sh STEP...      (from the repository root, on the GPU machine)
-# STEP: tests | ex05 | ex05sweep | ex06 | launch | norms | gemmbench | preshuffle | compat   (default: all but
+# STEP: tests | ex05 | ex05sweep | ex06 | launch | norms | gemmbench | gemmcheck | preshuffle | compat   (default: all but
 # the last three). Logs go to $OUT (the device tool brings them back).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -36,6 +36,7 @@ for s in $STEPS; do
   gemmbench) step gemmbench 150 python3 -m benchmarks.run gemm --reps 30 --tag gemm --out "$OUT" ;;
   preshuffle) step preshuffle 200 python3 -m benchmarks.run preshuffle_gemm --reps 30 --tag preshuffle --out "$OUT" ;;
   compat) step compat 150 python3 tools/flydsl_compat.py ;;
+  gemmcheck) step gemmcheck "${T_GEMMCHECK:-240}" python3 -m benchmarks.gemm_gpu_check --iters 20 ;;
   esac
 done
 
