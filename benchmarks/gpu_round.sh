@@ -33,7 +33,7 @@ for s in $STEPS; do
   launch) step launch "${T_LAUNCH:-60}" python3 -m benchmarks.launch_overhead ;;
   norms) step norms "${T_NORMS:-110}" env FLYDSL_NORM_VARIANTS="${FLYDSL_NORM_VARIANTS:-two_pass,onchip512,iters2,ept8}" \
     python3 -m benchmarks.run norm_sweep --reps 40 --tag norms --out "$OUT" ;;
-  gemmbench) step gemmbench 150 python3 -m benchmarks.run gemm --reps 30 --tag gemm --out "$OUT" ;;
+  gemmbench) step gemmbench 150 python3 -m benchmarks.run gemm --reps 30 --tag gemm-atoms --out "$OUT" ;;
   preshuffle) step preshuffle 200 python3 -m benchmarks.run preshuffle_gemm --reps 30 --tag preshuffle --out "$OUT" ;;
   compat) step compat 150 python3 tools/flydsl_compat.py ;;
   gemmcheck) step gemmcheck "${T_GEMMCHECK:-240}" python3 -m benchmarks.gemm_gpu_check --iters 20 ;;
@@ -53,3 +53,6 @@ if [ -n "$J" ]; then
   echo "================ norms"
   python3 -m benchmarks.norm_summary "$J" 2>&1 | tail -40
 fi
+# the device tool brings back at most 8 files: the result tables travel as one archive
+(cd "$OUT" && ls *.json *.md *.png >/dev/null 2>&1 && tar czf results.tgz ./*.json ./*.md ./*.png && rm -f ./*.json ./*.md ./*.png)
+true
