@@ -12,12 +12,14 @@ multistage ``cp.async`` pipeline through swizzled shared memory (sm_80+, and the
 * Shared tiles are swizzled (``Swizzle(3, log2(16 B / elem), log2(row length) - ...)``): the 16-byte
   chunks of every 8 consecutive rows land in 8 different bank groups, so the ``cp.async`` stores and
   the ``ldmatrix`` row reads of a warp are conflict-free.
-* Edges: M, N and K need not be tile multiples (``K`` must be a multiple of 16 bytes / element, i.e.
-  rows start 16-byte aligned): predicated ``cp.async`` zero-fills the shared tiles past the edges and
-  predicated stores leave the rows and columns of C past M and N untouched.
+* Edges: M, N and K need not be tile multiples (A and B row-major with rows starting 16-byte aligned:
+  ``K`` — and ``N`` for ``"kn"`` — a multiple of 16 bytes, checked on the host): predicated ``cp.async``
+  zero-fills the shared tiles past the edges and predicated stores leave the rows and columns of C past M
+  and N untouched.
 * Epilogue: the f32 accumulators are converted to C's type and staged through a swizzled shared tile (the
   pipeline's buffers, free by then), then written with 16-byte coalesced stores; when C's rows are not
-  16-byte aligned the pairs of columns each thread holds are stored straight from the registers.
+  16-byte aligned the pairs of columns each thread holds are stored straight from the registers, and
+  single elements when even pairs would be misaligned (C a window of an array with an odd row length).
 * Blocks are rasterized in groups of ``GROUP_M`` tile rows so that neighbouring blocks share A and B in L2.
 
 Run: ``python examples/05_gemm_mma_sync.py`` — on a GPU it checks against torch and prints TFLOP/s next
@@ -290,25 +292,52 @@ def gemm_args(A, B, C, b_layout: str = "nk", config: str | None = None) -> tuple
     if (B.shape[1] if b_layout == "nk" else B.shape[0]) != K or tuple(C.shape) != (M, N):
         shapes = f"A {tuple(A.shape)}, B {tuple(B.shape)} ({b_layout}), C {tuple(C.shape)}"
         raise ValueError(f"shapes do not match: {shapes}")
-    esize = A.element_size() if hasattr(A, "element_size") else A.itemsize
+    esize = _elem_bytes(A)
     if (K * esize) % 16 or (b_layout == "kn" and (N * esize) % 16):
         raise ValueError("rows of A and B must start 16-byte aligned: K (and N for 'kn') a multiple of 16 bytes")
+    for name, t in (("A", A), ("B", B)):  # every 16-byte cp.async chunk must start 16-byte aligned
+        st = _byte_strides(t)
+        if st[1] != esize or st[0] % 16 or _address(t) % 16:
+            raise ValueError(
+                f"{name} must be row-major with rows starting 16-byte aligned (its cp.async copies move 16 bytes): "
+                f"got byte strides {st} at address 0x{_address(t):x}; pass a contiguous copy (.contiguous())"
+            )
     if esize == 1 and b_layout != "nk":
         raise ValueError("fp8 GEMMs take B as (N, K) (b_layout='nk'): ldmatrix cannot transpose 8-bit elements")
     config = config or default_config(8 * esize, M, N)
     cfg = CONFIGS[config]
     BM, BN, BK_BYTES = cfg[:3]
     ragged = bool(M % BM or N % BN or (K * esize) % BK_BYTES)
-    c_bytes = C.element_size() if hasattr(C, "element_size") else C.itemsize
-    rows_aligned = (N * c_bytes) % 16 == 0 and (_row_stride_bytes(C) % 16 == 0) and _address(C) % 16 == 0
-    c_vec = 16 // c_bytes if rows_aligned and BM * BN * c_bytes <= (BM + BN) * BK_BYTES * cfg[5] else 1
-    c_vec = c_vec if c_vec > 1 or N % 2 else 2  # 16-byte rows through shared memory, else pairs, else single
+    c_vec = _c_vector(C, N, BM * BN * _elem_bytes(C) <= (BM + BN) * BK_BYTES * cfg[5])
     static = [flyc.from_dlpack(t) for t in (A, B, C)]
     return (*static, cfg, b_layout, ragged, c_vec)
 
 
-def _row_stride_bytes(t) -> int:
-    return t.stride(0) * t.element_size() if hasattr(t, "element_size") else t.strides[0]
+def _c_vector(C, N: int, fits_smem: bool) -> int:
+    """C's elements per store: 16 bytes' worth through a shared tile, else pairs, else single elements —
+    the widest whose every store is aligned: the row length, the row stride and C's address multiples of
+    the store's size (a C that is a window of a wider array, e.g. ``big[:M, :N]`` with an odd row length,
+    has rows that start 2 bytes off a 4-byte boundary: pairs of bf16 would fault there)."""
+    c_bytes = _elem_bytes(C)
+    st = _byte_strides(C)
+
+    def aligned(v: int) -> bool:
+        n = v * c_bytes
+        return st[1] == c_bytes and N % v == 0 and st[0] % n == 0 and _address(C) % n == 0
+
+    if fits_smem and aligned(16 // c_bytes):
+        return 16 // c_bytes
+    return 2 if aligned(2) else 1
+
+
+def _elem_bytes(t) -> int:
+    return t.element_size() if hasattr(t, "element_size") else t.itemsize
+
+
+def _byte_strides(t) -> tuple:
+    if hasattr(t, "element_size"):
+        return tuple(s * t.element_size() for s in t.stride())
+    return tuple(t.strides)
 
 
 def _address(t) -> int:

@@ -10,8 +10,11 @@ thread in linear order; a load then completes its bytes on its mbarrier. Tile mo
   [7, 7+B) (B = 1, 2, 3) — the same absolute-address swizzle the wgmma descriptors read through;
 - elements outside the tensor (a coordinate < 0 or ≥ the extent) are loaded as zero (NaN with the
   NaN fill) and are not stored; the transaction count is always the whole box;
-- the coordinate along dimension 0 times the element size must be a multiple of 16 bytes (negative is
-  fine): the H200 raises a sticky illegal-instruction error for any other, so it is a fault here.
+- the coordinate along dimension 0 times the element size must be a multiple of 16 bytes, and a store's
+  coordinates must not be negative (a load's may: the part before the tensor loads as zero). The GPU
+  raises a sticky illegal-instruction error for either (the H200 did for stores at (-3, 104) and (66, -8);
+  the CUDA C++ Programming Guide states the store rule, Triton's TMA tutorial the 16-byte one), so both
+  are faults here.
 
 The descriptor's tensor must lie inside one registered buffer; violations of the driver's encoding
 rules (alignment, strides, box limits) are faults naming the rule.
@@ -189,6 +192,15 @@ def tma_store(op: Op, cc: Compiler):
             f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
             s_off = _at(env[src], lanes, ln)
             coords = _coords(lanes, op, env, cs, f, ln, "TMA store")
+            if min(coords) < 0:
+                raise lanes.fault(
+                    op,
+                    f"TMA store with box coordinates {tuple(coords)} (innermost dimension first): a store's box "
+                    "must not start before the tensor, but a coordinate is negative (the GPU raises an "
+                    "illegal-instruction error; only a TMA load may start there, zero-filling). Store at "
+                    "coordinates >= 0: the box may run past the tensor's end (those elements are dropped)",
+                    ln,
+                )
             smem = _smem(lanes, op, ln // lanes.tpb, s_off, f.box_bytes, ln, 128, "TMA store")
             tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=False)
 

@@ -19,6 +19,7 @@ import pytest
 
 import flydsl.compiler as flyc
 from flydsl.codegen import find_ptxas, run_ptxas
+from flydsl.interp import InterpError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("flydsl_example_05_gemm", ROOT / "examples" / "05_gemm_mma_sync.py")
@@ -78,6 +79,64 @@ def test_rows_and_columns_past_the_edges_are_untouched(b_layout):
     ref = a.astype(np.float64) @ (bb.T if b_layout == "nk" else bb)
     np.testing.assert_allclose(c, ref, rtol=1e-6, atol=1e-5)
     assert (big[M:, :] == -8192.0).all() and (big[:, N:] == -8192.0).all()
+
+
+def _launch_unchecked(a, b, c, b_layout, config, c_vec):
+    """The launcher called as gemm_args would, minus its host checks and with C's store width forced."""
+    cfg = G.CONFIGS[config]
+    static = [flyc.from_dlpack(t) for t in (a, b, c)]
+    G.gemm_launch(*static, cfg, b_layout, True, c_vec)
+
+
+def test_a_c_window_with_rows_off_the_4_byte_grid_is_stored_element_by_element():
+    """The H200's 'misaligned address' (test_gemm_example_ragged_rows_untouched_on_the_gpu): C = big[:M, :N]
+    of bf16 with N + 9 columns in ``big`` — every odd row starts 2 bytes off a 4-byte boundary, so the pair
+    stores the example chose from N alone faulted. The store width now follows the row stride and address:
+    pairs where they are aligned, single elements here; the interpreter runs the same case."""
+    M, N, K = 70, 40, 24
+    a, b = _operands("bf16", M, N, K, "kn", seed=7)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    for extra, want_vec in ((9, 1), (6, 2), (8, 8)):  # row strides of 98, 92 and 96 bytes
+        big = np.full((M + 7, N + extra), -8192.0, ml_dtypes.bfloat16)
+        c = big[:M, :N]
+        assert G.gemm_args(a, b, c, "kn", "64x64")[-1] == want_vec
+        G.gemm(a, b, c, "kn", "64x64")
+        np.testing.assert_allclose(c.astype(np.float64), ref.astype(ml_dtypes.bfloat16).astype(np.float64))
+        assert (big[M:, :] == -8192.0).all() and (big[:, N:] == -8192.0).all()
+
+
+def test_the_interpreter_faults_on_the_misaligned_pair_store_like_the_gpu():
+    """The program the GPU trapped on (pairs of bf16 into rows that start 2 bytes off a 4-byte boundary) is a
+    fault on the interpreter too, at the example's store line."""
+    M, N, K = 70, 40, 24
+    a, b = _operands("bf16", M, N, K, "kn", seed=7)
+    c = np.full((M + 7, N + 9), -8192.0, ml_dtypes.bfloat16)[:M, :N]
+    with pytest.raises(
+        InterpError, match=r"misaligned vector write: address 0x[0-9a-f]+ is not a multiple of align=4"
+    ) as ei:
+        _launch_unchecked(a, b, c, "kn", "64x64", 2)
+    assert "05_gemm_mma_sync.py" in str(ei.value) and "fx.copy(pair, out, dst" in str(ei.value)
+
+
+@pytest.mark.parametrize("operand", ["A", "B"])
+def test_operand_rows_off_the_16_byte_grid_are_rejected_and_fault_in_the_interpreter(operand):
+    """A or B whose rows do not start 16-byte aligned (a window of a wider array, or a view one element in):
+    the host check names the operand; launched anyway, the interpreter faults at the example's cp.async."""
+    M, N, K = 64, 64, 32
+    a, b = _operands("bf16", M, N, K, "nk", seed=1)
+    c = np.zeros((M, N), np.float32)
+    t = a if operand == "A" else b
+    wide = np.zeros((t.shape[0], t.shape[1] + 4), t.dtype)  # rows of 72 bytes
+    wide[:, : t.shape[1]] = t
+    view = wide[:, : t.shape[1]]
+    args = (view, b) if operand == "A" else (a, view)
+    with pytest.raises(ValueError, match=rf"{operand} must be row-major with rows starting 16-byte aligned"):
+        G.gemm_args(*args, c, "nk", "64x64")
+    with pytest.raises(
+        InterpError, match=r"cp.async of 16 bytes: the source address 0x[0-9a-f]+ is not 16-byte aligned"
+    ) as ei:
+        _launch_unchecked(*args, c, "nk", "64x64", 2)
+    assert "05_gemm_mma_sync.py" in str(ei.value) and "fx.copy(g2s, src_" in str(ei.value)
 
 
 def test_odd_n_stores_single_elements():

@@ -55,8 +55,8 @@ def to_numpy(t, like: np.dtype) -> np.ndarray:
 
 @flyc.kernel
 def tma_roundtrip_kernel(
-    tin: nvvm.TmaAtom, tout: nvvm.TmaAtom, raw: Tensor, c0: fx.Int32, c1: fx.Int32, nbytes: Constexpr[int],
-    layout_key: Constexpr[tuple],
+    tin: nvvm.TmaAtom, tout: nvvm.TmaAtom, raw: Tensor, c0: fx.Int32, c1: fx.Int32, s0: fx.Int32, s1: fx.Int32,
+    nbytes: Constexpr[int], layout_key: Constexpr[tuple],
 ):  # fmt: skip
     tid = fx.thread_idx.x
     dt = tin.dtype
@@ -76,27 +76,35 @@ def tma_roundtrip_kernel(
     nvvm.fence_proxy_async()
     fx.barrier()
     if tid == 0:
-        nvvm.tma_store(tout, s, (c0, c1))
+        nvvm.tma_store(tout, s, (s0, s1))
         nvvm.bulk_commit_group()
         nvvm.bulk_wait_group(0)
 
 
 @flyc.jit
 def tma_roundtrip_launch(
-    src: Tensor, dst: Tensor, raw: Tensor, c0: fx.Int32, c1: fx.Int32, tile: Constexpr[tuple],
-    swizzle: Constexpr[int], major: Constexpr[str],
+    src: Tensor, dst: Tensor, raw: Tensor, c0: fx.Int32, c1: fx.Int32, s0: fx.Int32, s1: fx.Int32,
+    tile: Constexpr[tuple], swizzle: Constexpr[int], major: Constexpr[str],
 ):  # fmt: skip
     lay = nvvm.make_smem_layout_gmma(src.dtype, tile, major=major, swizzle=swizzle)
     tin = nvvm.make_tma_atom(src, lay)
     tout = nvvm.make_tma_atom(dst, lay, store=True)
     nbytes = tile[0] * tile[1] * src.dtype.width // 8
-    tma_roundtrip_kernel(tin, tout, raw, c0, c1, nbytes, (tile, swizzle, major)).launch(grid=1, block=128)
+    tma_roundtrip_kernel(tin, tout, raw, c0, c1, s0, s1, nbytes, (tile, swizzle, major)).launch(grid=1, block=128)
 
 
-def run_tma_roundtrip(device, dtype, shape, tile, swizzle, major, coord, *, transpose=False):
-    """Load the tile at ``coord`` of an ``shape`` matrix, return (raw shared bytes, the matrix it stored
-    into a copy filled with -1). ``transpose``: the matrix is the transposed view of a row-major array
-    (its mode 0 has unit stride)."""
+def store_coords(coord) -> tuple:
+    """Where :func:`run_tma_roundtrip` stores the tile loaded at ``coord`` by default: the same place, moved
+    to 0 in the modes where ``coord`` is negative (a TMA load may start before the tensor, a store not)."""
+    return tuple(max(int(c), 0) for c in coord)
+
+
+def run_tma_roundtrip(device, dtype, shape, tile, swizzle, major, coord, *, transpose=False, store_at=None):
+    """Load the tile at ``coord`` of an ``shape`` matrix, store it at ``store_at`` (default
+    :func:`store_coords`) into a copy filled with -1; return (raw shared bytes after the load, that copy,
+    the matrix). ``transpose``: the matrix is the transposed view of a row-major array (its mode 0 has
+    unit stride)."""
+    store_at = store_coords(coord) if store_at is None else store_at
     rng = np.random.default_rng(1)
     base_shape = shape[::-1] if transpose else shape
     a = (rng.integers(1, 120, size=base_shape)).astype(NP[dtype])
@@ -105,7 +113,8 @@ def run_tma_roundtrip(device, dtype, shape, tile, swizzle, major, coord, *, tran
     raw = np.zeros(nbytes // 4, np.int32)
     da, do, dr = to_device(a, device), to_device(out, device), to_device(raw, device)
     va, vo = (da.T, do.T) if transpose else (da, do)
-    tma_roundtrip_launch(va, vo, dr, int(coord[0]), int(coord[1]), tuple(tile), swizzle, major)
+    crd = (int(coord[0]), int(coord[1]), int(store_at[0]), int(store_at[1]))
+    tma_roundtrip_launch(va, vo, dr, *crd, tuple(tile), swizzle, major)
     _sync(device)
     return to_numpy(dr, np.int32), to_numpy(do, NP[dtype]), a
 

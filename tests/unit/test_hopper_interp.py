@@ -79,10 +79,12 @@ def _expected_smem(a, tile, coord, swizzle, major, transpose):
     return img.view(np.int32)
 
 
-# (dtype, matrix shape, tile, swizzle, major, box coordinates, transposed view). Boxes start anywhere along
-# the strided mode (negative included) but at multiples of 16 bytes along the unit-stride one (mode 1, or
-# mode 0 for the transposed view): the GPU raises an illegal-instruction error otherwise (see
-# test_a_tma_box_off_the_16_byte_grid_faults_like_the_gpu).
+# (dtype, matrix shape, tile, swizzle, major, load box coordinates, transposed view). Loads start anywhere
+# along the strided mode (negative included) but at multiples of 16 bytes along the unit-stride one (mode 1,
+# or mode 0 for the transposed view): the GPU raises an illegal-instruction error otherwise (see
+# test_a_tma_box_off_the_16_byte_grid_faults_like_the_gpu). The tile is stored back at H.store_coords(coord):
+# the load's coordinates with negative ones moved to 0, since a TMA store must not start before the tensor
+# (the H200 trapped on the stores at (-3, 104) and (66, -8); test_a_tma_store_at_a_negative_coordinate_...).
 TMA_CASES = [
     ("bf16", (100, 72), (64, 64), 128, "K", (8, 40), False),
     ("bf16", (64, 128), (64, 32), 64, "K", (-3, 104), False),
@@ -100,10 +102,16 @@ def test_tma_load_places_the_box_as_the_layout_says_and_store_clips(case):
     raw, out, a = H.run_tma_roundtrip("cpu", dt, shape, tile, swz, major, coord, transpose=transpose)
     np.testing.assert_array_equal(raw, _expected_smem(a, tile, coord, swz, major, transpose))
     m = a.T if transpose else a
-    want = np.full(m.shape, -1, m.dtype)
+    # the loaded tile: the matrix inside it, zero before and after it
+    box = np.zeros(tile, m.dtype)
     r0, c0 = max(coord[0], 0), max(coord[1], 0)
     r1, c1 = min(coord[0] + tile[0], m.shape[0]), min(coord[1] + tile[1], m.shape[1])
-    want[r0:r1, c0:c1] = m[r0:r1, c0:c1]
+    box[r0 - coord[0] : r1 - coord[0], c0 - coord[1] : c1 - coord[1]] = m[r0:r1, c0:c1]
+    # stored at s: the part inside the matrix
+    s = H.store_coords(coord)
+    want = np.full(m.shape, -1, m.dtype)
+    r1, c1 = min(s[0] + tile[0], m.shape[0]), min(s[1] + tile[1], m.shape[1])
+    want[s[0] : r1, s[1] : c1] = box[: r1 - s[0], : c1 - s[1]]
     got = out.T if transpose else out
     assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes()
 
@@ -118,9 +126,9 @@ def test_tma_load_places_the_box_as_the_layout_says_and_store_clips(case):
     ],
 )
 def test_a_tma_box_off_the_16_byte_grid_faults_like_the_gpu(dt, shape, tile, swz, major, coord, transpose, what):
-    """The H200 raised a sticky 'illegal instruction' for boxes whose unit-stride coordinate is not a multiple
-    of 16 bytes (round 1: test_tma_gpu_equals_interpreter[bf16-sw64-K-(-3, 100)]); the interpreter reports
-    the same program as a fault at the copy."""
+    """A box whose unit-stride coordinate is not a multiple of 16 bytes is an illegal instruction on the GPU
+    (Triton's Gluon TMA tutorial states the rule; the H200 trapped on round 1's (-3, 100) on bf16, whose
+    store also started at a negative row); the interpreter reports the same program as a fault at the copy."""
     with pytest.raises(InterpError, match=rf"{what} with box coordinates .*not a multiple of 16 .*illegal-instruction"):
         H.run_tma_roundtrip("cpu", dt, shape, tile, swz, major, coord, transpose=transpose)
 
@@ -176,6 +184,52 @@ def test_a_static_tma_coordinate_off_the_16_byte_grid_is_an_error_at_the_users_l
     msg = str(ei.value)
     assert "multiple of 8 elements along mode 1" in msg and "got coordinate 12" in msg
     assert "nvvm.tma_load(t, s, bar, (0, 12))" in msg  # located at the user's line
+
+
+@pytest.mark.parametrize(
+    "dt, shape, tile, swz, major, coord, crd",
+    [
+        ("bf16", (64, 128), (64, 32), 64, "K", (-3, 104), r"\(104, -3\)"),
+        ("bf16", (70, 40), (8, 16), 0, "K", (66, -8), r"\(-8, 66\)"),
+    ],
+)
+def test_a_tma_store_at_a_negative_coordinate_faults_like_the_gpu(dt, shape, tile, swz, major, coord, crd):
+    """The H200 raised a sticky 'illegal instruction' for these round trips when the tile was stored back at
+    the (negative) coordinates it was loaded from; with the store moved to non-negative coordinates the same
+    loads run (TMA_CASES). The CUDA C++ Programming Guide: a TMA load's box may start at negative indices, a
+    store's may not. The interpreter faults at the store, naming the rule and the user's line."""
+    with pytest.raises(InterpError, match=rf"TMA store with box coordinates {crd}.*must not start before") as ei:
+        H.run_tma_roundtrip("cpu", dt, shape, tile, swz, major, coord, store_at=coord)
+    assert "nvvm.tma_store(tout, s, (s0, s1))" in str(ei.value)
+    raw, out, a = H.run_tma_roundtrip("cpu", dt, shape, tile, swz, major, coord)  # the load alone is fine
+    assert raw.any() and (out != -1).any()
+
+
+def test_a_static_negative_tma_store_coordinate_is_an_error_at_the_users_line():
+    import ml_dtypes
+
+    import flydsl.compiler as flyc
+    import flydsl.expr as fx
+    from flydsl.expr import nvvm
+
+    @flyc.kernel
+    def k(t: nvvm.TmaAtom):
+        buf = nvvm.align_shared(fx.SharedAllocator(static=False).allocate(2048 + 1024).ptr, 1024)
+        s = fx.make_tensor(buf.recast(fx.BFloat16), t.smem_layout)
+        if fx.thread_idx.x == 0:
+            fx.copy(t, s, t.at(-4, 0))  # a row before the tensor
+            nvvm.bulk_commit_group()
+
+    @flyc.jit
+    def launch(dst: fx.Tensor):
+        lay = nvvm.make_smem_layout_gmma(dst.dtype, (16, 64), major="K", swizzle=128)
+        k(nvvm.make_tma_atom(dst, lay, store=True)).launch(grid=1, block=32)
+
+    with pytest.raises(flyc.FlyDSLError) as ei:
+        launch(np.zeros((16, 128), ml_dtypes.bfloat16))
+    msg = str(ei.value)
+    assert "must not start before the tensor: coordinate -4 in mode 0 is negative" in msg
+    assert "fx.copy(t, s, t.at(-4, 0))" in msg  # located at the user's line
 
 
 def test_bulk_copies_round_trip_and_complete_on_the_barrier():

@@ -21,9 +21,12 @@ The box, the swizzle and the number of copies per tile are **derived from the sh
 (:func:`flydsl.layout.gmma.tma_box_plan`): the layout must be one a TMA box writes (row after row along
 the global tensor's unit-stride mode, with a 32/64/128-byte swizzle or none), which every layout from
 :func:`~flydsl.expr.nvvm.wgmma.make_smem_layout_gmma` is. Elements outside the tensor load as zero (a
-partial tile at the edge needs no masking) and are not stored. A copy's coordinate along the unit-stride
-mode must be a multiple of 16 bytes (the GPU raises an illegal-instruction error otherwise; coordinates
-may be negative): static coordinates are checked when tracing, run-time ones by the interpreter.
+partial tile at the edge needs no masking) and are not stored. Two rules on the coordinates, where the
+GPU raises a sticky illegal-instruction error otherwise: a copy's coordinate along the unit-stride mode
+must be a multiple of 16 bytes, and a *store's* coordinates must not be negative (a load's may be: the
+box part before the tensor is zero-filled; a store's box may run past the tensor's end, but not start
+before its beginning — CUDA C++ Programming Guide, TMA, "Negative indices and out of bounds"). Static
+coordinates are checked when tracing, run-time ones by the interpreter.
 """
 
 from __future__ import annotations
@@ -266,9 +269,26 @@ def _check_inner_alignment(atom: TmaAtom, c) -> None:
         )
 
 
+def _check_store_not_negative(atom: TmaAtom, c) -> None:
+    """A TMA store's box must not start before the tensor (the GPU raises an illegal-instruction error for
+    a negative store coordinate, while a load zero-fills): checked here for static coordinates, by the
+    interpreter at run time otherwise."""
+    for i, x in enumerate(c):
+        v = _static_int(x)
+        if v is not None and v < 0:
+            raise ValueError(
+                f"a TMA store's box must not start before the tensor: coordinate {v} in mode {i} is negative "
+                "(the GPU raises an illegal-instruction error for it; a TMA load may start there, its elements "
+                "before the tensor load as zero). Store at coordinates >= 0: a box may run past the end of the "
+                "tensor (the elements outside are dropped), not before its start"
+            )
+
+
 def _issue(atom: TmaAtom, base: Pointer, coord, bar) -> None:
     c = _coords(atom, coord)
     _check_inner_alignment(atom, c)
+    if bar is None:
+        _check_store_not_negative(atom, c)
     contig, other = atom.contiguous, 1 - atom.contiguous
     rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
     for s_off, cc, co in atom.plan.boxes:
@@ -291,6 +311,7 @@ def tma_load(atom: TmaAtom, dst, mbar, coord) -> None:
 
 def tma_store(atom: TmaAtom, src, coord) -> None:
     """Store the shared tensor ``src`` into the tile at ``coord``; out-of-bounds elements are dropped.
+    ``coord`` must not be negative in any mode (the box may run past the tensor's end, not start before it).
     Precede it with ``fence_proxy_async()`` (and a barrier) after the threads wrote ``src``; follow with
     ``bulk_commit_group()`` and, before ``src`` is overwritten, ``bulk_wait_group(0, read=True)``."""
     if not isinstance(atom, TmaAtom) or atom.kind != "store":
