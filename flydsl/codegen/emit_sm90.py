@@ -13,6 +13,8 @@ and inline PTX for ``wgmma.mma_async`` (LLVM has no intrinsic for it).
 | setmaxnreg | ``setmaxnreg.{inc,dec}.sync.aligned.u32`` | ``setmaxnreg.inc.sync.aligned.u32 232`` |
 | barrier_sync / arrive | ``barrier.cta.{sync,arrive}.aligned.count`` | ``bar.sync 1, 256`` |
 | cluster ids | ``read.ptx.sreg.cluster.{ctarank,ctaid,nctaid}``, ``clusterid`` | ``%cluster_ctarank`` … |
+| mapa | ``mapa.shared.cluster`` (then ``ptr addrspace(7)`` loads) | ``mapa…``, ``ld.shared::cluster`` |
+| cluster_arrive / wait | ``barrier.cluster.{arrive[.relaxed],wait}[.aligned]`` | ``barrier.cluster.arrive.aligned`` … |
 | tma_load | ``cp.async.bulk.tensor.g2s.tile.Nd`` | ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile…`` |
 | tma_store | ``cp.async.bulk.tensor.s2g.tile.Nd`` | ``cp.async.bulk.tensor.Nd.global.shared::cta…`` |
 | bulk_load / bulk_store | ``cp.async.bulk.global.to.shared.cluster`` / ``.shared.cta.to.global`` | ``cp.async.bulk…`` |
@@ -148,6 +150,24 @@ def emit_cluster_sreg(fe: FunctionEmitter, op: Op) -> None:
     name = op.defn.name
     reg = "cluster.ctarank" if name == "nvvm.cluster_ctarank" else f"{_CLUSTER_SREG[name]}.{op.attrs['dimension']}"
     fe.define(op.results[0], fe.call(f"llvm.nvvm.read.ptx.sreg.{reg}", "i32", []))
+
+
+@emitter("nvvm.mapa")
+def emit_mapa(fe: FunctionEmitter, op: Op) -> None:
+    p, rank = op.operands
+    args = [("ptr addrspace(3)", fe.val(p)), _i32(fe, rank)]
+    fe.define(op.results[0], fe.call("llvm.nvvm.mapa.shared.cluster", "ptr addrspace(7)", args))
+
+
+@emitter("nvvm.cluster_arrive", "nvvm.cluster_wait")
+def emit_cluster_barrier(fe: FunctionEmitter, op: Op) -> None:
+    kind = "wait" if op.defn.name == "nvvm.cluster_wait" else "arrive"
+    name = f"llvm.nvvm.barrier.cluster.{kind}"
+    if op.attrs.get("relaxed"):
+        name += ".relaxed"
+    if op.attrs.get("aligned"):
+        name += ".aligned"
+    fe.call(name, "void", [])
 
 
 # -- TMA and bulk copies ----------------------------------------------------------------------------

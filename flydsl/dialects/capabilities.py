@@ -56,6 +56,8 @@ CAPABILITIES: dict[str, Capability] = {
                                "(emulated exactly on older targets)"),
     "scoped_atomics": Capability(70, 60, "a scoped atomic or fence", "compile for sm_70 or newer"),
     "cluster": Capability(90, 78, "a thread block cluster", "compile for sm_90 or newer"),
+    "cluster_relaxed": Capability(90, 80, "a relaxed cluster arrive (barrier.cluster.arrive.relaxed)",
+                                  "compile for sm_90 or newer, or use the release arrive"),
     # warp-level tensor cores and asynchronous copies (dialects/nvvm.py)
     "mma_sync": Capability(80, 70, "a warp-level MMA (mma.sync)", "compile for sm_80 or newer"),
     "mma_fp8": Capability(89, 84, "an fp8 (e4m3/e5m2) warp-level MMA (mma.sync)",

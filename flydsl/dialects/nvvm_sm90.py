@@ -6,7 +6,9 @@ Ops declared here (all in the ``nvvm`` dialect; the warp-level ones live beside 
 synchronization                ``mbarrier_init/arrive/arrive_expect_tx/expect_tx/try_wait/wait``,
                                ``fence_proxy_async``, ``fence_mbarrier_init``, ``elect_sync``,
                                ``barrier_sync``/``barrier_arrive`` (named barriers), ``setmaxnreg``,
-                               cluster special registers
+                               cluster special registers, ``cluster_arrive``/``cluster_wait``
+cluster shared memory          ``mapa``: a shared pointer into another block of the cluster
+                               (``!fly.ptr<T, shared_cluster>``; loads and stores are ``ptr`` ops)
 tensor memory accelerator      ``tma_make_desc`` (host), ``tma_load``, ``tma_store``,
                                ``tma_prefetch_desc``, ``bulk_load``, ``bulk_store``,
                                ``bulk_commit``, ``bulk_wait``
@@ -43,11 +45,12 @@ from ..ir.types import AddressSpace
 __all__ = [
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_try_wait",
     "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init", "elect_sync", "setmaxnreg", "barrier_sync",
-    "barrier_arrive", "cluster_ctarank", "cluster_id", "cluster_ctaid", "cluster_dim", "tma_make_desc",
+    "barrier_arrive", "cluster_ctarank", "cluster_id", "cluster_ctaid", "cluster_dim", "mapa", "cluster_arrive",
+    "cluster_wait", "tma_make_desc",
     "tma_load", "tma_store", "tma_prefetch_desc", "bulk_load", "bulk_store", "bulk_commit", "bulk_wait",
     "wgmma_fence", "wgmma", "wgmma_commit", "wgmma_wait", "PROXY_SPACES", "TMA_SWIZZLES", "TMA_DTYPES",
     "TmaFields", "tma_desc_encode", "tma_desc_decode", "WGMMA_TYPES", "wgmma_valid_n", "SM90_OPS",
-    "TASK_OPS",
+    "TASK_OPS", "CLUSTER_OPS",
 ]  # fmt: skip
 
 P = Trait.PURE
@@ -228,6 +231,60 @@ cluster_ctarank = _cluster_sreg("nvvm.cluster_ctarank", "linear rank of this blo
 cluster_id = _cluster_sreg("nvvm.cluster_id", "cluster index in the grid (x|y|z)")
 cluster_ctaid = _cluster_sreg("nvvm.cluster_ctaid", "block index within its cluster (x|y|z)")
 cluster_dim = _cluster_sreg("nvvm.cluster_dim", "blocks per cluster (x|y|z)")
+
+
+# -- the cluster's shared memory and barrier ---------------------------------------------------------
+
+
+def _mapa_verify(op: Op):
+    p, rank = op.operands
+    if not isinstance(p.type, PointerType) or p.type.space != AddressSpace.SHARED:
+        return f"mapa maps a shared pointer, got {p.type}"
+    if rank.type is not i32:
+        return f"the block rank must be an i32, got {rank.type}"
+    return None
+
+
+mapa = OpDef(
+    "nvvm.mapa",
+    operands=2,
+    traits=(P,),
+    requires="cluster",
+    infer=lambda t, a: [PointerType(t[0].elem, AddressSpace.SHARED_CLUSTER)],
+    verify=_mapa_verify,
+    doc="(ptr<shared>, rank) -> ptr<shared_cluster>: the same offset in the shared memory of block `rank` of "
+    "the cluster (mapa.shared::cluster)",
+)
+
+
+def _cluster_barrier_verify(op: Op):
+    for k in op.defn.attrs:
+        if not isinstance(op.attrs.get(k), bool):
+            return f"{k} must be a bool, got {op.attrs.get(k)!r}"
+    return None
+
+
+cluster_arrive = OpDef(
+    "nvvm.cluster_arrive",
+    operands=0,
+    results=0,
+    attrs=("relaxed", "aligned"),
+    verify=_cluster_barrier_verify,
+    requires=lambda op: ("cluster", "cluster_relaxed") if op.attrs.get("relaxed") else "cluster",
+    doc="arrive at the cluster barrier: release (this thread's prior accesses become visible to the cluster's "
+    "threads after their wait) or relaxed (no ordering); aligned: the whole warp executes it "
+    "(barrier.cluster.arrive[.relaxed][.aligned])",
+)
+cluster_wait = OpDef(
+    "nvvm.cluster_wait",
+    operands=0,
+    results=0,
+    attrs=("aligned",),
+    verify=_cluster_barrier_verify,
+    requires="cluster",
+    doc="wait until every thread of the cluster arrived (acquire); aligned: the whole warp executes it "
+    "(barrier.cluster.wait[.aligned])",
+)
 
 # -- TMA descriptors: the canonical 128-byte encoding ----------------------------------------------
 
@@ -598,8 +655,11 @@ wgmma_wait = OpDef(
 SM90_OPS = tuple(o.name for o in (
     mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_try_wait,
     mbarrier_wait, fence_proxy_async, fence_mbarrier_init, elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
-    cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, tma_make_desc, tma_load, tma_store, tma_prefetch_desc,
+    cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, cluster_arrive, cluster_wait, tma_make_desc,
+    tma_load, tma_store, tma_prefetch_desc,
     bulk_load, bulk_store, bulk_commit, bulk_wait, wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
 ))  # fmt: skip
 # ops whose threads wait on other warps: a kernel that has one runs warp by warp in the interpreter
 TASK_OPS = frozenset({mbarrier_try_wait.name, mbarrier_wait.name, barrier_sync.name, barrier_arrive.name})
+# ops through which the blocks of a cluster reach each other: the interpreter runs whole clusters together
+CLUSTER_OPS = frozenset({mapa.name, cluster_arrive.name, cluster_wait.name})

@@ -7,7 +7,9 @@ kernel argument that points into it), the element index and its bound, and the f
 Address spaces (LLVM numbering): global (1) and constant (4) pointers are byte addresses of
 registered buffers; shared (3) pointers are byte offsets into the block's shared memory; local (5)
 pointers are byte offsets into the thread's local memory; generic (0) pointers are global addresses
-or ``SHARED_WINDOW + offset`` / ``LOCAL_WINDOW + offset``. Every element access must be naturally
+or ``SHARED_WINDOW + offset`` / ``LOCAL_WINDOW + offset``; shared-cluster (7) pointers are
+``rank << CLUSTER_RANK_SHIFT | offset``: byte ``offset`` of the shared memory of block ``rank`` of the
+accessing thread's cluster (the batch holds whole clusters). Every element access must be naturally
 aligned (the GPU faults otherwise); a vector access must also honour its ``align`` attribute.
 """
 
@@ -20,11 +22,40 @@ from ..ir.types import AddressSpace
 from .errors import format_loc
 from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SHIFT, view_dtype
 
-__all__ = ["GLOBAL", "SHARED", "LOCAL", "GENERIC", "space_of", "load", "store", "resolve", "arg_desc"]
+__all__ = [
+    "GLOBAL", "SHARED", "LOCAL", "GENERIC", "SHARED_CLUSTER", "CLUSTER_RANK_SHIFT", "space_of", "load", "store",
+    "resolve", "arg_desc", "cluster_dims", "cluster_peer",
+]  # fmt: skip
 
 GLOBAL, SHARED, LOCAL, GENERIC = AddressSpace.GLOBAL, AddressSpace.SHARED, AddressSpace.LOCAL, AddressSpace.GENERIC
+SHARED_CLUSTER = AddressSpace.SHARED_CLUSTER
+CLUSTER_RANK_SHIFT = 32  # a shared-cluster pointer: the block rank above the 32-bit shared-memory offset
 _SHARED_W, _LOCAL_W = SHARED_WINDOW >> WINDOW_SHIFT, LOCAL_WINDOW >> WINDOW_SHIFT
-_SPACE_NAME = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", GENERIC: "generic"}
+_SPACE_NAME = {
+    GLOBAL: "global",
+    SHARED: "shared",
+    LOCAL: "local",
+    GENERIC: "generic",
+    SHARED_CLUSTER: "shared::cluster",
+}
+
+
+def cluster_dims(program) -> tuple:
+    """The kernel's cluster shape (``launch(cluster=...)``; 1x1x1 without clusters)."""
+    cd = program.kernel.attrs.get("cluster_dims") or (1, 1, 1)
+    return tuple(int(x) for x in cd)
+
+
+def cluster_peer(lanes, blk: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The batch index of the block of rank ``rank`` in the cluster of batch block ``blk`` (int64 arrays)."""
+    cx, cy, cz = cluster_dims(lanes.program)
+    gx, gy, _ = lanes.grid
+    b = lanes.first + blk
+    bx, by, bz = b % gx, b // gx % gy, b // (gx * gy)
+    px = bx - bx % cx + rank % cx
+    py = by - by % cy + rank // cx % cy
+    pz = bz - bz % cz + rank // (cx * cy)
+    return px + gx * (py + gy * pz) - lanes.first
 
 
 def space_of(t: PointerType) -> int:
@@ -82,6 +113,25 @@ def _region(lanes, op, space: int) -> tuple | None:
     if kind == "dynamic":
         return lanes.dyn_region() if space == SHARED else None
     return rec if (kind == "shared") == (space == SHARED) else None
+
+
+def _resolve_cluster(lanes, op, a: np.ndarray, ln, size: int, tname: str, what: str, count: int) -> list:
+    """Shared-cluster accesses: the rank's block in the batch, the offset checked like a shared access."""
+    rank = a >> CLUSTER_RANK_SHIFT
+    off = a & ((1 << CLUSTER_RANK_SHIFT) - 1)
+    cx, cy, cz = cluster_dims(lanes.program)
+    bad = (rank < 0) | (rank >= cx * cy * cz)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise lanes.fault(
+            op,
+            f"{what} of {tname} in the shared memory of block rank {int(rank[i])} of a cluster of {cx * cy * cz} "
+            "block(s)",
+            _lane(ln, i),
+        )
+    ((arena, own, _),) = resolve(lanes, op, SHARED, off, ln, size, tname, what, count)
+    blk = lanes.lane_block() if ln is None else ln // lanes.tpb
+    return [(arena, own + (cluster_peer(lanes, blk, rank) - blk) * lanes.S, None)]
 
 
 def _describe_arena(lanes, space: int, off: int, size: int, count: int, tname: str, what: str, rec=None) -> str:
@@ -154,6 +204,8 @@ def resolve(lanes, op, space: int, a: np.ndarray, ln, size: int, tname: str, wha
             return [(lanes.shared, owner * total + a, None)]
         owner = lanes.arange() if ln is None else ln
         return [(lanes.local, owner * total + a, None)]
+    if space == SHARED_CLUSTER:
+        return _resolve_cluster(lanes, op, a, ln, size, tname, what, count)
     # generic: split by window
     w = a >> WINDOW_SHIFT
     in_sh = w == _SHARED_W

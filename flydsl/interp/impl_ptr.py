@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Op, PointerType, VectorType
-from .access import GENERIC, GLOBAL, LOCAL, SHARED, load, space_of, store
+from .access import GENERIC, GLOBAL, LOCAL, SHARED, SHARED_CLUSTER, load, space_of, store
 from .machine import Compiler, impl, is_uniform, value_dtype
 from .memory import LOCAL_WINDOW, SHARED_WINDOW
 
@@ -62,6 +62,17 @@ def cast(op: Op, cc: Compiler):
     a = cc.slot(op.operands[0])
     r = cc.slot(op.results[0])
     src, dst = space_of(op.operands[0].type), space_of(op.results[0].type)
+    if SHARED_CLUSTER in (src, dst) and src != dst:
+
+        def unsupported(env, lanes):
+            raise lanes.fault(
+                op,
+                "casting a shared::cluster pointer (from nvvm.mapa) to or from another address space is not "
+                "supported by the interpreter; access the other block's shared memory through the pointer itself",
+                None,
+            )
+
+        return unsupported
     delta = 0
     if src == SHARED and dst == GENERIC:
         delta = SHARED_WINDOW

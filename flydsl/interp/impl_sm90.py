@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Op
-from . import impl_tma, impl_wgmma  # noqa: F401 - register the TMA and wgmma impls
-from .access import SHARED, resolve
+from . import impl_cluster, impl_tma, impl_wgmma  # noqa: F401 - register the cluster, TMA and wgmma impls
+from .access import SHARED, cluster_dims, resolve
 from .impl_gpu import _block_id
 from .machine import Compiler, impl
 from .tasks import MBarrier, barrier_table, describe_barrier
@@ -255,11 +255,6 @@ def named_barrier(op: Op, cc: Compiler):
     return step
 
 
-def _cluster_dims(lanes) -> tuple:
-    cd = lanes.program.kernel.attrs.get("cluster_dims") or (1, 1, 1)
-    return tuple(int(x) for x in cd)
-
-
 _DIM = {"x": 0, "y": 1, "z": 2}
 
 
@@ -270,7 +265,7 @@ def cluster_sreg(op: Op, cc: Compiler):
     name = op.defn.name
 
     def step(env, lanes):
-        cd = _cluster_dims(lanes)
+        cd = cluster_dims(lanes.program)
         if name == "nvvm.cluster_dim":
             env[r] = np.asarray(cd[_DIM[op.attrs["dimension"]]], np.int32)
             return

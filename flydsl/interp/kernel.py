@@ -17,9 +17,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dialects.arith import float_round
-from ..dialects.nvvm_sm90 import TASK_OPS, tma_desc_decode
+from ..dialects.nvvm_sm90 import CLUSTER_OPS, TASK_OPS, tma_desc_decode
 from ..ir import BufferRsrcType, FloatType, Op, PointerType, TmaDescType, VectorType
 from . import atomics, impl_gpu, impl_nvvm, impl_ptr, impl_pure, impl_scf, impl_sm90  # noqa: F401 - register the op impls
+from .access import cluster_dims
 from .errors import InterpError
 from .impl_gpu import default_printer
 from .impl_ptr import elem_size
@@ -48,6 +49,7 @@ class Program:
         self._shared_off: dict[int, int] = {}
         self._local_off: dict[int, int] = {}
         self.needs_tasks = False
+        self.cluster_op: Op | None = None  # the first op that reaches across the blocks of a cluster
         self._records: dict[int, tuple] = {}  # id(allocating op) -> (space, its allocation record)
         self._regions: dict[int, tuple | None] = {}  # id(accessing op) -> region()
         self._layout()
@@ -79,6 +81,8 @@ class Program:
                 name = o.defn.name
                 if name in TASK_OPS:
                     self.needs_tasks = True  # warps wait on each other: run warp by warp (tasks.py)
+                if name in CLUSTER_OPS:
+                    self.cluster_op = self.cluster_op or o  # blocks of a cluster must run in one batch
                 if name not in ("ptr.shared_alloc", "ptr.alloca"):
                     continue
                 t = o.results[0].type
@@ -115,7 +119,7 @@ class Program:
             return self._regions[key]
         v = op.operands[1] if op.defn.name == "ptr.store" else op.operands[0]
         root = v.defining_op
-        while root is not None and root.defn.name in ("ptr.add", "ptr.cast"):
+        while root is not None and root.defn.name in ("ptr.add", "ptr.cast", "nvvm.mapa"):
             root = root.operands[0].defining_op
         r = None
         if root is not None:
@@ -263,6 +267,9 @@ def run_kernel(
     tpb = b[0] * b[1] * b[2]
     nblocks = g[0] * g[1] * g[2]
     per = 1 if prog.needs_tasks else max(1, min(nblocks, max_lanes // tpb))
+    period = _cluster_period(prog, g)
+    if period > 1:
+        per = -(-per // period) * period  # whole clusters in every batch (batches start at multiples of it)
     S = _align_up(prog.dyn_offset + int(smem_bytes), 16) if (prog.static_shared or smem_bytes) else 0
     L = prog.local_bytes
     main = prog.main
@@ -292,6 +299,32 @@ def run_kernel(
                 run_block_tasks(lanes, lambda tl: run_region(main.body, _entry_env(main, vals), tl))
             else:
                 run_region(main.body, _entry_env(main, vals), lanes)
+
+
+def _cluster_period(prog: Program, g: tuple) -> int:
+    """Blocks per batch step that keep every cluster in one batch (1: no op reaches across blocks).
+
+    Clusters are ``cx x cy x cz`` boxes of the grid; in linear block order a cluster of ``cx x 1 x 1`` is ``cx``
+    consecutive blocks, one with ``cy > 1`` spans ``cy`` grid rows, one with ``cz > 1`` ``cz`` grid planes."""
+    cd = cluster_dims(prog)
+    if any(gd % c for gd, c in zip(g, cd)):
+        raise InterpError(
+            f"grid {g} is not a whole number of clusters {cd} (the GPU refuses the launch)", kernel=prog.name
+        )
+    if prog.cluster_op is None or cd == (1, 1, 1):
+        return 1
+    if prog.needs_tasks:
+        raise InterpError(
+            "the interpreter runs a kernel that waits on mbarriers or named barriers one block at a time, so the "
+            f"blocks of a cluster cannot reach each other ({prog.cluster_op.defn.name} here); keep cluster shared "
+            "memory and cluster barriers out of such kernels, or test them on the GPU",
+            kernel=prog.name,
+            op=prog.cluster_op,
+        )
+    cx, cy, cz = cd
+    if cz > 1:
+        return g[0] * g[1] * cz
+    return g[0] * cy if cy > 1 else cx
 
 
 def _entry_env(main: FunctionCode, vals: list) -> list:

@@ -205,7 +205,10 @@ class AddressSpace:
     SHARED = 3
     CONSTANT = 4
     LOCAL = 5
-    NAMES = {0: "generic", 1: "global", 3: "shared", 4: "constant", 5: "local"}
+    # another block's shared memory in the thread block cluster (PTX ``shared::cluster``; sm_90): made by
+    # ``nvvm.mapa`` from a shared pointer and a block rank
+    SHARED_CLUSTER = 7
+    NAMES = {0: "generic", 1: "global", 3: "shared", 4: "constant", 5: "local", 7: "shared_cluster"}
     BY_NAME = {v: k for k, v in NAMES.items()}
 
 

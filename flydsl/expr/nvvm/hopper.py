@@ -18,6 +18,8 @@ fx.nvvm                                                CuTe DSL counterpart     
 ``barrier_sync(id, n)`` / ``barrier_arrive(id, n)``     ``cute.arch.barrier`` / ``barrier_arrive``   70
 ``warp_idx()``, ``warpgroup_idx()``, …                 ``cute.arch.warp_idx`` …                     —
 ``cluster_ctarank()``, ``cluster_idx``, …              ``cute.arch.block_idx_in_cluster`` …         90
+``cluster_arrive([relaxed])``, ``cluster_wait()``       ``cute.arch.cluster_arrive(_relaxed)/wait``  90
+``map_shared(ptr, rank)`` (``mapa``)                   ``cute.arch.mapa``-style DSMEM address       90
 ``PipelineState(stages)``                              ``cutlass.pipeline.PipelineState``           —
 =====================================================  ===========================================  ==========
 
@@ -43,7 +45,8 @@ __all__ = [
     "mbarrier_expect_tx", "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init",
     "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
     "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
-    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "PipelineState", "align_shared",
+    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "cluster_arrive", "cluster_arrive_relaxed",
+    "cluster_wait", "cluster_sync", "map_shared", "mapa", "PipelineState", "align_shared",
     # re-exported from .tma and .wgmma
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
     "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
@@ -244,6 +247,49 @@ class _ClusterDim3:
 cluster_idx = _ClusterDim3(_d.cluster_id, "cluster_idx")
 block_idx_in_cluster = _ClusterDim3(_d.cluster_ctaid, "block_idx_in_cluster")
 cluster_shape = _ClusterDim3(_d.cluster_dim, "cluster_shape")
+
+
+# -- the cluster's barrier and shared memory ----------------------------------------------------------------
+
+
+def cluster_arrive(relaxed: bool = False, aligned: bool = False) -> None:
+    """Arrive at the cluster barrier (every thread of every block of the cluster arrives once per phase,
+    then waits with :func:`cluster_wait`). ``relaxed=False``: release — this thread's earlier shared and
+    global accesses are visible to the threads that pass the matching wait; ``relaxed=True``: no ordering
+    (cheaper; for a barrier that only says "I am done reading your shared memory" after the reads were used).
+    ``aligned=True``: every thread of the warp executes it together (``.aligned``: a little faster)."""
+    _d.cluster_arrive(relaxed=bool(relaxed), aligned=bool(aligned))
+
+
+def cluster_arrive_relaxed(aligned: bool = False) -> None:
+    """:func:`cluster_arrive` without memory ordering (CuTe's ``cluster_arrive_relaxed``)."""
+    cluster_arrive(relaxed=True, aligned=aligned)
+
+
+def cluster_wait(aligned: bool = False) -> None:
+    """Wait until every thread of the cluster arrived at the cluster barrier (acquire: the arrivals' earlier
+    accesses are visible afterwards)."""
+    _d.cluster_wait(aligned=bool(aligned))
+
+
+def cluster_sync(aligned: bool = False) -> None:
+    """:func:`cluster_arrive` then :func:`cluster_wait`: a barrier over every thread of the cluster."""
+    cluster_arrive(aligned=aligned)
+    cluster_wait(aligned=aligned)
+
+
+def map_shared(ptr, rank) -> Pointer:
+    """The shared-memory location of ``ptr`` (a shared pointer of this block) in block ``rank`` of the
+    cluster (``cluster_ctarank()`` numbering): a ``shared_cluster`` Pointer, read and written like any other
+    (``p[i]``, ``p.load(vec_width=n)``, ``p.store(v)``). The other block must still be running: make it wait
+    at a cluster barrier after your last access (``mapa.shared::cluster``; CuTe's ``mapa``)."""
+    p = as_pointer(ptr)
+    if p.address_space != AddressSpace.SHARED:
+        raise TypeError(f"map_shared maps a shared-memory pointer of this block, got a {p.memspace} pointer")
+    return Pointer._make(_d.mapa(p.ir_value(), _i32(rank, "the block rank")), p.dtype)
+
+
+mapa = map_shared
 
 
 # -- pipeline state ---------------------------------------------------------------------------------------

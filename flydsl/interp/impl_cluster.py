@@ -1,0 +1,149 @@
+"""The thread block cluster on the interpreter: ``nvvm.mapa`` (another block's shared memory) and the
+cluster barrier (``nvvm.cluster_arrive`` / ``nvvm.cluster_wait``).
+
+The blocks of a cluster run in one batch (flydsl/interp/kernel.py), so a shared-cluster pointer
+(``rank << 32 | offset``, see :mod:`.access`) reads and writes the arena of the rank's block directly.
+
+Cluster barrier (PTX ISA ``barrier.cluster``): each thread arrives once per phase and then waits; the
+wait completes when every thread of every block of the cluster has arrived in that phase. State per
+thread: how many times it arrived and how many times it passed a wait. Faults (each undefined or a hang
+on the GPU): arriving twice without a wait in between, waiting without having arrived, waiting while a
+thread of the cluster has not arrived yet (lanes run in lock-step, so this is a barrier some threads of
+the cluster skip or reach in another branch first), an ``.aligned`` form reached by part of a warp, a
+rank outside the cluster. Memory ordering needs nothing more: every access completes when it is issued.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Op
+from .access import CLUSTER_RANK_SHIFT, cluster_dims, cluster_peer
+from .machine import Compiler, impl
+
+__all__: list[str] = []
+
+
+def _active(lanes) -> np.ndarray:
+    m = lanes.mask
+    return lanes.arange() if m is None else np.flatnonzero(m)
+
+
+@impl("nvvm.mapa")
+def mapa(op: Op, cc: Compiler):
+    """``mapa.shared::cluster``: the same shared offset in the block of rank ``rank`` of the cluster."""
+    p, rk = cc.slots_of(op.operands)
+    r = cc.slot(op.results[0])
+
+    def step(env, lanes):
+        rank = np.asarray(env[rk]).astype(np.int64)
+        cx, cy, cz = cluster_dims(lanes.program)
+        n = cx * cy * cz
+        act = _active(lanes)
+        rv = np.broadcast_to(rank.reshape(-1), (lanes.T,))[act]
+        bad = (rv < 0) | (rv >= n)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise lanes.fault(
+                op, f"mapa to block rank {int(rv[i])}, but the cluster has {n} block(s) (ranks 0-{n - 1})", int(act[i])
+            )
+        env[r] = (rank << CLUSTER_RANK_SHIFT) | np.asarray(env[p], np.int64)
+
+    return step
+
+
+def _state(lanes) -> tuple[np.ndarray, np.ndarray]:
+    """(arrivals, passed waits) per lane of the batch."""
+    st = lanes.cache.get("cluster_barrier")
+    if st is None:
+        st = lanes.cache["cluster_barrier"] = (np.zeros(lanes.T, np.int64), np.zeros(lanes.T, np.int64))
+    return st
+
+
+def _check_aligned(op: Op, lanes, what: str) -> None:
+    """An ``.aligned`` form: every thread of each warp that reaches it (whole warps or none)."""
+    m = lanes.mask
+    if m is None:
+        return
+    warp = lanes.lane_block() * lanes.tpb + lanes.tid() // lanes.warp_size * lanes.warp_size
+    size = np.bincount(warp, minlength=lanes.T)
+    on = np.bincount(warp, weights=m, minlength=lanes.T)
+    partial = (on > 0) & (on < size)
+    if partial.any():
+        w = int(np.flatnonzero(partial)[0])
+        lane = int(np.flatnonzero(m & (warp == w))[0])
+        raise lanes.fault(
+            op,
+            f"{what} (.aligned) reached by only {int(on[w])} of the {int(size[w])} threads of a warp: the aligned "
+            "form must be executed by the whole warp (not inside a branch that depends on the lane)",
+            lane,
+        )
+
+
+@impl("nvvm.cluster_arrive")
+def cluster_arrive(op: Op, cc: Compiler):
+    """``barrier.cluster.arrive``: each active thread arrives in its current phase."""
+    aligned = bool(op.attrs.get("aligned"))
+
+    def step(env, lanes):
+        if aligned:
+            _check_aligned(op, lanes, "cluster_arrive")
+        arr, passed = _state(lanes)
+        act = _active(lanes)
+        twice = arr[act] != passed[act]
+        if twice.any():
+            raise lanes.fault(
+                op,
+                "a thread arrives at the cluster barrier a second time without a cluster_wait in between "
+                "(undefined on the GPU)",
+                int(act[np.flatnonzero(twice)[0]]),
+            )
+        arr[act] += 1
+
+    return step
+
+
+@impl("nvvm.cluster_wait")
+def cluster_wait(op: Op, cc: Compiler):
+    """``barrier.cluster.wait``: passes once every thread of the cluster arrived in the waiter's phase."""
+    aligned = bool(op.attrs.get("aligned"))
+
+    def step(env, lanes):
+        if aligned:
+            _check_aligned(op, lanes, "cluster_wait")
+        arr, passed = _state(lanes)
+        act = _active(lanes)
+        if act.shape[0] == 0:
+            return
+        early = arr[act] == passed[act]
+        if early.any():
+            raise lanes.fault(
+                op,
+                "a thread waits at the cluster barrier without having arrived (call cluster_arrive first): on the "
+                "GPU it waits forever",
+                int(act[np.flatnonzero(early)[0]]),
+            )
+        root = cluster_peer(lanes, np.arange(lanes.nb, dtype=np.int64), np.zeros(lanes.nb, np.int64))
+        lane_root = root[lanes.lane_block()]
+        least = np.full(lanes.nb, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(least, lane_root, arr)  # the fewest arrivals of any thread of each cluster
+        need = passed[act] + 1
+        short = least[lane_root[act]] < need
+        if short.any():
+            i = int(np.flatnonzero(short)[0])
+            waiter = int(act[i])
+            late = np.flatnonzero((lane_root == lane_root[waiter]) & (arr < need[i]))
+            cx, cy, cz = cluster_dims(lanes.program)
+            b_late, t_late = lanes.coords(int(late[0]))
+            members = lanes.tpb * cx * cy * cz
+            raise lanes.fault(
+                op,
+                f"cluster barrier: this thread waits, but thread {t_late} of block {b_late} of its cluster has not "
+                f"arrived ({members - late.shape[0]} of {members} threads did); every thread of the cluster must "
+                "arrive before any can pass, so on the GPU this hangs (a block or thread that skips the barrier, "
+                "or one that reaches it in another branch)",
+                waiter,
+            )
+        passed[act] += 1
+
+    return step

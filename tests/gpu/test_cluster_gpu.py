@@ -1,0 +1,36 @@
+"""Thread block clusters on the H200 against the interpreter: the blocks of a cluster read and write each
+other's shared memory through ``fx.nvvm.map_shared`` between cluster barriers (tests/unit/test_cluster.py
+has the program), in 1-D, 2-D and 3-D clusters; the launch runs clusters from the kernel's compile-time
+cluster shape (``.reqnctapercluster``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
+
+from test_cluster import _ring  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("cluster, grid", [((4, 1, 1), (264, 1, 1)), ((2, 2, 1), (4, 4, 1)), ((1, 1, 2), (2, 1, 4)),
+                                           ((8, 1, 1), (16, 1, 1))])  # fmt: skip
+def test_cluster_shared_memory_gpu_equals_interpreter(cluster, grid, monkeypatch, tmp_path):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    block = 64
+    nb = grid[0] * grid[1] * grid[2]
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    out = torch.zeros(nb * 3 * block, dtype=torch.int32, device="cuda")
+    _ring(cluster, grid, block)(out)
+    torch.cuda.synchronize()
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
+    want = np.zeros(nb * 3 * block, np.int32)
+    _ring(cluster, grid, block)(want)
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
