@@ -3,7 +3,8 @@
 Softmax, RMSNorm, RMSNorm with the fused residual add and LayerNorm on
 
 * long rows (16K-64K elements, bf16 and f32; 64 MB read per call): ``onchip`` (one read: chunks kept in
-  registers or staged in shared memory) against the ``two_pass`` plan it replaces;
+  registers or staged in shared memory) against the ``two_pass`` plan it replaces and the ``cluster`` plans
+  (a row over 2-8 blocks of a thread block cluster);
 * many short rows (N <= 512, 32-64 MB): several row groups per block (``row_iters``);
 * few rows (M <= 132): latency; wider or narrower rows per thread.
 
@@ -43,6 +44,10 @@ VARIANTS = {
     "bt512": {"block_threads": 512},
     "ept8": {"elems_per_thread": 8, "max_row_threads": 1024},
     "ept32": {"elems_per_thread": 32},
+    # a row over a thread block cluster (sm_90), partials through distributed shared memory: 16K / 8K columns
+    # per block (64K f32: 4 / 8 blocks per row)
+    "cluster": {"long_rows": "cluster"},
+    "cluster8k": {"long_rows": "cluster", "cluster_cols": 8192},
 }
 
 
@@ -51,6 +56,10 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N > 16384
     if name == "t1024":
         return N == 16384
+    if name == "cluster":
+        return N > 16384
+    if name == "cluster8k":
+        return N >= 16384
     if name in ("iters2", "iters4", "bt512"):
         return N <= 512
     return M <= 132  # ept8, ept32

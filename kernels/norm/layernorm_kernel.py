@@ -12,6 +12,8 @@
   read, chunks kept in registers or staged in shared memory, chunk statistics merged the same way;
   ``long_rows="two_pass"``: pass 1 merges chunk statistics, pass 2 re-reads and writes.
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
+* ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
+  (count, mean, M2) partials merged through distributed shared memory (``norm_common``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
     combine_mean_m2,
+    finish_rows,
     plan_rows,
     row_groups,
     row_reduce,
@@ -96,6 +99,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                 rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
                 for c in range(plan.chunks):
                     output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
+        finish_rows(plan)
 
     @flyc.jit
     def launch_layernorm(
@@ -109,8 +113,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         layernorm_kernel(Input, Gamma, Beta, Output, m_in, vec).launch(
-            grid=((m_in + plan.rows_per_block - 1) // plan.rows_per_block, 1, 1),
+            grid=(plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),
+            cluster=plan.cluster_dims,
             stream=stream,
         )
 

@@ -10,7 +10,15 @@ between the reduction and the output: the kernel reads and writes every element 
   ``kept`` chunks stay in registers and the others are *staged* in dynamic shared memory — each thread
   writes its own vectors and reads them back after the reduction (thread-private, so no barrier) — so the
   kernel still reads and writes every element once;
-* ``two_pass``: statistics over the chunks, then a second read of the row (mostly from L2) for the output.
+* ``two_pass``: statistics over the chunks, then a second read of the row (mostly from L2) for the output;
+* ``cluster`` (sm_90): the row is split over a thread block cluster of ``cluster`` blocks (2, 4 or 8), each
+  holding its slice of ``chunk_cols`` columns in registers; the blocks exchange only their partial statistics
+  through distributed shared memory (each warp's partial in its block's shared memory, one cluster barrier,
+  every warp reads all of the cluster's partials and reduces them in the same order, so every block gets the
+  same result). A row of 64K f32 becomes four blocks of 16K (the in-register plan) instead of one block with
+  half of its row staged in shared memory: 4x the blocks, several per SM, so one block's reduction hides
+  behind another's loads. A block must not exit while another may still read its shared memory: kernels end
+  with :func:`finish_rows` (the wait of a second, arrive-only barrier).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ __all__ = [
     "RowPlan",
     "plan_rows",
     "row_groups",
+    "finish_rows",
     "staging_buffer",
     "SMEM_BUDGET",
     "vector_width",
@@ -71,6 +80,7 @@ class RowPlan:
     kept: int = 1  # onchip: chunks kept in registers (the others are staged in shared memory)
     iters: int = 1  # row groups a block handles one after the other (loads of all issued first)
     batch: int = 1  # onchip: chunks whose loads are issued together, before their first use
+    cluster: int = 1  # blocks sharing one row (a thread block cluster); each holds chunk_cols columns
 
     @property
     def chunk_cols(self) -> int:
@@ -82,8 +92,20 @@ class RowPlan:
 
     @property
     def ragged(self) -> bool:
-        """Some accesses of the last chunk lie past the row's end (they are predicated off)."""
-        return self.chunks * self.chunk_cols != self.n
+        """Some accesses of the last chunk (of the last block of a cluster) lie past the row's end (they are
+        predicated off)."""
+        return self.cluster * self.chunks * self.chunk_cols != self.n
+
+    def grid(self, m):
+        """Blocks for ``m`` rows (a run-time Int32 or an int)."""
+        if self.cluster > 1:
+            return m * self.cluster
+        return (m + self.rows_per_block - 1) // self.rows_per_block
+
+    @property
+    def cluster_dims(self):
+        """``launch(cluster=...)``: None, or the blocks that share a row."""
+        return (self.cluster, 1, 1) if self.cluster > 1 else None
 
     @property
     def staged(self) -> int:
@@ -121,6 +143,7 @@ def plan_rows(
     kept_values: int = 32,
     load_values: int = 64,
     row_iters: int = 1,
+    cluster_cols: int = 16384,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -133,12 +156,19 @@ def plan_rows(
     about ``load_values`` values per thread (more in flight; fewer registers held); rows with accesses
     narrower than 8 bytes use at most 512 threads, 16 kept values and one chunk per batch (each value
     carries a predicate: 1024 threads' 64 registers spill). ``"two_pass"``: chunks of ``chunk_threads``
-    threads, read twice.
+    threads, read twice. ``"cluster"`` (sm_90): a cluster of 2, 4 or 8 blocks per row, each holding about
+    ``cluster_cols`` columns in registers (rows longer than 8 such slices of at most ``register_limit``
+    elements fall back to ``"onchip"``); it applies to rows longer than ``cluster_cols``.
     """
-    if long_rows not in ("onchip", "two_pass"):
-        raise ValueError(f"long_rows must be 'onchip' or 'two_pass', got {long_rows!r}")
+    if long_rows not in ("onchip", "two_pass", "cluster"):
+        raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
     n_vecs = -(-n // vec)
+    if long_rows == "cluster" and n > cluster_cols:
+        plan = _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols)
+        if plan is not None:
+            return plan
+        long_rows = "onchip"
     if n <= register_limit:
         threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
         vecs, chunks = -(-n_vecs // threads), 1
@@ -160,6 +190,18 @@ def plan_rows(
     return RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch)
 
 
+def _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols) -> RowPlan | None:
+    """A row over a cluster of 2, 4 or 8 blocks (a power of two: the partials' reduction is a butterfly), each
+    slice in registers; None when 8 slices of at most ``register_limit`` elements do not cover the row."""
+    k = min(8, _pow2_at_least(-(-n // cluster_cols)))
+    slice_vecs = -(-n_vecs // k)
+    threads = max(WARP, min(max_row_threads, _pow2_at_least(-(-slice_vecs // vecs_target))))
+    vecs = -(-slice_vecs // threads)
+    if threads * vecs * vec > register_limit:
+        return None
+    return RowPlan(n, vec, threads, 1, vecs, 1, cluster=k)
+
+
 class RowFragments:
     """Per-thread views of a block's rows, chunk by chunk: ``load(T, c)`` returns this thread's values of
     chunk ``c`` of tensor ``T`` (rows x n, row-major) as one flat Vector, ``store(T, c, v)`` writes them;
@@ -170,9 +212,10 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None):
         self.plan = plan
         self.staging = staging  # onchip plans: the shared-memory pointer (``dtype``) of the staged chunks
+        self.col0 = col0  # cluster plans: this block's first column (run-time)
         atom = fx.make_copy_atom(fx.UniversalCopy(plan.vec * dtype.width), dtype)
         self.tiled = fx.make_tiled_copy_tv(
             atom, fx.make_ordered_layout((plan.rows, plan.threads), (1, 0)), fx.make_layout((1, plan.vec))
@@ -181,14 +224,15 @@ class RowFragments:
         self.rows_left = rows_left
         # NOTE: the row offset is the only run-time part of an address: the (rows, chunk, chunks) views are
         # static, so the hot path has no index arithmetic beyond one multiply-add per thread.
-        self.offset = fx.Int64(row0) * plan.n
+        self.offset = fx.Int64(row0) * plan.n + (0 if col0 is None else fx.Int64(col0))
         self.layout = fx.make_layout((plan.rows, plan.chunk_cols, plan.chunks), (plan.n, 1, plan.chunk_cols))
         self.bcast = fx.make_layout((plan.rows, plan.chunk_cols, plan.chunks), (0, 1, plan.chunk_cols))
         self.crd = self.thr.partition_S(fx.make_identity_tensor((plan.rows, plan.chunk_cols)))[(0, None), None, None]
 
     def _view(self, t, c, broadcast=False):
         if broadcast:
-            return fx.make_view(t.iterator, self.bcast)[None, None, c]
+            base = t.iterator if self.col0 is None else t.iterator + fx.Int64(self.col0)
+            return fx.make_view(base, self.bcast)[None, None, c]
         return fx.make_view(t.iterator + self.offset, self.layout)[None, None, c]
 
     def pred(self, c=0):
@@ -197,7 +241,7 @@ class RowFragments:
         if p.rows == 1 and not p.ragged:
             return None
         pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
-        cols_left = p.n - c * p.chunk_cols
+        cols_left = p.n - c * p.chunk_cols if self.col0 is None else p.n - self.col0
         for i in fx.range_constexpr(fx.size(pred)):
             pred[i] = fx.elem_less(self.crd[i], (self.rows_left, cols_left))
         return pred
@@ -263,7 +307,11 @@ def staging_buffer(plan: RowPlan, dtype):
 
 def row_groups(plan: RowPlan, dtype, rows):
     """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer:
-    onchip plans have one group)."""
+    onchip plans have one group; cluster plans: this block's slice of its cluster's row)."""
+    if plan.cluster > 1:
+        bid = fx.block_idx.x
+        row0 = bid // plan.cluster
+        return [RowFragments(plan, dtype, row0, rows - row0, col0=bid % plan.cluster * plan.chunk_cols)]
     staging = staging_buffer(plan, dtype)
     out = []
     for i in fx.range_constexpr(plan.iters):
@@ -328,9 +376,11 @@ def row_reduce(vals, combine, plan: RowPlan):
 
     Within a warp: XOR shuffles. Across the warps of a row: each warp's lane 0 writes its result to shared
     memory, one barrier, then every warp reads all of its row's partials and reduces them itself (so no
-    second barrier and no broadcast).
+    second barrier and no broadcast). Cluster plans: see :func:`_cluster_reduce`.
     """
     vals = _butterfly(tuple(vals), combine, min(plan.threads, WARP))
+    if plan.cluster > 1:
+        return _cluster_reduce(vals, combine, plan)
     if plan.threads <= WARP:
         return vals
     tid = fx.thread_idx.x
@@ -343,3 +393,38 @@ def row_reduce(vals, combine, plan: RowPlan):
     first = warp - warp % nw  # the row's first warp
     vals = tuple(smem[k * bw + first + lane % nw] for k in range(len(vals)))
     return _butterfly(vals, combine, nw)
+
+
+def _cluster_reduce(vals, combine, plan: RowPlan):
+    """Reduce the warps' partials over the cluster's blocks: each warp's lane 0 writes its partials to its
+    block's shared memory; one cluster barrier (release/acquire: it also orders the block's own warps); every
+    warp reads all ``cluster x warps`` partials through distributed shared memory (lane ``j`` the ones of
+    index ``j``, ``j + 32``... combined in that order) and finishes with XOR shuffles — the same values in the
+    same order in every warp of every block, so every block gets the same statistics. Then each thread arrives
+    (arrive only) to say it is done reading the others' shared memory; :func:`finish_rows` waits for that
+    before the block exits."""
+    tid = fx.thread_idx.x
+    lane, warp = tid % WARP, tid // WARP
+    nw = max(1, plan.threads // WARP)
+    total = plan.cluster * nw  # powers of two
+    smem = fx.alloc_shared(fx.Float32, len(vals) * nw)
+    for k, v in enumerate(vals):
+        (smem + (k * nw + warp)).store(v, mask=lane == 0)
+    fx.nvvm.cluster_arrive(aligned=True)
+    fx.nvvm.cluster_wait(aligned=True)
+    width = min(total, WARP)
+    acc = None
+    for i in range(max(1, total // WARP)):
+        idx = lane % width + i * WARP
+        peer = fx.nvvm.map_shared(smem, idx // nw)
+        part = tuple(peer[k * nw + idx % nw] for k in range(len(vals)))
+        acc = part if acc is None else combine(acc, part)
+    fx.nvvm.cluster_arrive(aligned=True)
+    return _butterfly(acc, combine, width)
+
+
+def finish_rows(plan: RowPlan) -> None:
+    """The end of a row kernel: a cluster plan's block waits until every block of its cluster has read the
+    partials in its shared memory (the second barrier of :func:`_cluster_reduce`); nothing otherwise."""
+    if plan.cluster > 1:
+        fx.nvvm.cluster_wait(aligned=True)

@@ -14,6 +14,8 @@ arithmetic.
   shared memory until the output. ``long_rows="two_pass"``: pass 1 accumulates over chunks (and writes
   ``X + R``), pass 2 re-reads and writes.
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
+* ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the sums
+  of squares merged through distributed shared memory (``norm_common``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,16 @@ from __future__ import annotations
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
-from kernels.norm.norm_common import DTYPES, combine_add, plan_rows, row_groups, row_reduce, tree_sum, vector_width
+from kernels.norm.norm_common import (
+    DTYPES,
+    combine_add,
+    finish_rows,
+    plan_rows,
+    row_groups,
+    row_reduce,
+    tree_sum,
+    vector_width,
+)
 
 __all__ = ["build_rmsnorm_module", "build_fused_add_rmsnorm_module"]
 
@@ -87,13 +98,15 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                     x = frag.load(R_out if fused_add else X, c).to(fx.Float32)
                     w = frag.load(W, c, broadcast=True).to(fx.Float32)
                     frag.store(Y, c, x * r * w)
+        finish_rows(plan)
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         rmsnorm_kernel(X, R, W, Y, R_out, M, vec).launch(
-            grid=((M + plan.rows_per_block - 1) // plan.rows_per_block, 1, 1),
+            grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),
+            cluster=plan.cluster_dims,
             stream=stream,
         )
 

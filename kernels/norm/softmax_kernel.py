@@ -12,6 +12,8 @@ f32/f16/bf16 in and out, f32 arithmetic. ``build_softmax_module(M, N, dtype_str)
   shared memory, the exps recomputed for the output. ``long_rows="two_pass"``: pass 1 runs the online
   rule over chunks of the row, pass 2 re-reads and writes.
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
+* ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
+  (max, sum) partials merged through distributed shared memory (``norm_common``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kernels.norm.norm_common import (
     LOG2E,
     MASKED_MIN,
     combine_max_sum,
+    finish_rows,
     plan_rows,
     row_groups,
     row_reduce,
@@ -98,14 +101,16 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                 for c in range(plan.chunks):
                     x = frag.load(A, c).to(fx.Float32)
                     frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+        finish_rows(plan)
 
     @flyc.jit
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         softmax_kernel(A, C, M, vec).launch(
-            grid=((M + plan.rows_per_block - 1) // plan.rows_per_block, 1, 1),
+            grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),
+            cluster=plan.cluster_dims,
             stream=stream,
         )
 

@@ -27,11 +27,17 @@ CPU_CASES = [
     # onchip with small chunks: 2 kept in registers, 3 staged in shared memory, the last one ragged
     (3, 2500, "f32", {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}),
     (45, 96, "bf16", {"row_iters": 3}),  # several row groups per block, the last block partly empty
+    # a row over a thread block cluster, partials through distributed shared memory: 4 blocks of one warp
+    (3, 2048, "f32", {"long_rows": "cluster", "cluster_cols": 512}),
+    (2, 20000, "bf16", {"long_rows": "cluster"}),  # 2 blocks of 16 warps, the second slice ragged
+    (2, 3001, "f32", {"long_rows": "cluster", "cluster_cols": 1024}),  # scalar accesses, 4 blocks, ragged
+    (2, 65536, "f32", {"long_rows": "cluster", "cluster_cols": 8192}),  # 8 x 16 warps: 4 partials per lane
 ]
 CPU_IDS = [f"{m}x{n}-{d}" + ("-" + "-".join(map(str, p.values())) if p else "") for m, n, d, p in CPU_CASES]
-# GPU against the interpreter: the short cases, the onchip plan with staged chunks and the row groups
-PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-2:]
-PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-2:]
+# GPU against the interpreter: the short cases, the onchip plan with staged chunks, the row groups and the
+# cluster plans
+PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-6:]
+PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-6:]
 
 GPU_CASES = [
     (5, 1, "f32"),
