@@ -3,7 +3,9 @@
 # step under its own time limit so a slow step cannot eat the call; a compact summary is printed last.
 #   bash benchmarks/gpu_round.sh STEP...      (from the repository root, on the GPU machine)
 # STEP: tests | ex05 | ex05sweep | ex06 | launch | norms | gemmbench | gemmcheck | preshuffle | compat   (default: all but
-# the last three). Logs go to $OUT (the device tool brings them back).
+# the last three). Logs go to $OUT (the device tool brings them back). TEST_ARGS: pytest's paths and options for
+# the tests step (default: tests); FLYDSL_NORM_VARIANTS / FLYDSL_NORM_SHAPES (long|short|few, comma-separated):
+# the norms step's variants and shape groups.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/flydsl_out}
@@ -26,7 +28,7 @@ STEPS=${*:-tests ex05 ex05sweep ex06 launch norms}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader >>"$SUM" 2>&1
 for s in $STEPS; do
   case $s in
-  tests) step tests "${T_TESTS:-160}" python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 --tb=short -rfE tests ;;
+  tests) step tests "${T_TESTS:-160}" python3 -m pytest -q -m gpu -p no:cacheprovider -n 8 --tb=short -rfE ${TEST_ARGS:-tests} ;;
   ex05) step ex05 50 python3 examples/05_gemm_mma_sync.py ;;
   ex05sweep) step ex05sweep 80 python3 examples/05_gemm_mma_sync.py --sweep ;;
   ex06) step ex06 100 python3 examples/06_gemm_wgmma.py --bench ;;

@@ -12,7 +12,8 @@ against torch eager, ``torch.compile`` (one shape per group and kernel: each com
 Triton kernels of the per-kernel cases, as back-to-back calls and as CUDA-graph replays (``<impl>:graph``).
 flydsl's variants (:data:`VARIANTS`, chosen with ``FLYDSL_NORM_VARIANTS=name,name`` or ``all``) are
 ``flydsl-<name>`` rows; ``flydsl`` is the default plan. ``nbytes``: one read of each input, one write of each
-output (weights once). ``python -m benchmarks.run norm_sweep`` (``--quick``: one shape per group).
+output (weights once). ``python -m benchmarks.run norm_sweep`` (``--quick``: one shape per group;
+``FLYDSL_NORM_SHAPES=long`` or ``short,few``: those groups only).
 """
 
 from __future__ import annotations
@@ -258,7 +259,22 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
     return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
 
 
+GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK}
+
+
+def _shapes(quick: bool) -> list[tuple]:
+    """``--quick``: :data:`QUICK`; else ``FLYDSL_NORM_SHAPES`` (``long,short,few,quick`` or ``all``, the default)."""
+    if quick:
+        return QUICK
+    sel = os.environ.get("FLYDSL_NORM_SHAPES", "all").strip() or "all"
+    names = list(GROUPS)[:3] if sel == "all" else sel.split(",")
+    unknown = [g for g in names if g not in GROUPS]
+    if unknown:
+        raise ValueError(f"FLYDSL_NORM_SHAPES: unknown group(s) {unknown}; choose from {', '.join(GROUPS)} or all")
+    return [s for g in names for s in GROUPS[g]]
+
+
 def cases(quick: bool) -> list[Case]:
-    shapes = QUICK if quick else LONG + SHORT + FEW
+    shapes = _shapes(quick)
     # shape-major: a run cut short still has every kernel on the shapes it reached
     return [_case(k, M, N, dt, quick) for M, N, dt in shapes for k in KERNELS]
