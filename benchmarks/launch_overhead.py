@@ -62,6 +62,17 @@ def launch_one(x, n: fx.Int32):
     scale(x, n).launch(grid=((n + 127) // 128, 1, 1), block=(128, 1, 1))
 
 
+@flyc.kernel
+def noop(n: fx.Int32):
+    if n < 0:
+        fx.printf("never")
+
+
+@flyc.jit
+def launch_noop(n: fx.Int32):
+    noop(n).launch(grid=(8, 1, 1), block=(128, 1, 1))
+
+
 def per_call(fn, number=20000, repeat=7, clock=time.perf_counter) -> tuple[float, float]:
     """(best, median) µs per call over ``repeat`` runs of ``number`` calls."""
     fn()
@@ -205,6 +216,9 @@ def gpu_rows() -> list:
     s = torch.cuda.current_stream()
     kernel = next(iter(launch._last[1].launcher.kernels.values()))
     raw_args = (a.data_ptr(), n, b.data_ptr(), n, c.data_ptr(), n, n)
+    launch_noop(n)
+    k1 = next(iter(launch_noop._last[1].launcher.kernels.values()))
+    side = torch.cuda.Stream()
     softmax, rmsnorm, t_softmax, t_rmsnorm = norm_launchers("cuda")
     ev = torch.cuda.Event(enable_timing=True)
     rows = [
@@ -215,6 +229,12 @@ def gpu_rows() -> list:
         (
             f"[gpu] kernel launch function alone (raw args; {'native' if kernel.launcher.native else 'ctypes'})",
             lambda: kernel.launcher(8, 1, 1, 128, 1, 1, 0, s.cuda_stream, *raw_args),
+        ),
+        # where the driver's time goes: the parameter count, the legacy default stream
+        ("[gpu] ... the same, a kernel of one parameter", lambda: k1.launcher(8, 1, 1, 128, 1, 1, 0, s.cuda_stream, n)),
+        (
+            "[gpu] ... the same, 7 parameters on a created stream",
+            lambda: kernel.launcher(8, 1, 1, 128, 1, 1, 0, side.cuda_stream, *raw_args),
         ),
         ("[gpu] softmax 1x8192 bf16 (flydsl)", softmax),
         ("[gpu] torch.softmax 1x8192 bf16", t_softmax),
@@ -235,6 +255,7 @@ def gpu_rows() -> list:
         best, med = per_call(fn, number=5000, repeat=5)
         torch.cuda.synchronize()
         out.append((name, best, med))
+    torch.cuda.synchronize()
     assert torch.allclose(c, a + b)
     return out
 

@@ -45,7 +45,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     plan_options = {**PLAN_DEFAULTS, **plan_options}
 
     @flyc.kernel
-    def layernorm_kernel(X: fx.Tensor, W: fx.Tensor, B: fx.Tensor, Y: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]):
+    def layernorm_kernel(
+        X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
+    ):
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         groups = row_groups(plan, dtype, rows)
 
@@ -112,7 +114,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
-        layernorm_kernel(Input, Gamma, Beta, Output, m_in, vec).launch(
+        layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
             grid=(plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,

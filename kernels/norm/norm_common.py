@@ -205,7 +205,9 @@ def _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, 
 class RowFragments:
     """Per-thread views of a block's rows, chunk by chunk: ``load(T, c)`` returns this thread's values of
     chunk ``c`` of tensor ``T`` (rows x n, row-major) as one flat Vector, ``store(T, c, v)`` writes them;
-    ``load(W, c, broadcast=True)`` reads a length-n vector ``W`` (a weight) at the same columns.
+    ``load(W, c, broadcast=True)`` reads a length-n vector ``W`` (a weight) at the same columns. ``T`` is a
+    tensor or its iterator: the kernels take iterators (one pointer parameter each instead of a pointer, two
+    extents and a stride they never read: fewer values to pack per launch and for the driver to copy).
 
     One tiled copy (``plan.rows x plan.threads`` threads, ``1 x vec`` values each) moves every vector with
     one ``vec``-wide access (``ld.global.v4``/``st.global.v4`` for 128 bits); accesses past the row's end
@@ -230,10 +232,11 @@ class RowFragments:
         self.crd = self.thr.partition_S(fx.make_identity_tensor((plan.rows, plan.chunk_cols)))[(0, None), None, None]
 
     def _view(self, t, c, broadcast=False):
+        it = getattr(t, "iterator", t)  # a tensor or its iterator (a pointer with its known alignment)
         if broadcast:
-            base = t.iterator if self.col0 is None else t.iterator + fx.Int64(self.col0)
+            base = it if self.col0 is None else it + fx.Int64(self.col0)
             return fx.make_view(base, self.bcast)[None, None, c]
-        return fx.make_view(t.iterator + self.offset, self.layout)[None, None, c]
+        return fx.make_view(it + self.offset, self.layout)[None, None, c]
 
     def pred(self, c=0):
         """None when every access of chunk ``c`` is in bounds, else one Boolean per access."""

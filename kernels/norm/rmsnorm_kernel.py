@@ -48,8 +48,9 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
 
     @flyc.kernel
     def rmsnorm_kernel(
-        X: fx.Tensor, R: fx.Tensor, W: fx.Tensor, Y: fx.Tensor, R_out: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]
+        X: fx.Pointer, W: fx.Pointer, Y: fx.Pointer, residual: tuple, rows: fx.Int32, vec: Constexpr[int]
     ):
+        R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         groups = row_groups(plan, dtype, rows)
 
@@ -103,7 +104,8 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
-        rmsnorm_kernel(X, R, W, Y, R_out, M, vec).launch(
+        residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
+        rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,

@@ -54,7 +54,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     masked_min = MASKED_MIN[dtype_str]
 
     @flyc.kernel
-    def softmax_kernel(A: fx.Tensor, C: fx.Tensor, rows: fx.Int32, vec: Constexpr[int]):
+    def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]):
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
         groups = row_groups(plan, dtype, rows)
 
@@ -107,7 +107,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
-        softmax_kernel(A, C, M, vec).launch(
+        softmax_kernel(A.iterator, C.iterator, M, vec).launch(
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,
