@@ -7,7 +7,8 @@ registered buffers (and printf output through ``printer``), or an
 
 The grid runs in batches of whole blocks (at most ``max_lanes`` lanes per batch); inside a batch all
 lanes advance op by op, so ``gpu.barrier`` is satisfied by construction. Blocks are independent, so
-batching is invisible to a correct kernel; global memory and atomics are shared across batches.
+batching is invisible to a correct kernel; global memory and atomics are shared across batches. A kernel
+whose blocks reach into their cluster (``CLUSTER_OPS``) runs whole clusters per batch.
 """
 
 from __future__ import annotations
