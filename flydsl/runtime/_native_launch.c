@@ -8,7 +8,8 @@
  *
  * `driver` is the address of a function with cuLaunchKernelEx's signature, `function` the CUfunction,
  * `codes` one struct-module code per parameter ("Q" pointer, "q" 64-bit, "I" 32-bit, "H", "B" integers
- * masked to their width like the Python path, "?" bool, "f" f32, "d" f64, "e" f16), `offsets` their byte
+ * masked to their width like the Python path, "?" bool, "f" f32, "d" f64, "e" f16, "b" bf16 rounded as the
+ * Python path's ml_dtypes does: to f32, then to nearest even; NaN -> 0x7FC0 with its sign), `offsets` their byte
  * offsets in a parameter buffer of `size` bytes. The buffer, the parameter pointer array and the
  * CUlaunchConfig live on the C stack of each call: no shared state, so no lock; the GIL is released
  * around the driver call. Returns the driver's CUresult as an int; raises TypeError/OverflowError for a
@@ -113,6 +114,21 @@ static int pack(char code, PyObject *o, char *dst) {
         *dst = (char)t;
         return 0;
     }
+    case 'b': {
+        d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) return -1;
+        float f = (float)d;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        uint16_t w;
+        if (f != f) {
+            w = (uint16_t)((u >> 16 & 0x8000) | 0x7FC0);
+        } else {
+            w = (uint16_t)((u + 0x7FFF + (u >> 16 & 1)) >> 16);
+        }
+        memcpy(dst, &w, 2);
+        return 0;
+    }
     case 'f':
     case 'd':
     case 'e':
@@ -212,8 +228,10 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
             Py_DECREF(self);
             return NULL;
         }
-        const char *known = strchr("QqdIfHeB?", codes[i]);
-        Py_ssize_t width = known == NULL ? 0 : (known - "QqdIfHeB?" < 3 ? 8 : known - "QqdIfHeB?" < 5 ? 4 : known - "QqdIfHeB?" < 7 ? 2 : 1);
+        static const char CODES[] = "QqdIfHebB?"; /* 8-byte, 4-byte, 2-byte and 1-byte codes, in that order */
+        const char *known = strchr(CODES, codes[i]);
+        Py_ssize_t at = known == NULL ? 0 : known - CODES;
+        Py_ssize_t width = known == NULL ? 0 : (at < 3 ? 8 : at < 5 ? 4 : at < 8 ? 2 : 1);
         if (known == NULL || codes[i] == 0 || off < 0 || off + width > size) {
             PyErr_Format(PyExc_ValueError, "parameter %zd: bad code or offset", i);
             Py_DECREF(self);

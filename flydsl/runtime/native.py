@@ -5,7 +5,7 @@ and the parameters, a per-kernel lock around the shared buffer, the ctypes call)
 object packs on the C stack and calls the driver in one C call (~0.15 µs). It is an optimization only:
 every launch has the pure-Python path (:func:`flydsl.runtime._cuda_launch.make_launch`), taken when the
 helper cannot be built (no C compiler or no Python headers), when ``FLYDSL_RUNTIME_NATIVE_LAUNCH=0``, or
-for parameter kinds it does not pack (bf16, buffer resources, TMA descriptors).
+for parameter kinds it does not pack (buffer resources, TMA descriptors).
 
 The shared object is built once per machine (``cc -O2 -shared``, under a second) into
 ``$FLYDSL_RUNTIME_CACHE_DIR/native/``, named by a digest of the C source, the Python version and the
@@ -38,7 +38,8 @@ _STATE: dict = {}
 
 # kernel parameter kind -> the helper's code for it (the struct-module code of the Python path; "q": a
 # 64-bit integer masked to 64 bits)
-CODES = {"ptr": "Q", "i64": "q", "i32": "I", "i16": "H", "i8": "B", "i1": "?", "f32": "f", "f64": "d", "f16": "e"}
+CODES = {"ptr": "Q", "i64": "q", "i32": "I", "i16": "H", "i8": "B", "i1": "?", "f32": "f", "f64": "d", "f16": "e",
+         "bf16": "b"}  # fmt: skip
 
 
 def status() -> str:

@@ -216,13 +216,33 @@ def test_the_native_helper_raises_the_shared_memory_limit_first():
 
 
 def test_kinds_the_helper_does_not_pack_take_the_ctypes_path():
-    d = Driver(["ptr", "bf16"])
-    fn = make_launch("k", 1, ["ptr", "bf16"], d.call, None, [48 * 1024])
+    d = Driver(["ptr", "rsrc"])
+    fn = make_launch("k", 1, ["ptr", "rsrc"], d.call, None, [48 * 1024])
     assert fn.native is False
-    fn(1, 1, 1, 1, 1, 1, 0, 0, 0x1000, 2.0)
-    assert d.decoded()[4] == [0x1000, 0x4000]
-    with pytest.raises(RuntimeError, match=r"kernel k: no native launch \(parameter kinds it does not pack: bf16\)"):
-        make_launch("k", 1, ["ptr", "bf16"], d.call, None, [48 * 1024], native=True)
+    fn(1, 1, 1, 1, 1, 1, 0, 0, 0x1000, (0x2000, 64))
+    assert d.decoded()[4] == [0x1000, 0x2000]
+    with pytest.raises(RuntimeError, match=r"kernel k: no native launch \(parameter kinds it does not pack: rsrc\)"):
+        make_launch("k", 1, ["ptr", "rsrc"], d.call, None, [48 * 1024], native=True)
+
+
+# bf16 parameters: ties after the f32 rounding, subnormals, the overflow threshold, infinities, NaNs
+BF16_VALUES = [2.0, -0.0, 1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-30, 3.3961e38, 3.4e38, 1e39, -1e39,
+               float("inf"), float("-inf"), float("nan"), -float("nan"), 2**-133, 2**-134 * 3, 2**-149, 1e-46,
+               0.1, -123.456, 65504.0]  # fmt: skip
+
+
+def test_bf16_parameters_pack_alike_on_both_paths():
+    _native_or_skip()
+    out = []
+    for use_native in (False, True):
+        d = Driver(["bf16"] * len(BF16_VALUES))
+        fn = make_launch("k", 1, ["bf16"] * len(BF16_VALUES), d.call, None, [48 * 1024], native=use_native)
+        assert fn.native is use_native
+        fn(1, 1, 1, 1, 1, 1, 0, 0, *BF16_VALUES)
+        out.append(d.decoded()[4])
+    assert out[0] == out[1]
+    assert out[1][:5] == [0x4000, 0x8000, 0x3F80, 0x3F82, 0x3F80]  # ties to even (the last one after the f32 step)
+    assert out[1][9:13] == [0x7F80, 0xFF80, 0x7FC0, 0xFFC0]
 
 
 def test_status_names_the_path(monkeypatch):

@@ -20,7 +20,7 @@ from flydsl.runtime._cuda_launch import CONFIG_FORMAT, make_launch
 from flydsl.runtime.cuda import CudaKernel
 
 _FMT = {"ptr": "<Q", "i32": "<i", "i64": "<q", "f32": "<f", "f64": "<d", "f16": "<e", "bf16": "<H", "i1": "<?",
-        "i8": "<b", "i16": "<h"}  # fmt: skip
+        "i8": "<b", "i16": "<h", "rsrc": "<QQ"}  # fmt: skip
 _PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
