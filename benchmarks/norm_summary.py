@@ -59,5 +59,30 @@ def summarize(path: str) -> str:
     return "\n".join(out)
 
 
+def variants(path: str) -> str:
+    """One line per (kernel, shape, dtype) with flydsl's default and every variant, back-to-back: µs (% of
+    copy), so the candidates of a run compare side by side (``!``: failed, its output wrong included)."""
+    data = json.load(open(path))
+    rows = defaultdict(dict)
+    for r in data["results"]:
+        if r["impl"].startswith("flydsl") and not r["impl"].endswith(":graph"):
+            rows[(r["kernel"], tuple(r["shape"]), r["dtype"])][r["impl"]] = r
+    out = []
+    for (k, shape, dt), impls in rows.items():
+        if len(impls) < 2:
+            continue
+        parts = []
+        for n, r in impls.items():
+            bad = "!" if r["note"].startswith("failed") else ""  # a variant whose output was wrong, or that failed
+            parts.append(f"{n.removeprefix('flydsl-') if n != 'flydsl' else 'default'} {_fmt(r)} "
+                         f"({r['pct_copy']:.0f}%){bad}")  # fmt: skip
+        out.append(f"{k:11s} {'x'.join(map(str, shape)):12s} {dt:4s} | " + " | ".join(parts))
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     print(summarize(sys.argv[1]))
+    v = variants(sys.argv[1])
+    if v:
+        print("variants (back-to-back):")
+        print(v)
