@@ -53,7 +53,7 @@ sed -n '/===== launch/,/===== /p' "$LOG" | grep -E "^\[|^native launch" | tail -
 J=$(ls -t "$OUT"/*-norms.json 2>/dev/null | head -1)
 if [ -n "$J" ]; then
   echo "================ norms"
-  python3 -m benchmarks.norm_summary "$J" 2>&1 | tail -40
+  python3 -m benchmarks.norm_summary "$J" 2>&1 | tail -120
 fi
 # the device tool brings back at most 8 files: the result tables travel as one archive
 (cd "$OUT" && ls *.json *.md *.png >/dev/null 2>&1 && tar czf results.tgz ./*.json ./*.md ./*.png && rm -f ./*.json ./*.md ./*.png)
