@@ -1,6 +1,6 @@
 """Thread block clusters on the H200 against the interpreter: the blocks of a cluster read and write each
 other's shared memory through ``fx.nvvm.map_shared`` between cluster barriers (tests/unit/test_cluster.py
-has the program), in 1-D, 2-D and 3-D clusters; the launch runs clusters from the kernel's compile-time
+has the programs), in 1-D, 2-D and 3-D clusters, and add atomically to one block's counter; the launch runs clusters from the kernel's compile-time
 cluster shape (``.reqnctapercluster``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 
-from test_cluster import _ring  # noqa: E402
+from test_cluster import _counter, _ring  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -34,3 +34,14 @@ def test_cluster_shared_memory_gpu_equals_interpreter(cluster, grid, monkeypatch
     want = np.zeros(nb * 3 * block, np.int32)
     _ring(cluster, grid, block)(want)
     np.testing.assert_array_equal(out.cpu().numpy(), want)
+
+
+def test_cluster_atomics_gpu(monkeypatch, tmp_path):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    out = torch.zeros(8, dtype=torch.int32, device="cuda")
+    _counter(4, 8)(out)
+    torch.cuda.synchronize()
+    assert out.cpu().tolist() == [128, 1000, 2000, 3000, 4128, 5000, 6000, 7000]

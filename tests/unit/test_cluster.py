@@ -135,6 +135,34 @@ def test_blocks_of_a_cluster_read_and_write_each_others_shared_memory(cluster, g
     np.testing.assert_array_equal(out[:, 2, 0], want)
 
 
+def _counter(cluster: int, blocks: int, block=32):
+    """Every thread of the cluster adds 1 to rank 0's counter (an atomic through a shared-cluster pointer)."""
+
+    @flyc.kernel
+    def k(out: fx.Tensor):
+        tid = fx.thread_idx.x
+        sm = fx.alloc_shared(fx.Int32, 1)
+        if tid == 0:
+            sm[0] = fx.block_idx.x * 1000
+        nvvm.cluster_sync()
+        fx.atomic_add(nvvm.map_shared(sm, 0), 1)
+        nvvm.cluster_sync()
+        if tid == 0:
+            out.iterator[fx.block_idx.x] = sm[0]
+
+    @flyc.jit
+    def launch(out: fx.Tensor):
+        k(out).launch(grid=(blocks, 1, 1), block=(block, 1, 1), cluster=(cluster, 1, 1))
+
+    return launch
+
+
+def test_atomics_through_a_shared_cluster_pointer():
+    out = np.zeros(8, np.int32)
+    _counter(4, 8)(out)
+    np.testing.assert_array_equal(out, [128, 1000, 2000, 3000, 4128, 5000, 6000, 7000])
+
+
 def _faulty(kind: str):
     @flyc.kernel
     def k(out: fx.Tensor):
