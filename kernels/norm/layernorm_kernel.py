@@ -48,7 +48,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     def layernorm_kernel(
         X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
     ):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         groups = row_groups(plan, dtype, rows)
 
         def chunk_stats(frag, x, c):
@@ -113,7 +113,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         stream: Stream = Stream(None),
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
             grid=(plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),

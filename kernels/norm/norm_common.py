@@ -144,6 +144,7 @@ def plan_rows(
     load_values: int = 64,
     row_iters: int = 1,
     cluster_cols: int = 16384,
+    clusters: bool = True,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -158,12 +159,15 @@ def plan_rows(
     carries a predicate: 1024 threads' 64 registers spill). ``"two_pass"``: chunks of ``chunk_threads``
     threads, read twice. ``"cluster"`` (sm_90): a cluster of 2, 4 or 8 blocks per row, each holding about
     ``cluster_cols`` columns in registers (rows longer than 8 such slices of at most ``register_limit``
-    elements fall back to ``"onchip"``); it applies to rows longer than ``cluster_cols``.
+    elements fall back to ``"onchip"``); it applies to rows longer than ``cluster_cols``, and only where the
+    target has clusters (``clusters``: the kernels pass ``fx.nvvm.has_clusters()``; else ``"onchip"``).
     """
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
     n_vecs = -(-n // vec)
+    if long_rows == "cluster" and not clusters:
+        long_rows = "onchip"
     if long_rows == "cluster" and n > cluster_cols:
         plan = _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols)
         if plan is not None:

@@ -51,7 +51,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         X: fx.Pointer, W: fx.Pointer, Y: fx.Pointer, residual: tuple, rows: fx.Int32, vec: Constexpr[int]
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         groups = row_groups(plan, dtype, rows)
 
         def load_raw(frag, c):
@@ -103,7 +103,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
         rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(
             grid=(plan.grid(M), 1, 1),

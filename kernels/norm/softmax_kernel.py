@@ -55,7 +55,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
 
     @flyc.kernel
     def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         groups = row_groups(plan, dtype, rows)
 
         with fx.fastmath(FAST):
@@ -106,7 +106,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     @flyc.jit
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options)
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         softmax_kernel(A.iterator, C.iterator, M, vec).launch(
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),

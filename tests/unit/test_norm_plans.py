@@ -50,3 +50,20 @@ def test_sweep_shape_groups_and_cluster_variants(monkeypatch):
     assert norm_sweep._shapes(True) == norm_sweep.QUICK
     assert norm_sweep.applicable("cluster", 256, 65536) and not norm_sweep.applicable("cluster", 2048, 16384)
     assert norm_sweep.applicable("cluster8k", 2048, 16384) and not norm_sweep.applicable("cluster8k", 132, 8192)
+
+
+@pytest.mark.parametrize("arch, clustered", [("sm_90a", True), ("sm_80", False)])
+def test_the_cluster_plan_needs_a_target_with_clusters(arch, clustered, monkeypatch, tmp_path):
+    import numpy as np
+
+    from kernels.norm.softmax_kernel import build_softmax_module
+
+    monkeypatch.setenv("ARCH", arch)
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    launch = build_softmax_module(0, 32768, "f32", long_rows="cluster")
+    x = np.zeros((2, 32768), np.float32)
+    launch(x, x, 2)
+    ptx = launch._last[1].artifact.ptx
+    assert (".reqnctapercluster 2, 1, 1" in ptx and "mapa.shared::cluster" in ptx) == clustered

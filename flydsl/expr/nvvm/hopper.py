@@ -45,7 +45,7 @@ __all__ = [
     "mbarrier_expect_tx", "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init",
     "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
     "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
-    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "cluster_arrive", "cluster_arrive_relaxed",
+    "cluster_idx", "block_idx_in_cluster", "cluster_shape", "has_clusters", "cluster_arrive", "cluster_arrive_relaxed",
     "cluster_wait", "cluster_sync", "map_shared", "mapa", "PipelineState", "align_shared",
     # re-exported from .tma and .wgmma
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
@@ -250,6 +250,16 @@ cluster_shape = _ClusterDim3(_d.cluster_dim, "cluster_shape")
 
 
 # -- the cluster's barrier and shared memory ----------------------------------------------------------------
+
+
+def has_clusters() -> bool:
+    """Whether the target being compiled for has thread block clusters (sm_90 and newer): a kernel library
+    picks a cluster plan only then (a cluster op traced for an older GPU is FLY520)."""
+    from ...dialects.capabilities import capability_gap
+    from ...utils.target import current_target
+
+    t = current_target()
+    return t.backend == "nvptx" and capability_gap("cluster", t.arch) is None
 
 
 def cluster_arrive(relaxed: bool = False, aligned: bool = False) -> None:
