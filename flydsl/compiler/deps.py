@@ -5,13 +5,15 @@ the kernels and helpers it reaches, and the compile-time values it reads from gl
 comprehensions): every global it loads and every closure cell is looked at.
 
 * kernels / jit functions (anything with ``__fly_function__``) and plain functions defined in user
-  files are followed recursively (their source, file name and first line enter the key: cached IR
-  carries source locations, so code that moved must not be served from the cache);
+  files — the methods of user classes the code reaches included — are followed recursively (their
+  source, file name and first line enter the key: cached IR carries source locations, so code that
+  moved must not be served from the cache);
 * user modules referenced by name (``import helpers`` … ``helpers.f()``) enter with their path and
   their file's hash;
 * compile-time values enter by value: ints, floats, bools, strings, None, enums, DSL types, static DSL
-  numbers, tuples/lists/dicts/sets of these, numpy arrays and scalars, and the attributes the code
-  reads (by name) of ``SimpleNamespace`` objects, user classes and instances of user classes;
+  numbers, tuples/lists/dicts/sets of these, tuple subclasses (``NamedTuple`` configurations) by every
+  item, numpy arrays and scalars, and the attributes the code reads (by name) of ``SimpleNamespace``
+  objects, user classes and instances of user classes (``__slots__`` included);
 * anything else (library functions and objects) is ignored: flydsl's own source is covered by the
   compiler hash, third-party libraries by their version not at all (as Triton and FlyDSL).
 
@@ -111,8 +113,9 @@ def _user_class(cls: type) -> bool:
 
 
 # how the freezer handles a value, by its type (decided once per type)
-_PLAIN, _TYPED, _LEAF, _SEQ, _SET, _DICT, _NDARRAY, _NPSCALAR, _NUMERIC, _NAMESPACE, _OTHER = (
-    "plain", "typed", "leaf", "seq", "set", "dict", "ndarray", "npscalar", "numeric", "namespace", "other"
+_PLAIN, _TYPED, _LEAF, _SEQ, _SET, _DICT, _NDARRAY, _NPSCALAR, _NUMERIC, _NAMESPACE, _TUPLE_SUB, _OTHER = (
+    "plain", "typed", "leaf", "seq", "set", "dict", "ndarray", "npscalar", "numeric", "namespace", "tuple_sub",
+    "other",
 )  # fmt: skip
 _KINDS: dict[type, str] = {
     int: _PLAIN, str: _PLAIN, bool: _TYPED, float: _TYPED, bytes: _TYPED, type(None): _TYPED,
@@ -131,6 +134,8 @@ def _kind_of(t: type) -> str:
         kind = _OTHER  # a class: numeric classes are leaves, user classes namespaces (decided per value)
     elif getattr(t, "_is_numeric", False):
         kind = _NUMERIC
+    elif issubclass(t, tuple):
+        kind = _TUPLE_SUB  # a NamedTuple (user's or library's): its fields are its items, not attributes
     elif _user_class(t) and not any("__call__" in k.__dict__ for k in t.__mro__):
         kind = _NAMESPACE  # an instance of a user class (callables are code, not configuration)
     else:
@@ -152,6 +157,8 @@ def _immutable(v) -> bool:
     if v is None or type(v) in (bool, int, float, str, bytes) or isinstance(v, enum.Enum):
         return True
     if type(v) in (tuple, frozenset):
+        return all(_immutable(x) for x in v)
+    if isinstance(v, tuple) and not hasattr(v, "__dict__"):  # a NamedTuple: its items cannot be rebound
         return all(_immutable(x) for x in v)
     if isinstance(v, type) and getattr(v, "_is_numeric", False):
         return True
@@ -201,6 +208,9 @@ class _Freezer:
             return (t.__name__, tuple([self(x, depth + 1) for x in v]))
         if kind is _NAMESPACE:
             return self.namespace(v, depth)
+        if kind is _TUPLE_SUB:  # every item (code may index it), and attributes of a subclass with a __dict__
+            items = tuple([self(x, depth + 1) for x in v])
+            return ("tuple", t, items, self.namespace(v, depth)[2] if hasattr(v, "__dict__") else ())
         if kind is _NDARRAY:
             if v.dtype.hasobject:
                 raise _Untracked
@@ -237,8 +247,12 @@ class _Freezer:
             if name.startswith("__"):
                 continue
             x = own[name] if name in own else _class_attr(cls, name)
-            if x is _MISSING or hasattr(type(x), "__get__"):
+            if type(x) is types.MemberDescriptorType and not is_cls:  # a __slots__ field: the instance's value
+                x = getattr(v, name, _MISSING)
+            elif x is _MISSING or hasattr(type(x), "__get__"):
                 continue  # methods, properties and other descriptors: code, covered by the class's source
+            if x is _MISSING:
+                continue
             try:
                 items.append((name, self(x, depth + 1)))
             except _Untracked:
@@ -547,12 +561,14 @@ class _Walker:
         if isinstance(v, type) and _user_class(v) and id(v) not in self.seen:
             self.seen.add(id(v))
             self.deps.sources.append((f"{v.__module__}.{v.__qualname__}", _where(v), _source_of(v)))
-            for m in vars(v).values():  # attributes the methods read are read by the code too
-                if isinstance(m, (staticmethod, classmethod)):
-                    m = m.__func__
+            for m in vars(v).values():  # what the methods read is read by the code too
+                if isinstance(m, (staticmethod, classmethod, property)):
+                    m = m.fget if isinstance(m, property) else m.__func__
                 if isinstance(m, types.FunctionType):
                     for c in _codes(m.__code__):
                         self.names.update(c.co_names)
+                    if is_user_file(m.__code__.co_filename):  # not dataclass-generated ones ("<string>")
+                        self.function(m, f"{label}.{m.__name__}")  # and the globals they load (helpers, tables)
         # anything else is watched if it freezes (collect() drops what does not: library objects, tensors)
         self.watches.append(_Watch(holder, key, label, code, name, _immutable(v)))
 

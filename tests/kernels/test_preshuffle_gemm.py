@@ -235,6 +235,33 @@ def test_one_kernel_serves_every_m(interpreter):
     assert fn.cache_info().currsize == 1
 
 
+def test_every_configuration_has_its_own_cache_entry(interpreter):
+    """Every field of the GemmConfig (the epilogue, the schedule, the C store, the stream grid, ...) enters the
+    disk-cache key: launchers of one shape that differ in one choice never share a compiled kernel (the H200
+    served ``bias``'s kernel to ``bias_relu`` when the NamedTuple config froze to nothing)."""
+    c = np.zeros((64, 256), numpy_dtype("bf16"))
+    args = (c, np.zeros((64, 256), np.int8), np.zeros((256, 256), np.int8), np.zeros(64, np.float32),
+            np.zeros(256, np.float32), c[0], 64, 256)  # fmt: skip
+    variants = [
+        {"tile_m": 16, "tile_n": 32, "tile_k": 256, "epilogue": e}
+        for e in ("none", "bias", "bias_relu", "bias_silu", "bias_gelu")
+    ] + [
+        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu"},
+        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu", "schedule": "pingpong"},
+        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu", "c_store": "direct"},
+        {"tile_m": 16, "tile_n": 64, "tile_k": 128, "path": "stream", "epilogue": "bias"},
+        {"tile_m": 16, "tile_n": 64, "tile_k": 128, "path": "stream", "epilogue": "bias_silu"},
+        {"tile_m": 16, "tile_n": 64, "tile_k": 128, "path": "stream", "max_blocks": 3},
+    ]
+    keys = {}
+    for kw in variants:
+        fn = compile_preshuffle_gemm(N=256, K=256, in_dtype="fp8", **kw)
+        keys.setdefault(fn.cache_key(*args), []).append(fn.gemm_config)
+    assert all(len(cfgs) == 1 for cfgs in keys.values()), [cfgs for cfgs in keys.values() if len(cfgs) > 1]
+    again = compile_preshuffle_gemm(N=256, K=256, in_dtype="fp8", **variants[2])
+    assert again.cache_key(*args) in keys  # an equal configuration is served from the disk
+
+
 def test_launchers_are_straight_line_launch_plans():
     """Every path's host function compiles to a launch plan (no interpreter on the cached-call path): no
     pointer casts, only integer arithmetic, TMA descriptors and the launch."""

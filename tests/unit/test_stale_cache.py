@@ -3,12 +3,14 @@ disk; cached IR carries the locations of the current source (docs/reliability.md
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import types
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -234,3 +236,85 @@ def test_extra_source_dirs_content_enters_the_disk_key(tmp_path, monkeypatch):
     k1 = launch_state.cache_key(out)
     (extra / "tables.py").write_text("SCALE = 2\n")  # same variable value: only the file changed
     assert launch_state.cache_key(out) != k1
+
+
+# -- configurations held in NamedTuples, __slots__ objects, helpers reached through methods ----------------
+# (the preshuffle GEMM built one launcher per GemmConfig NamedTuple: the config froze to nothing, so two
+# epilogues of one shape shared a disk entry and the second was served the first's kernel)
+
+
+class NtCfg(NamedTuple):
+    add: int
+    mode: str = "plus"
+
+
+LibCfg = collections.namedtuple("LibCfg", "add", module="collections")  # a library's class, not the user's
+
+
+class SlotCfg:
+    __slots__ = ("add",)
+
+    def __init__(self, add):
+        self.add = add
+
+
+HELPER_ADD = 3
+
+
+def helper_add(v):
+    return v + HELPER_ADD
+
+
+class Epi:
+    """A user class whose method calls a module helper that reads a global: only the method reaches it."""
+
+    def finish(self, v):
+        return helper_add(v)
+
+
+def _build(cfg):
+    @flyc.kernel
+    def k(out: Tensor):
+        tid = fx.thread_idx.x
+        v = tid + cfg.add
+        if getattr(cfg, "mode", "plus") == "minus":
+            v = tid - cfg.add
+        out[tid] = Epi().finish(v)
+
+    @flyc.jit
+    def launch(out):
+        k(out).launch(grid=1, block=4)
+
+    return launch
+
+
+@pytest.mark.parametrize(
+    "make, a, b",
+    [(NtCfg, (1,), (2,)), (NtCfg, (1,), (1, "minus")), (LibCfg, (1,), (2,)), (SlotCfg, (1,), (2,))],
+    ids=["namedtuple-int", "namedtuple-str", "library-namedtuple", "slots"],
+)
+def test_config_objects_enter_the_disk_key(make, a, b, monkeypatch):
+    out = np.zeros(4, np.int32)
+    a, a_again, b = make(*a), make(*a), make(*b)
+    assert _build(a).cache_key(out) == _build(a_again).cache_key(out)  # by content, not identity
+    assert _build(a).cache_key(out) != _build(b).cache_key(out)
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "1")  # one disk cache: each build gets its own kernel
+    for cfg in (a, b):
+        _build(cfg)(out)
+        sign = -1 if getattr(cfg, "mode", "plus") == "minus" else 1
+        assert out.tolist() == [t + sign * cfg.add + HELPER_ADD for t in range(4)]
+
+
+def test_helpers_reached_through_methods_enter_the_key():
+    global HELPER_ADD
+    out = np.zeros(4, np.int32)
+    launch = _build(NtCfg(1))
+    key = launch.cache_key(out)
+    HELPER_ADD = 30
+    try:
+        assert launch.cache_key(out) != key
+        launch(out)
+        assert out.tolist() == [t + 1 + 30 for t in range(4)]
+    finally:
+        HELPER_ADD = 3
+    assert launch.cache_key(out) == key
