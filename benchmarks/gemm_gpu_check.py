@@ -31,16 +31,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # the variants compared by default, per group (see benchmarks/cases/preshuffle_gemm.py for the syntax), each
 # beside round 1's default ("r1": the mma path up to M = 64, the cooperative wgmma path above):
-# decode: the heuristic (the stream path: whole 32-row tiles at N = 4096, whole 64-row tiles at 7168, stream-K
-#   splits of 64-row tiles at 10240; two K atoms a stage), its tiles with one K atom a stage, and 64, 128
-#   (two consumers) and 32 rows everywhere;
-# seed / large: the heuristic (cooperative 128x256), ping-pong 64x256 and 128x128, cooperative 128x128;
-# sweep: the heuristic, and the stream path and ping-pong 64x256 at every M
+# decode: the heuristic (round 2's winners: the mma path for 4096x4096 up to M = 16, the stream path's whole
+#   tiles at 7168 and 128-row stream-K tiles at 10240), the stream path's own choice, 64- and 128-row stream
+#   tiles everywhere and one K atom a stage;
+# seed / large: the heuristic (ping-pong 128x128, or cooperative 128x256 where its waves are fewer),
+#   ping-pong 64x256, cooperative 128x128 and 128x256;
+# sweep: the heuristic, and the stream and wgmma paths at every M (where they cross)
 DEFAULT_VARIANTS = {
-    "decode": ["r1", "auto", "_x_x128@stream", "_x64x256@stream", "_x128x256@stream", "_x32x256@stream"],
-    "seed": ["r1", "auto", "64x256x_/pp", "128x128x_/pp", "128x128x_"],
-    "large": ["auto", "64x256x_/pp", "128x128x_/pp", "128x128x_"],
-    "sweep": ["r1", "auto", "_x_x_@stream", "64x256x_/pp"],
+    "decode": ["r1", "auto", "_x_x_@stream", "_x64x256@stream", "_x128x256@stream", "_x_x128@stream"],
+    "seed": ["r1", "auto", "64x256x_/pp", "128x128x_/coop"],
+    "large": ["auto", "128x256x_", "128x128x_", "128x128x_/coop", "64x256x_/pp"],
+    "sweep": ["r1", "auto", "_x_x_@stream", "_x_x_@wgmma"],
 }
 
 EPILOGUES = ("bias", "bias_relu", "bias_silu", "bias_gelu")
@@ -49,8 +50,8 @@ CHECKS = [  # (in_dtype, M, N, K (8-bit elements), variant (tile_k in 8-bit elem
     *[(dt, 1, 256, 512, "auto", "none", "bf16") for dt in ALL],
     *[(dt, 33, 1024, 2048, "32x64x512", "none", "bf16") for dt in ALL],  # FlyDSL's tiles: the mma path
     *[(dt, 16, 5120, 8192, "16x64x512", "none", "bf16") for dt in ALL],
-    *[(dt, 2048, 4096, 512, "128x128x256", "none", "bf16") for dt in ("fp8", "int8", "bf16")],
-    *[(dt, 2048, 4096, 512, v, "none", "bf16") for dt in ("fp8", "bf16") for v in ("64x256x_/pp", "128x128x_/pp")],
+    *[(dt, 2048, 4096, 512, "128x128x256", "none", "bf16") for dt in ("fp8", "int8", "bf16")],  # ping-pong
+    *[(dt, 2048, 4096, 512, v, "none", "bf16") for dt in ("fp8", "bf16") for v in ("64x256x_/pp", "auto/coop")],
     *[(dt, 300, 2048, 1024, "auto", ep, "bf16") for dt in ("fp8", "bf16") for ep in EPILOGUES],
     # the stream path: whole tiles (4096: 32 rows, 7168: 64 rows), stream-K splits (10240, M = 200), epilogues
     *[(dt, 32, 4096, 2048, "auto", "none", "bf16") for dt in ALL],

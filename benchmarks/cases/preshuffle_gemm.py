@@ -13,11 +13,12 @@ N = K = 4096 fp8 (plotted). ``--variants`` compares tile configurations in one r
     python -m benchmarks.cases.preshuffle_gemm --groups decode --variants auto 16x32x1024 16x16x1024:1,1,4
 
 A variant is ``auto`` (the shape heuristic with the problem's M as hint), ``r1`` (the first H200 round's
-default: the mma path up to M = 64, the wgmma path above, each with its own heuristic tiles) or
+default: the mma path up to M = 64, the cooperative wgmma path on round 1's tile table above) or
 ``TMxTNxTK[:WM,WN,WK][@path]`` (tile_k in elements; ``_`` leaves one to the heuristic, which knows M),
 any of them followed by options ``/rNN`` (register cap, mma path), ``/tma`` or ``/direct`` (how the wgmma
 path stores C), ``/sNN`` (shared-memory stages, wgmma and stream paths), ``/bNN`` (the stream path's
-most blocks), ``/pp`` (the wgmma path's ping-pong consumers).
+most blocks), ``/pp`` or ``/coop`` (the wgmma path's ping-pong or cooperative consumers; default: ping-pong
+for 128x128 and 64x256 tiles).
 Writes ``<out>/<date>-<gpu>-gemm.{json,md,png}``.
 ``cases(quick)`` serves ``python -m benchmarks.run preshuffle_gemm`` (times per shape, default variant).
 """
@@ -82,10 +83,12 @@ def parse_variant(text: str) -> dict:
             kw["c_store"] = o
         elif o == "pp":
             kw["schedule"] = "pingpong"
+        elif o == "coop":
+            kw["schedule"] = "cooperative"
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            raise ValueError(f"unknown variant option /{o} (use /rNN, /sNN, /bNN, /pp, /tma or /direct)")
+            raise ValueError(f"unknown variant option /{o} (use /rNN, /sNN, /bNN, /pp, /coop, /tma or /direct)")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})
     if "@" in text:
@@ -126,19 +129,26 @@ def hbm_bandwidth() -> float:
     return copy_bandwidth() * 1e9
 
 
-def variant_kwargs(variant: str, M: int) -> dict:
-    """The compile keyword arguments of ``variant`` for a problem of ``M`` rows (``r1``: round 1's default
-    path for this M, with that path's heuristic tiles)."""
+def variant_kwargs(variant: str, M: int, N: int) -> dict:
+    """The compile keyword arguments of ``variant`` for a problem of ``M`` rows and ``N`` columns (``r1``:
+    round 1's default — the mma path with its heuristic tiles up to M = 64, above it the cooperative wgmma
+    path on round 1's tile table)."""
+    from kernels.gemm.gemm_config import ROUND1_WGMMA_CANDIDATES, wgmma_choice
+
     kw = parse_variant(variant)
     if kw.pop("r1", False):
-        kw["path"] = "mma" if M <= 64 else "wgmma"
+        if M <= 64:
+            kw["path"] = "mma"
+        else:
+            tm, tn, schedule = wgmma_choice(M, N, 1, ROUND1_WGMMA_CANDIDATES)
+            kw.update(path="wgmma", tile_m=tm, tile_n=tn, schedule=schedule)
     return kw
 
 
 def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, log=print) -> Row:
     from kernels.gemm.harness import run_gemm
 
-    kw = variant_kwargs(variant, M)
+    kw = variant_kwargs(variant, M, N)
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:

@@ -1,7 +1,7 @@
 """Tile configurations of the preshuffle GEMM: what is valid for each path, how invalid requests are mapped,
 and the shape heuristic used when no tile is given.
 
-Two paths (docs/gemm.md):
+Three paths (docs/gemm.md):
 
 * ``"mma"`` — warp-level ``mma.sync`` with every operand loaded from global memory straight into registers
   (B in the preshuffled layout, one 16-byte load per lane per two mma k-steps). Any ``tile_m`` that is a
@@ -10,10 +10,15 @@ Two paths (docs/gemm.md):
   piece of B), for large M (sm_90a). ``tile_m`` 64 or 128 (one or two consumer warpgroups), ``tile_n`` a
   multiple of 64 up to 256 dividing N, ``tile_k`` one or two 128-byte K atoms; ``stages`` as many as fit
   in the 227 KB of shared memory beside the epilogue's buffers (at most 8); C leaves through shared
-  memory and TMA stores (``c_store="tma"``) or straight from registers (``"direct"``).
+  memory and TMA stores (``c_store="tma"``) or straight from registers (``"direct"``); ``schedule``
+  cooperative or ping-pong.
+* ``"stream"`` — swap-AB wgmma (the tokens are the wgmma's N) over a deep ring of bulk-copied B, stream-K
+  over the SMs: decode and small M.
 
-The path follows ``tile_m``: below 64 rows the mma path, from 64 on the wgmma path (``path=`` forces
-one). A configuration of the mma path names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in
+Given tiles, the path follows ``tile_m``: below 64 rows the mma path, from 64 on the wgmma path (``path=``
+forces one); with none, :func:`heuristic_path` picks it from M, N and K.
+
+A configuration of the mma path names the block tile (``tile_m × tile_n × tile_k``, ``tile_k`` in
 elements) and how the block's warps share it: ``warps_m × warps_n`` warps side by side over the output
 tile, times ``warps_k`` warps that split each ``tile_k`` step between them (their partial sums are added
 through shared memory at the end). Each warp then owns ``tile_m / warps_m`` rows (``mt`` m16 tiles) by
@@ -29,7 +34,8 @@ from typing import NamedTuple
 from .preshuffle_layout import ATOM_BYTES, ELEM_BYTES, PANEL_N, check_weight_shape
 from .reference import EPILOGUES, IN_DTYPES, OUT_DTYPES
 
-__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "heuristic_path", "NUM_SMS", "MAX_WARPS", "PATHS"]
+__all__ = ["GemmConfig", "make_config", "heuristic_tiles", "heuristic_path", "wgmma_choice", "default_schedule",
+           "NUM_SMS", "MAX_WARPS", "PATHS"]  # fmt: skip
 
 NUM_SMS = 132  # H200
 MAX_WARPS = 16  # 512 threads per block
@@ -41,10 +47,19 @@ SMEM_LIMIT = 227 * 1024  # per block on sm_90
 EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers of the TMA-store epilogue
 MAX_STAGES = 8
 STREAM_TOKENS = (8, 16, 32, 64, 128, 256)  # the stream path's token tiles (wgmma N) chosen by the heuristic
-STREAM_MAX_M = 256  # the heuristic's stream path up to this M (docs/gemm.md)
+STREAM_MAX_M = 64  # the heuristic's stream path up to this M; wgmma above (docs/gemm.md, round 2)
+# decode problems whose B is read in about 4 us (the launch and ramp dominate): the mma path starts streaming
+# sooner (no mbarriers, tensor maps, register reallocation); measured on fp8 4096x4096 at M <= 16 (round 2)
+MMA_DECODE_MAX_M = 16
+MMA_DECODE_MAX_BYTES = 16 << 20  # B of at most this many bytes ...
+MMA_DECODE_MIN_KB = 4096  # ... and rows of at least this many (K = 2 KB: two mma iterations a block, slow)
+STREAM_WIDE_TILES = NUM_SMS // 2  # stream-K over 128-row tiles when they make at least this many tiles
 STREAM_MAX_STAGES = 32
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
 STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
+# two K atoms a stage while a ring of this many fits (round 2: 32 x 10240 x 8192 on 128-row tiles, 5 stages of
+# two atoms, 27.2 us; 64-row tiles: two atoms 28.0, one atom 29.1)
+STREAM_TWO_ATOM_STAGES = 5
 
 
 class GemmConfig(NamedTuple):
@@ -143,10 +158,17 @@ def _pow2_floor(x: int) -> int:
     return 1 << (max(1, x).bit_length() - 1)
 
 
-def heuristic_path(M: int | None) -> str:
-    """The path for an expected row count ``M`` (None: decode-sized): ``"stream"`` up to
-    :data:`STREAM_MAX_M` rows, ``"wgmma"`` above (docs/gemm.md has the measurements behind it)."""
-    return "stream" if (16 if M is None else M) <= STREAM_MAX_M else "wgmma"
+def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in_dtype: str = "fp8") -> str:
+    """The path for an expected row count ``M`` (None: decode-sized, 16) of an ``N × K`` weight: ``"mma"`` for
+    decode rows (<= :data:`MMA_DECODE_MAX_M`) of a small weight (<= :data:`MMA_DECODE_MAX_BYTES`, rows of
+    >= :data:`MMA_DECODE_MIN_KB`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows, ``"wgmma"`` above
+    (docs/gemm.md has the measurements behind each bound)."""
+    m = 16 if M is None else M
+    if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
+        kb = K * ELEM_BYTES[in_dtype]
+        if kb >= MMA_DECODE_MIN_KB and N * kb <= MMA_DECODE_MAX_BYTES:
+            return "mma"
+    return "stream" if m <= STREAM_MAX_M else "wgmma"
 
 
 def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: str | None = None):
@@ -155,27 +177,27 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
 
     * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) the smallest of 8, 16, …, 256 that
       holds M; the rows of B per tile from :func:`_stream_rows` (whole tiles filling the SMs when a width
-      gives them, else stream-K); two 128-byte K atoms per stage while six such stages fit (up to 64
+      gives them, else stream-K); two 128-byte K atoms per stage while five such stages fit (up to 64
       tokens), else one.
     * ``"mma"``: ``tile_m`` the smallest of 16/32/64 that covers M; ``tile_n`` the largest of 64/32/16/8
       that still gives about two blocks per SM (``N / tile_n >= 1.9 * 132``); ``tile_k`` one 128-byte K
       atom per warp and iteration for 8 warps (1024 bytes when one warp covers tile_n, 512 when two do).
-    * ``"wgmma"``: one 128-byte K atom per stage and the (tile_m, tile_n) of :data:`WGMMA_TILE_EFFICIENCY`
-      that minimizes ``waves × tile_m × tile_n / efficiency`` (the persistent grid's rounds of 132 tiles,
-      each as long as its tile's work at that tile's relative speed).
+    * ``"wgmma"``: one 128-byte K atom per stage and the tile of :func:`wgmma_choice` (its schedule:
+      :func:`default_schedule`).
     """
     e = ELEM_BYTES[in_dtype]
     kb = K * e
     m = 16 if M is None else M
-    path = path or heuristic_path(M)
+    path = path or heuristic_path(M, N, K, in_dtype)
     if path == "stream":
         tn = next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
         rows = _stream_rows(N, tn, m)
-        # two K atoms a stage (half the barrier round trips) while that leaves a ring of 6 stages or more
-        two = kb % (2 * ATOM_BYTES) == 0 and SMEM_LIMIT // ((tn + max(rows, PANEL_N)) * 2 * ATOM_BYTES) >= 6
+        # two K atoms a stage (half the barrier round trips) while that leaves a ring of STREAM_TWO_ATOM_STAGES
+        ring = SMEM_LIMIT // ((tn + max(rows, PANEL_N)) * 2 * ATOM_BYTES)
+        two = kb % (2 * ATOM_BYTES) == 0 and ring >= STREAM_TWO_ATOM_STAGES
         return tn, rows, (2 if two else 1) * ATOM_BYTES // e
     if path == "wgmma":
-        return (*_wgmma_tile(max(m, 1), N), ATOM_BYTES // e)
+        return (*wgmma_choice(max(m, 1), N, kb // ATOM_BYTES)[:2], ATOM_BYTES // e)
     tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
     tile_n = 8
     for cand in (64, 32, 16, 8):
@@ -197,14 +219,18 @@ def _stream_fill(N: int, tile_m: int, tile_n: int, M: int) -> int:
 def _stream_rows(N: int, tile_m: int, M: int) -> int:
     """Rows of B per stream tile: the widest of 128, 64, 32, 16 (dividing N; at least ``tile_m`` up to 128, so
     that the activations re-read from L2 per tile stay at most the bytes of B) whose tiles exactly fill
-    between 3/4 of the SMs and all of them — one whole tile per block, no split tile to reduce; else 64
-    (128 from 128 tokens on) and stream-K splits the tiles' K over all the SMs."""
+    between 3/4 of the SMs and all of them — one whole tile per block, no split tile to reduce; else stream-K
+    splits the tiles' K over all the SMs, on 128-row tiles (two consumer warpgroups) when they still make
+    :data:`STREAM_WIDE_TILES` tiles (10240 x 8192: 80 tiles, 2-3% faster than 160 of 64 rows at M = 1-32 in
+    round 2), else on 64-row ones."""
     ok = [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128)]
     for r in ok:
         if STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, M) <= NUM_SMS:
             return r
-    want = 2 * PANEL_N if tile_m >= 128 else PANEL_N
-    return want if N % want == 0 else (ok[-1] if ok else 16)
+    wide = 2 * PANEL_N
+    if N % wide == 0 and (tile_m >= 128 or _stream_fill(N, tile_m, wide, M) >= STREAM_WIDE_TILES):
+        return wide
+    return PANEL_N if N % PANEL_N == 0 else (ok[-1] if ok else 16)
 
 
 def stream_blocks(N: int, tile_m: int, tile_n: int, M: int | None) -> int:
@@ -214,28 +240,46 @@ def stream_blocks(N: int, tile_m: int, tile_n: int, M: int | None) -> int:
     return tiles if STREAM_WHOLE * NUM_SMS <= tiles <= NUM_SMS else NUM_SMS
 
 
-# relative speed of a wgmma tile shape (per output element, full machine): B/A reuse in shared memory and
-# the fixed cost per k-step favour wide tiles (docs/gemm.md: calibrated on the H200)
-WGMMA_TILE_EFFICIENCY = {
-    (128, 256): 1.0,
-    (128, 128): 0.9,
-    (64, 256): 0.85,
-    (128, 64): 0.7,
-    (64, 128): 0.75,
-    (64, 64): 0.55,
+# relative speed of a wgmma tile and schedule (per output element, full machine) — docs/gemm.md, calibrated
+# on the H200: round 1 (cooperative tiles), round 2 (ping-pong 128x128: 0.88-0.99 against cooperative
+# 128x256 over the seed, 8192^3 and 5120x5120x8320 in three dtypes once the cooperative schedule's
+# unhidden epilogue is counted, see wgmma_choice)
+WGMMA_CANDIDATES = {
+    (128, 256, "cooperative"): 1.0,
+    (128, 128, "pingpong"): 0.93,
+    (64, 256, "pingpong"): 0.85,
+    (128, 64, "cooperative"): 0.7,
+    (64, 128, "cooperative"): 0.75,
+    (64, 64, "cooperative"): 0.55,
 }
+# round 1's table (every tile cooperative, 128x128 at 0.9): the benchmarks' "r1" baseline
+ROUND1_WGMMA_CANDIDATES = {(tm, tn, "cooperative"): e for (tm, tn, _), e in WGMMA_CANDIDATES.items()}
+ROUND1_WGMMA_CANDIDATES[(128, 128, "cooperative")] = 0.9
 
 
-def _wgmma_tile(M: int, N: int) -> tuple[int, int]:
+def wgmma_choice(M: int, N: int, k_tiles: int, candidates: dict = WGMMA_CANDIDATES) -> tuple[int, int, str]:
+    """``(tile_m, tile_n, schedule)`` of ``candidates`` minimizing ``waves × tile_m × tile_n / efficiency``,
+    times ``(k_tiles + 1) / k_tiles`` for the cooperative schedule: the persistent grid's rounds of 132 tiles,
+    each as long as its tile's work at that tile's relative speed, and a cooperative tile's epilogue (about
+    one K stage, measured: ping-pong 128x128 is 19% faster than cooperative at 4 K stages, 12% at 8, 0-2%
+    at 64) not hidden under another tile's mainloop."""
     best = None
-    for (tm, tn), eff in WGMMA_TILE_EFFICIENCY.items():
+    for (tm, tn, schedule), eff in candidates.items():
         if N % tn:
             continue
         tiles = -(-M // tm) * (N // tn)
         cost = -(-tiles // NUM_SMS) * tm * tn / eff
+        if schedule == "cooperative":
+            cost *= (k_tiles + 1) / max(k_tiles, 1)
         if best is None or cost < best[0]:
-            best = (cost, tm, tn)
-    return best[1], best[2]
+            best = (cost, tm, tn, schedule)
+    return best[1:]
+
+
+def default_schedule(tile_m: int, tile_n: int) -> str:
+    """The wgmma schedule of a tile when none is asked: ping-pong for the tiles :data:`WGMMA_CANDIDATES` runs
+    that way (round 2: never more than 1% slower than cooperative on the same tile, up to 19% faster)."""
+    return "pingpong" if (tile_m, tile_n, "pingpong") in WGMMA_CANDIDATES else "cooperative"
 
 
 def _warps(tile_m: int, tile_n: int, tile_kb: int) -> tuple[int, int, int]:
@@ -280,8 +324,9 @@ def make_config(
     given; else it follows ``tile_m`` (below 64 rows the mma path, from 64 on the wgmma path), as FlyDSL's
     tile arguments always did. ``stages`` (wgmma/stream) caps the shared-memory ring (default: as many as
     fit); ``max_blocks`` (stream, wgmma) caps the persistent grid (default: one block per SM); ``schedule`` (wgmma):
-    ``"cooperative"`` (default: the consumer warpgroups share each tile) or ``"pingpong"`` (each of two
-    consumer warpgroups takes whole tiles in turn, one's epilogue under the other's mainloop).
+    ``"cooperative"`` (the consumer warpgroups share each tile) or ``"pingpong"`` (each of two consumer
+    warpgroups takes whole tiles in turn, one's epilogue under the other's mainloop); default: ping-pong for
+    128x128 and 64x256 tiles, cooperative for the others (:func:`default_schedule`).
 
     Raises ``ValueError`` for what cannot be mapped (dtypes, epilogue, N/K the preshuffled layout cannot
     hold, non-positive tiles, impossible warp splits). Tile values that are merely invalid for the path
@@ -305,7 +350,7 @@ def make_config(
         if v is not None and (type(v) is not int or v < 1):
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     if path is None:
-        path = heuristic_path(M) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
+        path = heuristic_path(M, N, K, in_dtype) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
     hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path)
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
@@ -330,7 +375,7 @@ def make_config(
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
         cfg = _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store or "tma", stages,
-                            schedule or "cooperative")  # fmt: skip
+                            schedule)  # fmt: skip
         return cfg._replace(max_blocks=max_blocks or NUM_SMS)
     if c_store not in (None, "direct"):
         raise ValueError(f"c_store={c_store!r}: the mma path stores C directly from registers")
@@ -380,7 +425,9 @@ def make_config(
 
 
 def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c_store, stages=None,
-                  schedule="cooperative") -> GemmConfig:  # fmt: skip
+                  schedule=None) -> GemmConfig:  # fmt: skip
+    """The wgmma configuration (tiles mapped to valid ones, said once); ``schedule`` None: the tile's
+    :func:`default_schedule`."""
     e = ELEM_BYTES[in_dtype]
     if tile_m not in (64, 128):
         new = 64 if tile_m < 96 else 128
@@ -405,6 +452,7 @@ def _wgmma_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, c
             f"tile_k={tile_k}: the wgmma path stages one or two 128-byte K atoms ({k_ok}); using {new}",
         )
         tile_k = new
+    schedule = schedule or default_schedule(tile_m, tile_n)
     if schedule == "pingpong" and tile_m * tile_n > 64 * 256:
         new = 64 if tile_n > 128 else tile_m
         _note(("pp_tile", tile_m, tile_n), f"ping-pong tile {tile_m}x{tile_n}: a warpgroup holds at most 64x256 or "

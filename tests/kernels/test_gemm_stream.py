@@ -172,14 +172,14 @@ def test_gpu_check_variants_build_for_every_problem():
     for group, variants in DEFAULT_VARIANTS.items():
         for _, dt, M, N, K in problems([group]):
             for v in variants:
-                kw = variant_kwargs(v, M)
+                kw = variant_kwargs(v, M, N)
                 kw.pop("maxnreg", None)
                 cfg = make_config(N=N, K=K, in_dtype=dt, M=M, **{"tile_m": None, "tile_n": None, "tile_k": None, **kw})
                 assert cfg.path in ("mma", "wgmma", "stream"), (group, v)
                 seen += 1
     for dt, M, N, K, v, ep, out in CHECKS:
         e = 1 if dt in ("fp8", "int8") else 2
-        kw = variant_kwargs(v, M)
+        kw = variant_kwargs(v, M, N)
         if kw.get("tile_k"):
             kw["tile_k"] //= e
         make_config(N=N, K=K // e, in_dtype=dt, M=M, epilogue=ep, out_dtype=out,

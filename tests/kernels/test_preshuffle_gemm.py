@@ -246,8 +246,8 @@ def test_every_configuration_has_its_own_cache_entry(interpreter):
         {"tile_m": 16, "tile_n": 32, "tile_k": 256, "epilogue": e}
         for e in ("none", "bias", "bias_relu", "bias_silu", "bias_gelu")
     ] + [
-        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu"},
-        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu", "schedule": "pingpong"},
+        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu", "schedule": "cooperative"},
+        {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu"},  # ping-pong
         {"tile_m": 128, "tile_n": 128, "tile_k": 128, "epilogue": "bias_relu", "c_store": "direct"},
         {"tile_m": 16, "tile_n": 64, "tile_k": 128, "path": "stream", "epilogue": "bias"},
         {"tile_m": 16, "tile_n": 64, "tile_k": 128, "path": "stream", "epilogue": "bias_silu"},
@@ -297,23 +297,39 @@ def test_maxnreg_hint_caps_the_kernel_registers(tmp_path, monkeypatch):
 
 
 def test_heuristic_and_defaults(interpreter):
-    """The heuristic's paths and tiles (docs/gemm.md, "Tile arguments and the heuristic")."""
+    """The heuristic's paths and tiles: round 2's measured winners (docs/gemm.md, "Tile arguments and the
+    heuristic"; benchmarks/results/2026-12-01-NVIDIA-H200-preshuffle-r2.md)."""
 
     def cfg(N, K, dt, M=None, **kw):
         c = compile_preshuffle_gemm(N=N, K=K, in_dtype=dt, M=M, **kw).gemm_config
-        return (c.path, c.tile_m, c.tile_n, c.tile_k) + ((c.max_blocks,) if c.path == "stream" else (c.stages,))
+        extra = (c.max_blocks,) if c.path == "stream" else (c.stages, c.schedule) if c.path == "wgmma" else ()
+        return (c.path, c.tile_m, c.tile_n, c.tile_k) + extra
 
-    # decode: the stream path, tokens = the smallest of 8 ... 256 holding M; whole tiles when they fill
-    # 3/4 of the SMs (4096: 128 tiles of 32 rows; 7168: 112 of 64), else stream-K over all 132
-    assert cfg(4096, 4096, "fp8") == ("stream", 16, 32, 256, 128)  # two K atoms a stage
-    assert cfg(4096, 4096, "fp8", 1) == ("stream", 8, 32, 256, 128)
+    # decode of a 16-MB weight with long rows (fp8 4096 x 4096, M <= 16): the mma path starts streaming sooner
+    assert cfg(4096, 4096, "fp8") == ("mma", 16, 16, 1024)
+    assert cfg(4096, 4096, "int8", 1) == ("mma", 16, 16, 1024)
+    assert cfg(4096, 4096, "fp8", 32) == ("stream", 32, 32, 256, 128)  # whole tiles: 128 of 32 rows
+    assert cfg(4096, 4096, "bf16", 8) == ("stream", 8, 32, 128, 128)  # 32 MB: the stream path
+    assert cfg(7168, 2048, "fp8", 8) == ("stream", 8, 64, 256, 112)  # K = 2 KB: the stream path's 112 tiles
     assert cfg(7168, 2048, "int8", 32) == ("stream", 32, 64, 256, 112)
-    assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 64, 128, 132)
-    assert cfg(4096, 4096, "fp8", 64) == ("stream", 64, 64, 256, 132)  # 64 tiles: split over 128 blocks
-    assert cfg(4096, 4096, "fp8", 256) == ("stream", 256, 128, 128, 132)  # activations re-read 2x B at most
-    # large M: the wgmma path's waves x tile-cost model
-    assert cfg(4096, 4096, "fp8", 8192) == ("wgmma", 128, 256, 128, 4)
-    assert cfg(4096, 4096, "bf16", 512)[:4] == ("wgmma", 128, 128, 64)
+    # no whole-tile fit: stream-K on 128-row tiles while they make >= 66 tiles (10240: 80), else 64 rows
+    assert cfg(10240, 8192, "fp8", 1) == ("stream", 8, 128, 256, 132)
+    assert cfg(10240, 8192, "fp8", 32) == ("stream", 32, 128, 256, 132)  # two atoms: a ring of 5 fits
+    assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 128, 128, 132)
+    assert cfg(4096, 4096, "fp8", 64) == ("stream", 64, 64, 256, 132)  # 64 tiles split over 132 blocks
+    # above 64 rows the wgmma path: cooperative 64-row tiles at M = 128 / 256 (one wave), ping-pong 128x128
+    # where it needs no more waves than 128x256 at the epilogue's cost (the seed, 5120^2), 128x256 else
+    assert cfg(4096, 4096, "fp8", 128) == ("wgmma", 64, 64, 128, 8, "cooperative")
+    assert cfg(4096, 4096, "fp8", 256) == ("wgmma", 64, 128, 128, 8, "cooperative")
+    assert cfg(4096, 512, "fp8", 2048) == ("wgmma", 128, 128, 128, 6, "pingpong")
+    assert cfg(4096, 512, "bf16", 2048) == ("wgmma", 128, 128, 64, 6, "pingpong")
+    assert cfg(5120, 8320, "int8", 5120)[-1] == "pingpong"
+    assert cfg(4096, 4096, "fp8", 8192) == ("wgmma", 128, 256, 128, 4, "cooperative")
+    assert cfg(8192, 8192, "bf16", 8192)[:3] == ("wgmma", 128, 256)
+    # given tiles: 128x128 and 64x256 run ping-pong unless asked otherwise
+    assert cfg(4096, 512, "fp8", tile_m=128, tile_n=128, tile_k=256)[-1] == "pingpong"
+    assert cfg(4096, 512, "fp8", tile_m=128, tile_n=128, schedule="cooperative")[-1] == "cooperative"
+    assert cfg(4096, 512, "fp8", tile_m=64, tile_n=128)[-1] == "cooperative"
     # the mma path keeps its own heuristic when asked for
     assert cfg(4096, 4096, "fp8", path="mma")[:4] == ("mma", 16, 16, 1024)
     assert cfg(10240, 8192, "bf16", 32, path="mma")[:4] == ("mma", 32, 32, 256)  # 512 bytes: 4 x 128
@@ -428,8 +444,8 @@ def test_cli_runs_on_the_interpreter_and_ignores_amd_flags():
 
 
 def test_ptx_has_no_spills_and_uses_tensor_cores(tmp_path):
-    """ptxas (when installed) reports no local memory for the decode configuration of each 8-bit dtype (the
-    stream path), FlyDSL's decode tiles (mma path), large M (wgmma path, cooperative and ping-pong);
+    """ptxas (when installed) reports no local memory for the decode configurations of the 8-bit dtypes (the
+    stream and mma paths), FlyDSL's decode tiles (mma path), large M (wgmma path, cooperative and ping-pong);
     cuobjdump (when installed) shows the tensor-core instructions: HMMA/IMMA for mma.sync, QGMMA/HGMMA/IGMMA
     for wgmma."""
     import shutil
@@ -439,20 +455,21 @@ def test_ptx_has_no_spills_and_uses_tensor_cores(tmp_path):
         pytest.skip("ptxas not installed")
     nv_bin = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "nvidia", "cu13", "bin")
     cuobjdump = shutil.which("cuobjdump") or shutil.which("cuobjdump", path=nv_bin)
-    runs = [
-        ("fp8", "16", (), "QGMMA"),
-        ("int8", "16", (), "IGMMA"),
-        ("fp8", "16", ("16", "16", "1024"), "HMMA"),
-        ("int8", "16", ("16", "16", "1024"), "IMMA"),
-        ("fp8", "4096", (), "QGMMA"),
-        ("bf16", "4096", (), "HGMMA"),
+    runs = [  # (in_dtype, M, N, K bytes, tiles, SASS): the decode defaults (7168 x 2048: the stream path,
+        # 4096 x 4096: the mma path), FlyDSL's decode tiles, large M (cooperative 128x256, ping-pong 128x128)
+        ("fp8", "16", 7168, 2048, (), "QGMMA"),
+        ("int8", "16", 7168, 2048, (), "IGMMA"),
+        ("fp8", "16", 4096, 4096, (), "HMMA"),
+        ("int8", "16", 4096, 4096, ("16", "16", "1024"), "IMMA"),
+        ("fp8", "4096", 4096, 4096, (), "QGMMA"),
+        ("bf16", "4096", 4096, 4096, ("128", "128", "64"), "HGMMA"),
     ]
-    for in_dtype, M, tiles, sass in runs:
+    for in_dtype, M, N, kb, tiles, sass in runs:
         e = 1 if in_dtype in ("fp8", "int8") else 2
-        d = tmp_path / f"{in_dtype}-{M}-{len(tiles)}"
+        d = tmp_path / f"{in_dtype}-{M}-{N}-{len(tiles)}"
         tile_args = [x for flag, v in zip(("--tile_m", "--tile_n", "--tile_k"), tiles) for x in (flag, v)]
         r = _cli(
-            "--in_dtype", in_dtype, "-M", M, "-N", "4096", "-K", str(4096 // e), *tile_args,
+            "--in_dtype", in_dtype, "-M", M, "-N", str(N), "-K", str(kb // e), *tile_args,
             env={"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(d), "FLYDSL_RUNTIME_ENABLE_CACHE": "0"},
         )  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
