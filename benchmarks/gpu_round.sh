@@ -38,7 +38,7 @@ for s in $STEPS; do
   gemmbench) step gemmbench 150 python3 -m benchmarks.run gemm --reps 30 --tag gemm-atoms --out "$OUT" ;;
   preshuffle) step preshuffle 200 python3 -m benchmarks.run preshuffle_gemm --reps 30 --tag preshuffle --out "$OUT" ;;
   compat) step compat 150 python3 tools/flydsl_compat.py ;;
-  gemmcheck) step gemmcheck "${T_GEMMCHECK:-240}" python3 -m benchmarks.gemm_gpu_check --iters 20 ;;
+  gemmcheck) step gemmcheck "${T_GEMMCHECK:-240}" python3 -m benchmarks.gemm_gpu_check --iters 20 ${GEMMCHECK_ARGS:-} ;;
   esac
 done
 
