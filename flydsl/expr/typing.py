@@ -174,6 +174,9 @@ _LAZY = {"T": ("irtypes", "T"), "Types": ("irtypes", "Types"), "Vector": ("vecto
          "Pointer": ("pointer", "Pointer")}  # fmt: skip
 
 
+_COMPAT = ("as_ir_value", "ArithValue", "SyncScope")
+
+
 def __getattr__(name: str):
     import importlib
 
@@ -183,4 +186,7 @@ def __getattr__(name: str):
     alias = importlib.import_module(f"{__package__}._vector_alias").alias_by_name(name)
     if alias is not None:
         return alias
+    fx = importlib.import_module(__package__)  # FlyDSL's typing also re-exports fx's names (ReductionOp, full …)
+    if name in fx.__all__ or name in _COMPAT:
+        return getattr(fx, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

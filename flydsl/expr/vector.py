@@ -519,3 +519,13 @@ def _lanes_of(x, C, shape) -> Value:
         x = x.to(C)
         return x._v if x.numel == _shape.numel(shape) else x.broadcast_to(shape)._v
     return splat_ir(x.to(C), _shape.numel(shape))
+
+
+def __getattr__(name: str):
+    """FlyDSL's ``flydsl.expr.vector`` also exports ``T``, ``ReductionOp``, ``full``, ``full_like`` …"""
+    import importlib
+
+    fx = importlib.import_module(__package__)
+    if name in fx.__all__:
+        return getattr(fx, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

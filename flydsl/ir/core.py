@@ -227,6 +227,11 @@ class Block:
         self.ops: list[Op] = []
         self.parent = parent
 
+    @property
+    def arguments(self) -> list[Value]:
+        """The block arguments (the MLIR bindings' name for ``args``)."""
+        return self.args
+
     def add_arg(self, type: Type) -> Value:
         v = Value(type, self, len(self.args))
         self.args.append(v)
