@@ -51,6 +51,9 @@ def as_vector_operand(x):
     try:
         return as_numeric(x)
     except TypeError:
+        trap = getattr(type(x), "_fly_raise", None)
+        if trap is not None:  # a variable without a value on this path: its own error (FLY102/117/118)
+            trap(x)
         return None
 
 
