@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from ..ir import Value
 from ..ir import types as _t
+from .gather import gather, scatter
 
-__all__ = ["as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "FX_NAMESPACE_FALLBACK"]
+__all__ = ["as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "gather", "scatter", "FX_NAMESPACE_FALLBACK"]
 
 
 def as_ir_value(value, *, keep_static=False):
