@@ -234,10 +234,13 @@ class Type(metaclass=_View):
 
 
 def _llvm_ptr_type(s: str) -> _t.Type:
-    """``!llvm.ptr`` / ``!llvm.ptr<N>``: an untyped pointer is a byte pointer in address space N."""
+    """``!llvm.ptr`` / ``!llvm.ptr<N>``: an untyped pointer is a byte pointer in address space N;
+    address space 8 (AMD's buffer resource) is our ``!fly.buffer_rsrc``."""
     space = 0
     if s.startswith("!llvm.ptr<"):
         space = int(s[len("!llvm.ptr<") : -1])
+    if space == 8:
+        return _t.BufferRsrcType()
     return _t.PointerType(_t.i8, space)
 
 

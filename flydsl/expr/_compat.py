@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir import Value
 from ..ir import types as _t
-from .gather import gather, scatter
+from ._gather import gather, scatter
 
 __all__ = ["as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "gather", "scatter", "FX_NAMESPACE_FALLBACK"]
 

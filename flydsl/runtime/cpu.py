@@ -19,6 +19,7 @@ from ..interp import Memory, compile_host, run_kernel
 from ..utils.env import env
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .launch_plan import check_launch_dims, launch_plan
+from .raw_pointer import RawAddress
 
 __all__ = ["CpuLauncher", "register_tensor"]
 
@@ -84,6 +85,15 @@ class CpuLauncher:
                 args[i] = register_tensor(v, mem)
             elif v is DEFAULT_STREAM:
                 args[i] = 0
+            elif type(v) is RawAddress:
+                raise ArgError(
+                    "DEVICE_MISMATCH",
+                    name=self.param_names[i] if i < len(self.param_names) else f"arg{i}",
+                    got="a raw pointer (flyc.from_c_void_p), whose extent is unknown,",
+                    device="cpu",
+                    fix="pass the tensor itself (the interpreter checks every access against its buffer), or run "
+                    "on the GPU",
+                )
         self._mem = mem
         try:
             self.host(args, self._launch)

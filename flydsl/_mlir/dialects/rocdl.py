@@ -98,18 +98,33 @@ def readfirstlane(res, src, *, loc=None, ip=None):
     return fxg.shuffle_idx(ir.wrap(ir.unwrap(src)), first)
 
 
+def _u32(x):
+    from ...expr.numeric import Uint32
+
+    if isinstance(x, int):
+        return Uint32(x & 0xFFFFFFFF)
+    return Uint32(ir.wrap(ir.unwrap(x))) if not getattr(x, "_is_numeric", False) else x.to(Uint32)
+
+
+def _i32(x):
+    from ...expr.numeric import Int32
+
+    if isinstance(x, int):
+        return Int32(x)
+    return Int32(ir.wrap(ir.unwrap(x))) if not getattr(x, "_is_numeric", False) else x.to(Int32)
+
+
 def _mbcnt(high: bool):
     def fn(res, mask, base, *, loc=None, ip=None):
         from ...expr import gpu as fxg
         from ...expr import math as fxm
         from ...expr.numeric import Int32, Uint32
 
-        lane = fxg.lane_id() - (32 if high else 0)
-        lane = Int32(lane).to(Int32)
-        below = (Uint32(1) << Uint32(lane.to(Uint32))) - Uint32(1)
+        lane = Int32(fxg.lane_id() - (32 if high else 0))
+        shift = (lane >= 32).select(Int32(31), (lane <= 0).select(Int32(0), lane)).to(Uint32)
+        below = (Uint32(1) << shift) - Uint32(1)
         below = (lane >= 32).select(Uint32(0xFFFFFFFF), (lane <= 0).select(Uint32(0), below))
-        m = Uint32(ir.wrap(ir.unwrap(mask)))
-        return Int32(ir.wrap(ir.unwrap(base))) + fxm.ctpop(m & below).to(Int32)
+        return _i32(base) + fxm.ctpop(_u32(mask) & below).to(Int32)
 
     fn.__name__ = "mbcnt_hi" if high else "mbcnt_lo"
     fn.__doc__ = (
@@ -145,10 +160,8 @@ barrier = s_barrier
 def ds_bpermute(res, index, src, *, loc=None, ip=None):
     """Every lane reads ``src`` from lane ``index // 4`` (the index is a byte address)."""
     from ...expr import gpu as fxg
-    from ...expr.numeric import Int32
 
-    lane = Int32(ir.wrap(ir.unwrap(index))) >> 2
-    return fxg.shuffle_idx(ir.wrap(ir.unwrap(src)), lane)
+    return fxg.shuffle_idx(ir.wrap(ir.unwrap(src)), _i32(index) >> 2)
 
 
 def _hint(name):
