@@ -292,7 +292,7 @@ def test_from_c_void_p_compiles_to_pointer_params_and_is_refused_on_the_interpre
     monkeypatch.setenv("COMPILE_ONLY", "1")
     assert launch_ptr_add(*args) is None
     ptx = launch_ptr_add._last[1].artifact.ptx
-    assert ".param .u64 .ptr .global" in ptx and "add.f32" in ptx
+    assert ".param .u64 .ptr .global" in ptx and "add.rn.f32" in ptx and "ld.global" in ptx
     monkeypatch.delenv("COMPILE_ONLY")
     with pytest.raises(DSLValueError, match=r"error\[FLY401\]: argument 'A': a raw pointer"):
         launch_ptr_add(*args)
