@@ -31,7 +31,6 @@ import hashlib
 import inspect
 import json
 import math
-import os
 import re
 import statistics
 import time
@@ -39,6 +38,7 @@ import warnings
 from pathlib import Path
 
 from .utils.env import CODEGEN_AFFECTING, env
+from .utils.file import atomic_write
 
 __all__ = ["autotune", "Autotuner", "Config", "do_bench"]
 
@@ -298,10 +298,8 @@ class Autotuner:
 
     def _save_cache(self) -> None:
         data = {k: c.to_dict() for k, c in self.cache.items()}
-        self._cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._cache_file.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data, sort_keys=True, indent=1))
-        os.replace(tmp, self._cache_file)
+        with atomic_write(self._cache_file) as f:
+            f.write(json.dumps(data, sort_keys=True, indent=1))
 
     # -- offline artifacts -----------------------------------------------------------------------------
     def _artifact_ref(self, args, kwargs, required: bool = False):
@@ -360,11 +358,9 @@ class Autotuner:
         d = cfg.to_dict()
         if json.loads(json.dumps(d)) != d:
             raise ValueError(f"config {cfg} does not preserve their types through JSON; use ints, floats, strings")
-        path.parent.mkdir(parents=True, exist_ok=True)
         body = {"version": _ARTIFACT_VERSION, "identity": identity, "config": d}
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(body, sort_keys=True, indent=1))
-        os.replace(tmp, path)
+        with atomic_write(path) as f:
+            f.write(json.dumps(body, sort_keys=True, indent=1))
 
     # -- search ------------------------------------------------------------------------------------
     def _configs(self, args, kwargs) -> list:

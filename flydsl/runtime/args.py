@@ -254,6 +254,12 @@ class TensorAdaptor:
         self.divisibility = divisibility
         return self
 
+    def __cache_signature__(self) -> tuple:
+        """What of this argument enters the specialization key (dtype, static shape/strides, alignment …)."""
+        key: list = []
+        _static_tensor(self, key, [])
+        return key[0]
+
     def __repr__(self) -> str:
         return f"TensorAdaptor({self.ref.dtype}, shape={self.ref.shape}, strides={self.ref.strides})"
 

@@ -11,7 +11,9 @@ and ``kernels/`` are used as they are. Each program runs in its own process with
 ``kernels.*`` and ``tests.*`` helpers (DIR comes first; it has no top-level ``flydsl`` package, so
 ``flydsl`` is ours). ``--device cpu`` (the default without a GPU) runs on the CPU interpreter
 (``FLYDSL_RUNTIME_KIND=cpu``) with ``cpu_shim/sitecustomize.py`` mapping torch's "cuda" device
-strings to the CPU; ``--device gpu`` runs as FlyDSL's users would, on the CUDA GPU.
+strings to the CPU, and the norm tests get FlyDSL's own smaller shape overrides
+(``ROCDSL_*_SHAPES``, :data:`~tools.flydsl_compat.programs.CPU_SETTINGS`); ``--device gpu`` runs as
+FlyDSL's users would, on the CUDA GPU, at the default shapes.
 
 The programs: ``examples/*.py`` (run as scripts: pass = exit 0 and no ``FAIL`` line),
 ``tests/system``, ``tests/unit`` and the portable kernel tests (softmax, RMSNorm, LayerNorm, vector

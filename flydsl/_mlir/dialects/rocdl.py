@@ -18,6 +18,7 @@ from ... import ir as _ir
 from ...dialects import arith as _a
 from ...dialects import gpu as _g
 from ...dialects import ptr as _p
+from ...expr._compat import SyncScope
 from ...ir import types as _t
 from .. import ir
 from ._ods import amd_only, build
@@ -26,7 +27,7 @@ __all__ = [
     "MakeBufferRsrcOp", "make_buffer_rsrc", "RawPtrBufferLoadOp", "raw_ptr_buffer_load", "RawPtrBufferStoreOp",
     "raw_ptr_buffer_store", "readfirstlane", "mbcnt_lo", "mbcnt_hi", "workitem_id_x", "workitem_id_y",
     "workitem_id_z", "workgroup_id_x", "workgroup_id_y", "workgroup_id_z", "workgroup_dim_x", "workgroup_dim_y",
-    "workgroup_dim_z", "s_barrier", "barrier", "ds_bpermute", "SCHEDULING_HINTS", "AMD_ONLY",
+    "workgroup_dim_z", "s_barrier", "barrier", "ds_bpermute", "SCHEDULING_HINTS", "AMD_ONLY", "SyncScope",
 ]  # fmt: skip
 
 

@@ -167,8 +167,8 @@ def _install() -> None:
         "get_device_capability": lambda d=None: (9, 0),
         "synchronize": lambda d=None: None,
         "empty_cache": lambda: None,
-        "manual_seed": lambda s: torch.manual_seed(s),
-        "manual_seed_all": lambda s: torch.manual_seed(s),
+        "manual_seed": lambda s: None,  # the tensors are CPU ones: torch.manual_seed seeds them
+        "manual_seed_all": lambda s: None,
         "is_initialized": lambda: True,
         "init": lambda: None,
         "mem_get_info": lambda d=None: (8 << 30, 16 << 30),
