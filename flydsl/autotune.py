@@ -216,6 +216,25 @@ def _accepts(ann, value) -> bool:
     return True
 
 
+def _zero(t) -> None:
+    """Zero a tensor in place (torch ``zero_()``, numpy by assignment)."""
+    if hasattr(t, "zero_"):
+        t.zero_()
+    else:
+        t[...] = 0
+
+
+def _clone(t):
+    return t.clone() if hasattr(t, "clone") else t.copy()
+
+
+def _copy_into(dst, src) -> None:
+    if hasattr(dst, "copy_"):
+        dst.copy_(src)
+    else:
+        dst[...] = src
+
+
 def _canon(x) -> str:
     return json.dumps(x, sort_keys=True, default=repr)
 
@@ -383,7 +402,7 @@ class Autotuner:
         bound = self._bind(args, kwargs)
         for n in self.reset_to_zero:
             if n in bound:
-                bound[n].zero_()
+                _zero(bound[n])
         call_kw = {**cfg.all_kwargs(), **kwargs}
         if cfg.pre_hook is not None:
             cfg.pre_hook(call_kw)
@@ -400,11 +419,11 @@ class Autotuner:
         if not configs:
             raise ValueError("autotune: no config left to try (configs empty or all pruned)")
         bound = self._bind(args, kwargs)
-        saved = {n: bound[n].clone() for n in self.restore_value if n in bound}
+        saved = {n: _clone(bound[n]) for n in self.restore_value if n in bound}
 
         def restore():
             for n, snap in saved.items():
-                bound[n].copy_(snap)
+                _copy_into(bound[n], snap)
 
         best, best_t, errors = None, math.inf, []
         for cfg in configs:

@@ -8,7 +8,10 @@ from ..ir import Value
 from ..ir import types as _t
 from ._gather import gather, scatter
 
-__all__ = ["as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "gather", "scatter", "FX_NAMESPACE_FALLBACK"]
+__all__ = [
+    "as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "gather", "scatter", "ptr_load", "ptr_store",
+    "static", "SwizzleType", "FX_NAMESPACE_FALLBACK",
+]  # fmt: skip
 
 
 def as_ir_value(value, *, keep_static=False):
@@ -79,6 +82,39 @@ class SyncScope:
     Agent = "agent"
     Workgroup = "workgroup"
     Wavefront = "wavefront"
+
+
+def ptr_load(ptr, result_type=None):
+    """The value at ``ptr`` (of ``result_type``: a DSL type, an IR type, or a vector type for several
+    consecutive elements; default: the pointee type)."""
+    from ._convert import resolve_dtype
+
+    if result_type is None:
+        return ptr.load()
+    t = getattr(result_type, "ir_type", result_type)
+    if isinstance(t, _t.VectorType):
+        return ptr.load(t.numel, dtype=resolve_dtype(t.elem))
+    return ptr.load(dtype=resolve_dtype(result_type))
+
+
+def ptr_store(value, ptr) -> None:
+    """Store ``value`` (a scalar, or a Vector of consecutive elements) at ``ptr``."""
+    ptr.store(value)
+
+
+def static(value):
+    """A compile-time value as is: layouts, int tuples, tiles and swizzles are Python objects here."""
+    return value
+
+
+class SwizzleType:
+    """``SwizzleType.get(mask_bits, base, shift)``: the swizzle ``Swizzle(mask_bits, base, shift)``."""
+
+    @staticmethod
+    def get(mask_bits: int, base: int, shift: int):
+        from ..layout import Swizzle
+
+        return Swizzle(mask_bits, base, shift)
 
 
 #: names ``fx.typing`` and ``fx.vector`` forward to ``fx`` (FlyDSL imports them from those modules)

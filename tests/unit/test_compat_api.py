@@ -330,3 +330,116 @@ def test_fx_typing_vector_arith_meta_names():
             assert meta.tracing_option("fastmath") is None and meta.tracing_option("unroll") == 4
         assert meta.tracing_option("fastmath") == "fast"
     assert meta.tracing_option("fastmath", "d") == "d"
+
+
+# -- smaller names ----------------------------------------------------------------------------------------
+
+
+@flyc.kernel
+def attrs_kernel(out: Tensor, p: fx.Pointer):
+    v = fx.ptr_load(p)
+    fx.ptr_store(v + 1.0, p)
+    out[fx.thread_idx.x] = fx.Float32(fx.math.clampf(v, 0.0, 2.0)) + fx.math.fpowi(fx.Float32(2.0), fx.Int32(3))
+
+
+@flyc.jit
+def launch_attrs(out, x):
+    attrs_kernel(out, fx.get_iter(x), value_attrs={"my.value": 3}).launch(grid=1, block=1, unit_attrs=["my.unit"])
+
+
+def test_value_attrs_ptr_load_store_and_math_composites():
+    import typing
+
+    out, x = np.zeros(1, np.float32), np.array([5.0], np.float32)
+    launch_attrs(out, x)
+    assert out.tolist() == [10.0] and x.tolist() == [6.0]  # clampf(5, 0, 2) + 2**3; x incremented in place
+    fop = [line for line in launch_attrs._last[1].artifact.ir_text().splitlines() if "gpu.func" in line][0]
+    assert "my.unit = true" in fop and "my.value = 3" in fop
+    assert str(fx.SwizzleType.get(3, 3, 3)) == "Sw<3,3,3>" and fx.static((4, 8)) == (4, 8)
+    spec = fx.Constexpr[typing.Tuple[int, typing.Tuple[bool, float]]]
+    assert spec.accepts((1, (True, 2.0))) and not spec.accepts((1, (1, 2.0))) and not spec.accepts((1,))
+    assert fx.math.sincos(fx.Float32(0.0)) == (fx.Float32(0.0), fx.Float32(1.0))
+    assert fx.math.ipowi(fx.Int32(3), 4) == fx.Int32(81)
+    assert not fx.math.isnormal(fx.Float32(1e-40)).value and fx.math.isnormal(fx.BFloat16(1.0)).value
+    with pytest.raises(TypeError, match="must be a bool, int, float or str"):
+
+        @flyc.jit
+        def bad(out):
+            attrs_kernel(out, None, value_attrs={"x": [1]})
+
+        bad(out)
+
+
+@flyc.kernel
+def typed(out: Tensor):
+    r = fx.make_rmem_tensor(4, fx.Float32)
+    out[0] = fx.Float32(1.0) if str(r.type) == "!fly.memref<f32, register, 4:1>" else fx.Float32(0.0)
+
+
+@flyc.jit
+def launch_typed(out):
+    typed(out).launch(grid=1, block=1)
+
+
+def test_tensor_type():
+    out = np.zeros(1, np.float32)
+    launch_typed(out)
+    assert out.tolist() == [1.0]
+
+
+def test_backends_ast_rewriter_jit_argument_modules():
+    torch = pytest.importorskip("torch")
+    from flydsl.compiler.ast_rewriter import ASTRewriter
+    from flydsl.compiler.backends import GPUTarget, get_backend
+    from flydsl.compiler.jit_argument import TorchTensorJitArg
+
+    assert get_backend(arch="sm_90a").target == GPUTarget("nvptx", "sm_90a", 32)
+    assert get_backend(arch="gfx942").target.warp_size == 64
+
+    def f(x):
+        return 1 if x > 0 else 2
+
+    assert ASTRewriter.transform(f)(3) == 1
+    a, b = torch.empty(100), torch.empty(999)
+    assert TorchTensorJitArg(a).__cache_signature__() == TorchTensorJitArg(b).__cache_signature__()
+    sa, sb = flyc.from_torch_tensor(a).__cache_signature__(), flyc.from_torch_tensor(b).__cache_signature__()
+    assert sa != sb
+
+
+# -- autotune on the interpreter ----------------------------------------------------------------------------
+
+
+@flyc.kernel
+def scale_kernel(out: Tensor, x: Tensor, BLOCK: fx.Constexpr[int]):
+    i = fx.block_idx.x * BLOCK + fx.thread_idx.x
+    out[i] = out[i] + x[i] * 2.0
+
+
+def test_autotune_searches_caches_and_uses_the_winner(monkeypatch, tmp_path):
+    from flydsl.autotune import Config, autotune
+
+    monkeypatch.setenv("FLYDSL_AUTOTUNE_CACHE_DIR", str(tmp_path / "tune"))
+    benched = []
+
+    def bench(call, warmup, rep):
+        from flydsl.autotune import do_bench
+
+        benched.append(1)
+        return do_bench(call, warmup, rep)  # perf_counter timing on the interpreter
+
+    @autotune(configs=[Config(BLOCK=32), Config(BLOCK=64)], key=["x"], warmup=1, rep=1, reset_to_zero=["out"], do_bench=bench)
+    @flyc.jit
+    def launch_scale(out, x, BLOCK: fx.Constexpr[int]):
+        scale_kernel(out, x, BLOCK).launch(grid=128 // BLOCK, block=BLOCK)
+
+    x = np.arange(128, dtype=np.float32)
+    out = np.full(128, 7.0, np.float32)
+    launch_scale(out, x)
+    assert out.tolist() == (2 * x).tolist()  # reset_to_zero before the real run: accumulated once
+    assert len(benched) == 2 and isinstance(launch_scale.best_config(out, x), Config)
+    assert list((tmp_path / "tune").glob("*.json"))
+    launch_scale(out, x)  # a cache hit: no new search
+    assert len(benched) == 2 and out.tolist() == (2 * x).tolist()
+    monkeypatch.setenv("FLYDSL_AUTOTUNE", "1")  # forces a search
+    launch_scale(out, x)
+    assert len(benched) == 4
