@@ -275,7 +275,9 @@ class Autotuner:
         self.key = list(key) if key is not None else None
         if artifact_name is not None:
             if not isinstance(artifact_name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", artifact_name):
-                raise ValueError(f"artifact_name must be a plain file name (letters, digits, _ . -), got {artifact_name!r}")
+                raise ValueError(
+                    f"artifact_name must be a plain file name (letters, digits, _ . -), got {artifact_name!r}"
+                )
             if self.key is not None and any(k not in self.arg_names for k in self.key):
                 raise ValueError(f"artifact keys {self.key} must name parameters of {self.arg_names}")
         self.artifact_name = artifact_name

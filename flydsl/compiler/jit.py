@@ -25,6 +25,7 @@ from ..ir import InsertionPoint, i64, new_module
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
 from . import errors as E
+from ._flydsl_jit import FlyDSLJitNames
 from .abi import make_param, param_arg_names, param_types
 from .artifact import Artifact
 from .cache import DiskCache, deps_digest, disk_key
@@ -37,7 +38,6 @@ from .frontend import rewrite_function
 from .hints import check_hints
 from .kernel import resolve_signature
 from .kernel_function import _tls as _tls_hints
-from ._flydsl_jit import FlyDSLJitNames
 from .pipeline import codegen, compile_module
 from .specialize import Param
 from .trace import TraceContext, TraceTimeout, run_traced, select_target, timeout_error, tracing

@@ -25,6 +25,7 @@ __all__ = [
     "create_gpu_module", "create_gpu_func", "get_gpu_module_body", "effective_fastmath_hint",
 ]  # fmt: skip
 
+
 class _Ambient(threading.local):
     hints: dict | None = None  # the innermost CompilationContext.compile_hints (read by the jit per call)
     ctx = None  # the innermost CompilationContext.create()

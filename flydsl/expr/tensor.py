@@ -446,9 +446,11 @@ class MemRefType:
         return f"!fly.memref<{self.dtype.ir_type}, {self.space.name.lower()}, {self.layout}>"
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, MemRefType) and (self.dtype, self.space) == (other.dtype, other.space) and str(
-            self.layout
-        ) == str(other.layout)
+        return (
+            isinstance(other, MemRefType)
+            and (self.dtype, self.space) == (other.dtype, other.space)
+            and str(self.layout) == str(other.layout)
+        )
 
     def __hash__(self) -> int:
         return hash((self.dtype, self.space, str(self.layout)))

@@ -348,7 +348,6 @@ def launch_attrs(out, x):
 
 
 def test_value_attrs_ptr_load_store_and_math_composites():
-    import typing
 
     out, x = np.zeros(1, np.float32), np.array([5.0], np.float32)
     launch_attrs(out, x)
@@ -356,7 +355,7 @@ def test_value_attrs_ptr_load_store_and_math_composites():
     fop = [line for line in launch_attrs._last[1].artifact.ir_text().splitlines() if "gpu.func" in line][0]
     assert "my.unit = true" in fop and "my.value = 3" in fop
     assert str(fx.SwizzleType.get(3, 3, 3)) == "Sw<3,3,3>" and fx.static((4, 8)) == (4, 8)
-    spec = fx.Constexpr[typing.Tuple[int, typing.Tuple[bool, float]]]
+    spec = fx.Constexpr[tuple[int, tuple[bool, float]]]
     assert spec.accepts((1, (True, 2.0))) and not spec.accepts((1, (1, 2.0))) and not spec.accepts((1,))
     assert fx.math.sincos(fx.Float32(0.0)) == (fx.Float32(0.0), fx.Float32(1.0))
     assert fx.math.ipowi(fx.Int32(3), 4) == fx.Int32(81)
@@ -427,7 +426,9 @@ def test_autotune_searches_caches_and_uses_the_winner(monkeypatch, tmp_path):
         benched.append(1)
         return do_bench(call, warmup, rep)  # perf_counter timing on the interpreter
 
-    @autotune(configs=[Config(BLOCK=32), Config(BLOCK=64)], key=["x"], warmup=1, rep=1, reset_to_zero=["out"], do_bench=bench)
+    @autotune(
+        configs=[Config(BLOCK=32), Config(BLOCK=64)], key=["x"], warmup=1, rep=1, reset_to_zero=["out"], do_bench=bench
+    )
     @flyc.jit
     def launch_scale(out, x, BLOCK: fx.Constexpr[int]):
         scale_kernel(out, x, BLOCK).launch(grid=128 // BLOCK, block=BLOCK)

@@ -3,6 +3,8 @@ through run-time control flow are matched by key; a rebound loop variable keeps 
 undefined value reaching an fx op raises its FLY error; coordinate tensors load; flyc.compile runs once;
 fx.gather/scatter."""
 
+# ruff: noqa: B007  (loop variables used after their loops are what these tests check)
+
 from __future__ import annotations
 
 import numpy as np

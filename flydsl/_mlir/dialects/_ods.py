@@ -51,8 +51,7 @@ def op_class(class_name: str, defn: _ir.OpDef, signature: str, attr_names=()):
             attrs[attr_names[0]], args = args[0], args[1:]
         elif signature == "type,attr":
             rt, attrs[attr_names[0]], args = [args[0]], args[1], ()
-        for k, v in kw.items():  # keyword operands (lhs=, rhs=, in_=, value=)
-            args = (*args, v)
+        args = (*args, *kw.values())  # keyword operands (lhs=, rhs=, in_=, value=), in order
         ir.OpView.__init__(self, build(defn, list(args), rt, attrs, loc=loc, ip=ip))
 
     return type(class_name, (ir.OpView,), {"__init__": __init__, "OPERATION_NAME": defn.name})
