@@ -34,8 +34,8 @@ def _is_cuda_device(d) -> bool:
 def _map(value):
     import torch
 
-    if _is_cuda_device(value):
-        return torch.device("cpu")
+    if _is_cuda_device(value):  # a string stays a string (torch.device("cuda", 0) -> torch.device("cpu", 0))
+        return "cpu" if isinstance(value, str) else torch.device("cpu")
     return value
 
 
@@ -55,6 +55,8 @@ def _install() -> None:
             kwargs = dict(kwargs or {})
             if func is tensor_cuda:
                 return args[0]
+            if func is torch.device and args and _is_cuda_device(args[0]):
+                return torch.device("cpu")  # the CPU has one device: no index, so it equals tensor.device
             if "device" in kwargs:
                 kwargs["device"] = _map(kwargs["device"])
             kwargs.pop("pin_memory", None)
