@@ -401,6 +401,8 @@ def wrap(v: _ir.Value):
 class Value(metaclass=_View):
     """An SSA value: our ``Value``, or a run-time fx value (as FlyDSL's ``ArithValue`` subclasses it)."""
 
+    _fly_value_view = True  # ``v.to(ir.Value)`` keeps the fx Vector (flydsl.expr.vector)
+
     @staticmethod
     def _test(obj) -> bool:
         if type(obj) is _ir.Value:

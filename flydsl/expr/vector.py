@@ -344,7 +344,7 @@ class Vector:
         Raises:
             TypeError: a rounding mode on a cast that is not float-to-float.
         """
-        if dtype is Value:
+        if dtype is Value or getattr(dtype, "_fly_value_view", False):  # ours, or flydsl._mlir.ir.Value
             return self
         if dtype in (int, float, bool):
             raise TypeError(f"a Vector has no Python {dtype.__name__} value")
