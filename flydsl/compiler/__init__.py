@@ -13,7 +13,6 @@ See docs/compiler.md for the data flow, the control-flow rewrite, the ABI and th
 """
 
 from ..runtime.args import TensorAdaptor, from_dlpack, from_torch_tensor
-from .raw_pointer import from_c_void_p
 from .diagnostics import (
     CompileError,
     ControlFlowError,
@@ -27,6 +26,7 @@ from .diagnostics import (
 )
 from .jit import CacheInfo, CompiledFunction, JitFunction, compile, jit
 from .kernel import KernelFunction, KernelLauncher, kernel
+from .raw_pointer import from_c_void_p
 from .trace import current_kernel
 
 __all__ = [

@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from ..runtime.args import CONVERTERS, TensorAdaptor, convert_arg, torch_ref
+from ..runtime.args import TensorAdaptor, torch_ref
+from .specialize import CONVERTERS, convert_arg
 
 __all__ = ["JitArgumentRegistry", "TorchTensorJitArg"]
 
