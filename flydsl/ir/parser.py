@@ -392,11 +392,23 @@ def _fix_dense(op: Op) -> None:
             op.attrs[k] = dense_to_array(v, op.results[0].type)
 
 
+def _p_fastmath(ps: Parser) -> dict:
+    """`` fastmath<flags>`` (MLIR's spelling) and/or an attribute dict."""
+    fm = None
+    if ps.accept("fastmath<"):
+        end = ps.s.index(">", ps.pos)
+        fm, ps.pos = ps.s[ps.pos : end], end + 1
+    attrs = ps.opt_attr_dict()
+    if fm is not None:
+        attrs = {"fastmath": fm, **attrs}
+    return attrs
+
+
 def _p_binary(ps: Parser, defn: OpDef, nres: int) -> Op:
     a = ps.operand()
     ps.expect(",")
     b = ps.operand()
-    attrs = ps.opt_attr_dict()
+    attrs = _p_fastmath(ps)
     ps.expect(":")
     t = ps.type()
     return _mk(defn, [a, b], [t], attrs)
@@ -406,7 +418,7 @@ def _p_unary(ps: Parser, defn: OpDef, nres: int) -> Op:
     ops = [ps.operand()]
     while ps.accept(","):
         ops.append(ps.operand())
-    attrs = ps.opt_attr_dict()
+    attrs = _p_fastmath(ps)
     ps.expect(":")
     t = ps.type()
     return _mk(defn, ops, [t], attrs)
