@@ -95,7 +95,7 @@ def test_facade_arith_builds_ops_and_returns_fx_values():
     text = _module(build, [ir.F32Type.get(), ir.VectorType.get([4], ir.F32Type.get())])
     for op in ("arith.addf", "arith.cmpf", "arith.index_cast", "vector.reduction", "math.exp2"):
         assert op in text
-    assert 'fastmath<fast>' in text and 'predicate = "olt"' in text or "olt" in text
+    assert "fastmath<fast>" in text and 'predicate = "olt"' in text or "olt" in text
 
 
 def test_facade_scf_if_and_for_build_structured_ops():

@@ -299,5 +299,5 @@ def test_fastmath_compile_hint_is_the_ambient_default():
     fast = str(flyc.compile[{"fastmath": "fast"}](_exp_launch).trace(a, b))
     contract = str(flyc.compile[{"fast_fp_math": True}](_exp_launch).trace(a, b))
     assert "fastmath" not in plain
-    assert 'math.exp %2 fastmath<fast>' in fast and 'arith.mulf %3, %4 fastmath<fast>' in fast
-    assert 'fastmath<fast>' in contract
+    assert "math.exp %2 fastmath<fast>" in fast and "arith.mulf %3, %4 fastmath<fast>" in fast
+    assert "fastmath<fast>" in contract
