@@ -20,7 +20,7 @@ from ..expr.gpu import known_block_size_scope, reset_shared_usage
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.smem import DYNAMIC_SMEM_ATTR
 from ..expr.typing import Constexpr, Stream, Tensor
-from ..ir import InsertionPoint, SymbolRef, Value, i64
+from ..ir import I32Array, InsertionPoint, SymbolRef, Value, i64
 from . import errors as E
 from .errors import error
 from .frames import frame_location, user_frame
@@ -274,9 +274,9 @@ class KernelLauncher:
         types = [v.type for p in params for v in p.values]
         attrs = {"kernel": True}
         if kbs is not None:
-            attrs["known_block_size"] = list(kbs)
+            attrs["known_block_size"] = I32Array(kbs)
         if cluster:
-            attrs["cluster_dims"] = list(cluster)  # thread-block clusters (sm_90): .reqnctapercluster
+            attrs["cluster_dims"] = I32Array(cluster)  # thread-block clusters (sm_90): .reqnctapercluster
         attrs.update(self.func_attrs)
         fop = dfunc.build_func(gpu.func, name, types, **attrs)
         fop.loc = _def_loc(self.kfn.fn)

@@ -44,6 +44,13 @@ class IRError(Exception):
         super().__init__(message)
 
 
+class I32Array(tuple):
+    """A dense array of 32-bit ints as an attribute value (MLIR ``array<i32: 64, 1, 1>``, e.g. a kernel's
+    ``known_block_size``); a tuple everywhere else."""
+
+    __slots__ = ()
+
+
 class SymbolRef(str):
     """A reference to a symbol (``@name``) as an attribute value."""
 

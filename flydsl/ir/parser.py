@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import Block, IRError, Op, OpDef, Region, SymbolRef, Value, lookup_op
+from .core import Block, I32Array, IRError, Op, OpDef, Region, SymbolRef, Value, lookup_op
 from .types import FunctionType, Type, parse_type
 
 __all__ = ["Parser", "parse_module", "parse_op_text", "register_parse_format", "ParseError"]
@@ -204,6 +204,15 @@ class Parser:
             return tuple(items)
         if ch == "{":
             return self.attr_dict()
+        if s.startswith("array<i32", p):
+            self.pos += 9
+            items = []
+            if self.accept(":"):
+                items.append(int(self.match(_NUM)))
+                while self.accept(","):
+                    items.append(int(self.match(_NUM)))
+            self.expect(">")
+            return I32Array(items)
         if s.startswith("dense<", p):
             self.pos += 6
             if self.accept("["):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import Block, Op, Region, SymbolRef, Value
+from .core import Block, I32Array, Op, Region, SymbolRef, Value
 from .types import Type
 
 __all__ = ["Printer", "print_op", "format_attr", "register_format", "FORMATS", "format_loc"]
@@ -49,6 +49,8 @@ def format_attr(v) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     if isinstance(v, Type):
         return str(v)
+    if isinstance(v, I32Array):
+        return "array<i32" + "".join(f"{',' if i else ':'} {int(x)}" for i, x in enumerate(v)) + ">"
     if isinstance(v, (tuple, list)):
         return "[" + ", ".join(format_attr(x) for x in v) + "]"
     if isinstance(v, np.ndarray):

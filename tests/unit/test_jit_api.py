@@ -75,8 +75,8 @@ def test_kernel_names_known_block_size_and_specializations():
         k2(out).launch(grid=1, block=4)
 
     text = traced(launch, np.zeros(4, np.int32), 4)
-    assert "gpu.func @k_0(" in text and "known_block_size = [4, 1, 1]" in text
-    assert "gpu.func @k_1(" in text and "known_block_size = [2, 1, 1]" in text
+    assert "gpu.func @k_0(" in text and "known_block_size = array<i32: 4, 1, 1>" in text
+    assert "gpu.func @k_1(" in text and "known_block_size = array<i32: 2, 1, 1>" in text
     assert "gpu.func @k_2(%arg0: !fly.ptr<i32, global>, %arg1: i32) attributes {kernel = true} {" in text
     assert "gpu.func @named(" in text
     assert count_ops(text, "gpu.launch_func") == 5
