@@ -7,10 +7,11 @@ from __future__ import annotations
 from ..ir import Value
 from ..ir import types as _t
 from ._gather import gather, scatter
+from .gpu import known_block_size
 
 __all__ = [
     "as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "gather", "scatter", "ptr_load", "ptr_store",
-    "static", "SwizzleType", "FX_NAMESPACE_FALLBACK",
+    "static", "SwizzleType", "known_block_size", "FX_NAMESPACE_FALLBACK",
 ]  # fmt: skip
 
 
