@@ -339,7 +339,9 @@ class Autotuner:
         return Path(folder) / f"{self.artifact_name}-{digest}.json", json.loads(_canon(identity))
 
     def _load_artifact(self, ref, args, kwargs):
-        """The artifact's Config when it is valid for this call (else None, with a warning)."""
+        """The artifact's Config when it is valid for this call (else None, with a warning; None for no ref)."""
+        if ref is None:
+            return None
         path, identity = ref
         if not path.exists():
             return None
