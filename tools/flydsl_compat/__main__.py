@@ -26,6 +26,7 @@ reason; they run too, but the headline rate counts only the portable ones.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -102,6 +103,9 @@ def main(argv=None) -> int:
     if not progs:
         print("no programs matched", file=sys.stderr)
         return 2
+    for mod, why in (("torch", "nearly every FlyDSL program"), ("pandas", "FlyDSL's tests/test_common.py")):
+        if importlib.util.find_spec(mod) is None:
+            print(f"warning: {mod} is not importable here; {why} needs it (those programs will fail)", flush=True)
     t0 = time.time()
 
     def one(p):
