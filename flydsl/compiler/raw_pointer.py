@@ -3,7 +3,7 @@
 The launcher receives the address as an ``fx.Pointer`` of ``dtype`` in ``address_space`` (global by
 default); the specialization key holds the dtype, the address space and the alignment (``assumed_align``,
 else the address's own, capped at 16). On the GPU the address is passed as is; the CPU interpreter
-refuses it (FLY401: a bare address has no extent to check accesses against; pass the tensor instead).
+registers the live tensor/array that holds it (:func:`flydsl.runtime.raw_pointer.owning_region`).
 """
 
 from __future__ import annotations

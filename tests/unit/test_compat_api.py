@@ -284,18 +284,24 @@ def launch_ptr_add(A: fx.Pointer, C: fx.Pointer, n: fx.Int32):
     ptr_add(A, C, n).launch(grid=(n + 63) // 64, block=64)
 
 
-def test_from_c_void_p_compiles_to_pointer_params_and_is_refused_on_the_interpreter(monkeypatch):
+def test_from_c_void_p_runs_on_the_interpreter_checked_against_the_owning_array(monkeypatch):
     from flydsl.compiler import DSLValueError
+    from flydsl.interp import InterpError
 
     a, c = np.arange(100, dtype=np.float32), np.zeros(100, np.float32)
     args = (flyc.from_c_void_p(fx.Float32, a.ctypes.data), flyc.from_c_void_p(fx.Float32, c.ctypes.data), 100)
+    launch_ptr_add(*args)
+    assert c.tolist() == (a + 1).tolist()
+    with pytest.raises(InterpError, match="out-of-bounds read .* buffer 'A'"):  # past the array it points into
+        launch_ptr_add(args[0], args[1], 120)
+    loose = flyc.from_c_void_p(fx.Float32, 16)  # an address into no live array
+    with pytest.raises(DSLValueError, match=r"error\[FLY401\]: argument 'A': a raw pointer 0x10"):
+        launch_ptr_add(loose, args[1], 4)
     monkeypatch.setenv("COMPILE_ONLY", "1")
+    launch_ptr_add.clear_cache()
     assert launch_ptr_add(*args) is None
     ptx = launch_ptr_add._last[1].artifact.ptx
     assert ".param .u64 .ptr .global" in ptx and "add.rn.f32" in ptx and "ld.global" in ptx
-    monkeypatch.delenv("COMPILE_ONLY")
-    with pytest.raises(DSLValueError, match=r"error\[FLY401\]: argument 'A': a raw pointer"):
-        launch_ptr_add(*args)
     with pytest.raises(TypeError, match="integer address"):
         flyc.from_c_void_p(fx.Float32, 1.5)
 
