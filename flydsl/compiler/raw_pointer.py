@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from ..expr._convert import resolve_dtype
 from ..ir import AddressSpace
-from ..runtime.args import alignment_of
+from ..runtime.args import ArgError, alignment_of
 from ..runtime.raw_pointer import RawAddress
-from .specialize import CONVERTERS
+from .specialize import CONVERTERS, convert_arg
 
-__all__ = ["PointerArg", "from_c_void_p"]
+__all__ = ["PointerArg", "from_c_void_p", "pointer_conv"]
 
 
 class PointerArg:
@@ -52,3 +52,28 @@ def _convert(p: PointerArg, key: list, vals: list) -> None:
 
 
 CONVERTERS[PointerArg] = _convert
+
+
+def pointer_conv():
+    """The converter of a launcher parameter annotated ``fx.Pointer``: a :class:`PointerArg`, or — as
+    FlyDSL's compiled functions take them — a plain integer address, which gets the element type, address
+    space and assumed alignment of the pointer last passed to this parameter."""
+    last: list = []
+
+    def conv(a, key, vals):
+        if isinstance(a, int) and not isinstance(a, bool):
+            if not last:
+                raise ArgError(
+                    "UNSUPPORTED_ARG",
+                    got="an integer address before any flyc.from_c_void_p(dtype, address) (no element type yet)",
+                )
+            dtype, space, align = last[0]
+            a = PointerArg(dtype, a, space, min(align, alignment_of(a)) if a else align)
+        if isinstance(a, PointerArg):
+            if not last:
+                last.append((a.dtype, a.address_space, a.alignment))
+            _convert(a, key, vals)
+            return
+        convert_arg(a, key, vals)
+
+    return conv

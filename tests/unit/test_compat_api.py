@@ -285,13 +285,23 @@ def launch_ptr_add(A: fx.Pointer, C: fx.Pointer, n: fx.Int32):
 
 
 def test_from_c_void_p_runs_on_the_interpreter_checked_against_the_owning_array(monkeypatch):
-    from flydsl.compiler import DSLValueError
+    from flydsl.compiler import DSLTypeError, DSLValueError
     from flydsl.interp import InterpError
 
     a, c = np.arange(100, dtype=np.float32), np.zeros(100, np.float32)
     args = (flyc.from_c_void_p(fx.Float32, a.ctypes.data), flyc.from_c_void_p(fx.Float32, c.ctypes.data), 100)
     launch_ptr_add(*args)
     assert c.tolist() == (a + 1).tolist()
+    c[:] = 0
+    launch_ptr_add(a.ctypes.data, c.ctypes.data, 100)  # plain addresses, as FlyDSL's compiled functions take
+    assert c.tolist() == (a + 1).tolist()
+
+    @flyc.jit
+    def fresh(A: fx.Pointer, C: fx.Pointer, n: fx.Int32):
+        ptr_add(A, C, n).launch(grid=1, block=64)
+
+    with pytest.raises(DSLTypeError, match="an integer address before any flyc.from_c_void_p"):
+        fresh(a.ctypes.data, c.ctypes.data, 4)
     with pytest.raises(InterpError, match="out-of-bounds read .* buffer 'A'"):  # past the array it points into
         launch_ptr_add(args[0], args[1], 120)
     loose = flyc.from_c_void_p(fx.Float32, 16)  # an address into no live array
