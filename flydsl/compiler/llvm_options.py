@@ -1,49 +1,46 @@
 """``flydsl.compiler.llvm_options``: FlyDSL's scoped LLVM command-line options.
 
-``with llvm_options({"enable-post-misched": False}):`` (and the ``llvm_options`` compile hint) name
-options of AMD's LLVM back end for tuning its instruction scheduler. Values must be bool, int or str
-(anything else is a ``TypeError``, as in FlyDSL). Our NVPTX/CPU code generation does not pass them to
-LLVM — an unknown ``cl::opt`` makes LLVM exit the process — so each option set here is reported once
-with a ``UserWarning`` naming it, never ignored silently; :func:`current_options` returns the scope's
-values (they enter the compile-hint cache key when given as a hint).
+``with llvm_options({"enable-post-misched": False}):`` sets LLVM options for the jit compilations made in
+the block: they become the ``llvm_options`` compile hint of those calls (merged over the function's own
+hint, through ``CompilationContext.compile_hints``), which code generation honours or rejects
+(docs/compiler.md, ``llvm_options``: an unknown option or a bad value is FLY224, never ignored). Values
+must be bool, int or str (anything else is a ``TypeError``, as in FlyDSL). Nested blocks merge; leaving
+a block restores the outer options.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
-import warnings
+
+from .kernel_function import CompilationContext, ambient_hints
 
 __all__ = ["llvm_options", "current_options", "set_option"]
-
-_tls = threading.local()
-_warned: set = set()
 
 
 def current_options() -> dict:
     """The LLVM options of the innermost :func:`llvm_options` scope (empty outside any)."""
-    return dict(getattr(_tls, "opts", None) or {})
+    return dict((ambient_hints() or {}).get("llvm_options") or {})
 
 
 def _check(name: str, value) -> None:
     if not isinstance(value, (bool, int, str)):
         raise TypeError(f"Unsupported type {type(value).__name__} for LLVM option '{name}'; use bool, int, or str")
-    if name not in _warned:
-        _warned.add(name)
-        warnings.warn(
-            f"LLVM option '{name}' is recorded but not applied: flydsl's NVPTX/CPU code generation does not take "
-            "AMD back-end scheduling options (docs/compatibility.md)",
-            UserWarning,
-            stacklevel=4,
-        )
 
 
 def set_option(name: str, value):
-    """Set one option in the current scope; returns its previous value (None if unset)."""
+    """Set one option in the innermost :func:`llvm_options` scope; returns its previous value (None if unset).
+
+    Raises:
+        RuntimeError: outside an ``llvm_options`` block (options here are scoped, never process-wide).
+    """
     _check(name, value)
-    opts = getattr(_tls, "opts", None)
-    if opts is None:
-        opts = _tls.opts = {}
+    hints = ambient_hints()
+    if hints is None or "llvm_options" not in hints:
+        raise RuntimeError(
+            f"set_llvm_option('{name}') outside a `with llvm_options({{...}})` block: LLVM options apply to the "
+            "compilations of a scope here, not to the whole process"
+        )
+    opts = hints["llvm_options"]
     old = opts.get(name)
     opts[name] = value
     return old
@@ -51,12 +48,8 @@ def set_option(name: str, value):
 
 @contextlib.contextmanager
 def llvm_options(opts: dict):
-    """Set LLVM options for the ``with`` block, restoring the previous values on exit."""
+    """Set LLVM options for the jit compilations in the ``with`` block (see the module docstring)."""
     for name, value in opts.items():
         _check(name, value)
-    saved = getattr(_tls, "opts", None)
-    _tls.opts = {**(saved or {}), **opts}
-    try:
+    with CompilationContext.compile_hints({"llvm_options": {**current_options(), **opts}}):
         yield
-    finally:
-        _tls.opts = saved

@@ -5,7 +5,6 @@ names (typing/vector/arith re-exports, meta)."""
 
 from __future__ import annotations
 
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -258,18 +257,27 @@ def test_diagnostics_records_render_source_and_caret(tmp_path):
     assert str(DSLCompileError("plain")) == "plain"
 
 
-def test_llvm_options_validate_and_warn_instead_of_silently_ignoring():
+def test_llvm_options_scope_becomes_the_compile_hint():
+    from flydsl.compiler import FlyDSLError
     from flydsl.compiler import llvm_options as lo
 
     with pytest.raises(TypeError, match="Unsupported type list"):
         with lo.llvm_options({"x": [1]}):
             pass
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        with lo.llvm_options({"enable-post-misched-compat-test": False}):
-            assert lo.current_options() == {"enable-post-misched-compat-test": False}
-    assert lo.current_options() == {}
-    assert any("not applied" in str(x.message) for x in w)
+    with pytest.raises(RuntimeError, match="outside a `with llvm_options"):
+        lo.set_option("enable-post-misched", False)
+    out = np.zeros(1, np.float32)
+    with lo.llvm_options({"enable-post-misched": False}):
+        with lo.llvm_options({"lsr-drop-solution": True}):
+            assert lo.current_options() == {"enable-post-misched": False, "lsr-drop-solution": True}
+            assert lo.set_option("lsr-drop-solution", False) is True
+            launch_one(out)
+    assert lo.current_options() == {} and out.tolist() == [1.0]
+    hinted = [jf for jf in launch_one._hint_copies.values() if "llvm_options" in jf.compile_hints]
+    assert hinted[0].compile_hints["llvm_options"] == {"enable-post-misched": False, "lsr-drop-solution": False}
+    with pytest.raises(FlyDSLError, match="no-such-llvm-option"):  # honoured or rejected, never ignored
+        with lo.llvm_options({"no-such-llvm-option": 1}):
+            launch_one(out)
 
 
 @flyc.kernel

@@ -29,8 +29,7 @@ def extract_aligned_pointer_as_index(result_type, tensor, **kw):
 
 def _llvm_option(kind):
     def fn(name, value, *args, **kw):
-        """Set an LLVM command-line option for the kernels compiled in this scope (see
-        ``flydsl.compiler.llvm_options``)."""
+        """Set an LLVM option in the innermost ``llvm_options`` block (``flydsl.compiler.llvm_options``)."""
         from ...compiler.llvm_options import set_option
 
         set_option(str(name), kind(value))
