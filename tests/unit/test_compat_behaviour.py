@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
-from test_jit_api import launch_fill
 
 from flydsl.compiler import DSLNameError
 from flydsl.expr import buffer_ops
@@ -130,6 +129,16 @@ def launch_tuple_coord_load(out):
 def test_tuple_coordinate_tensor_load_is_a_clear_error():
     with pytest.raises(TypeError, match="elements are tuples cannot be loaded as a Vector"):
         launch_tuple_coord_load(np.zeros(1, np.int32))
+
+
+@flyc.kernel
+def fill_once(out: Tensor, value: fx.Int32):
+    out[fx.thread_idx.x] = value
+
+
+@flyc.jit
+def launch_fill(out, value: fx.Int32):  # its own jit function: other tests count test_jit_api's calls
+    fill_once(out, value).launch(grid=1, block=4)
 
 
 def test_compile_runs_the_function_once_like_flydsl(monkeypatch):
