@@ -5,7 +5,8 @@
 * ``@flyc.jit`` — a host launcher: traced, compiled, cached and launched on the GPU (or the CPU
   interpreter) when called; ``jit_fn.cache_info()``, ``jit_fn.compile_hints``.
 * ``flyc.compile(jit_fn, *args)`` → :class:`CompiledFunction` (``flyc.compile[hints](...)``).
-* ``flyc.from_torch_tensor(t)`` / ``flyc.from_dlpack(t)`` — tensor arguments with static layouts.
+* ``flyc.from_torch_tensor(t)`` / ``flyc.from_dlpack(t)`` — tensor arguments with static layouts;
+  ``flyc.from_c_void_p(dtype, address)`` — a raw-pointer argument (``fx.Pointer``).
 * :class:`FlyDSLError` and its family — every error reported at the user's line.
 
 See docs/compiler.md for the data flow, the control-flow rewrite, the ABI and the caches.
@@ -25,6 +26,7 @@ from .diagnostics import (
 )
 from .jit import CacheInfo, CompiledFunction, JitFunction, compile, jit
 from .kernel import KernelFunction, KernelLauncher, kernel
+from .raw_pointer import from_c_void_p
 from .trace import current_kernel
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "CacheInfo",
     "from_torch_tensor",
     "from_dlpack",
+    "from_c_void_p",
     "TensorAdaptor",
     "current_kernel",
     "FlyDSLError",

@@ -8,6 +8,7 @@ a Numeric class (``Int32`` …)       its IR type                             th
 ``"stream"``                        ``i64``                                 ``fx.Stream``
 ``("dyn_tensor", dt, n, u, al, c)`` ``!fly.ptr<dt>``, n × i32, (n-1) × i32  ``fx.Tensor``, stride[u] = 1
 ``("tensor", dt, shape, stride, …)``  ``!fly.ptr<dt>``, i32 per ``None``    ``fx.Tensor``, static ints
+``("pointer", dt, space, align)``    ``!fly.ptr<dt, space>``                 ``fx.Pointer``
 ``None``                            —                                       ``None``
 ``("const", value)``                —                                       the Python value
 ==================================  ======================================  ==========================
@@ -15,7 +16,9 @@ a Numeric class (``Int32`` …)       its IR type                             th
 
 from __future__ import annotations
 
+from ..expr._iterators import MemIter
 from ..expr.numeric import Int32, Numeric
+from ..expr.pointer import Pointer
 from ..expr.tensor import Tensor
 from ..expr.typing import Stream
 from ..ir import AddressSpace, PointerType, i32, i64
@@ -37,6 +40,8 @@ def param_types(part) -> list:
     if part is None or (isinstance(part, tuple) and part[0] in ("const", "self")):
         return []
     kind, dt = part[0], part[1]
+    if kind == "pointer":
+        return [PointerType(dt.ir_type, part[2])]
     ptr = PointerType(dt.ir_type, AddressSpace.GLOBAL)
     if kind == "dyn_tensor":
         n = part[2]
@@ -56,6 +61,8 @@ def make_param(part, values: list, value=None):
     if part[0] in ("const", "self"):
         return value
     kind, dt = part[0], part[1]
+    if kind == "pointer":
+        return MemIter.of(Pointer(values[0], dt), dt, part[3])
     dyn = iter(Int32._make(v) for v in values[1:])
     if kind == "dyn_tensor":
         n, u, align = part[2], part[3], part[4]

@@ -47,6 +47,15 @@ class Artifact:
     def ir_text(self) -> str:
         return print_op(self.module, locs=True)
 
+    @property
+    def source_ir(self) -> str:
+        """The module's MLIR text (FlyDSL's name; locations left out)."""
+        return print_op(self.module)
+
+    @property
+    def ir(self) -> str:
+        return print_op(self.module)
+
     def to_body(self) -> dict:
         """The JSON body of a disk-cache entry."""
         return {

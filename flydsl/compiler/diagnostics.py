@@ -16,6 +16,9 @@ class from both). The catalogue of user errors (ids, messages, fixes) is :mod:`f
 from __future__ import annotations
 
 import linecache
+import sys
+import traceback
+from dataclasses import dataclass, field
 
 from ..ir import IRError
 from .frames import traceback_location
@@ -32,6 +35,10 @@ __all__ = [
     "LaunchError",
     "render",
     "wrap_exception",
+    "SourceFrame",
+    "DiagRecord",
+    "DSLCompileError",
+    "install_excepthook",
 ]
 
 
@@ -147,3 +154,89 @@ def wrap_exception(exc: BaseException, fix: str | None = None) -> FlyDSLError:
     err.args = (msg,)
     err.original = exc
     return err
+
+
+# -- FlyDSL's structured compile diagnostics ------------------------------------------------------
+
+
+@dataclass
+class SourceFrame:
+    """One source position of a diagnostic: ``col``/``end_col`` are 0-based columns of ``line``."""
+
+    filename: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+
+
+@dataclass
+class DiagRecord:
+    """A diagnostic: its message and the chain of source frames, innermost first."""
+
+    message: str
+    chain: list = field(default_factory=list)
+
+
+def _render_frame(f: SourceFrame) -> list[str]:
+    out = [f'  File "{f.filename}", line {f.line}']
+    src = linecache.getline(f.filename, f.line).rstrip("\n").expandtabs(4)
+    if src.strip():
+        indent = len(src) - len(src.lstrip())
+        out.append("    " + src[indent:])
+        width = max(1, (f.end_col if f.end_col is not None else f.col + 1) - f.col)
+        out.append("    " + " " * max(0, f.col - indent) + "^" * width)
+    return out
+
+
+class DSLCompileError(FlyDSLError, RuntimeError):
+    """A compile failure with FlyDSL's structured diagnostics (``DiagRecord`` list); ``str()`` shows each
+    diagnostic's message and its source chain outermost first, with the code and a caret under it."""
+
+    def __init__(self, message: str, diagnostics=None, loc=None):
+        super().__init__(message, loc)
+        self.diagnostics = list(diagnostics or [])
+
+    def __str__(self) -> str:
+        shown = [d for d in self.diagnostics if d.message]
+        if not shown:
+            return self.message
+        lines = [self.message]
+        for d in shown:
+            lines.append(d.message)
+            if d.chain:
+                lines.append("DSL Traceback (most recent operation last):")
+                for f in reversed(d.chain):
+                    lines.extend(_render_frame(f))
+        return "\n".join(lines)
+
+
+def _is_framework_file(filename: str) -> bool:
+    """True for flydsl's own source files (hidden from the user's traceback by the excepthook)."""
+    from .frames import FLYDSL_DIR
+
+    return not filename or filename.startswith("<") or filename.startswith(FLYDSL_DIR)
+
+
+_dsl_excepthook_installed = False
+
+
+def install_excepthook() -> None:
+    """Make uncaught :class:`FlyDSLError`\\ s print the user's frames only, then the error (idempotent).
+    ``FLYDSL_DEBUG_SHOW_STACKTRACE=1`` keeps Python's full traceback; other exceptions are untouched."""
+    global _dsl_excepthook_installed
+    mod = sys.modules[__name__]
+    if mod._dsl_excepthook_installed:
+        return
+    previous = sys.excepthook
+
+    def hook(exc_type, exc, tb):
+        from ..utils.env import env
+
+        if env.debug_show_stacktrace or not isinstance(exc, FlyDSLError):
+            return previous(exc_type, exc, tb)
+        frames = [f for f in traceback.extract_tb(tb) if not mod._is_framework_file(f.filename)]
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))
+        sys.stderr.write(text + "-" * 60 + "\n" + f"{exc_type.__name__}: {exc}\n")
+
+    sys.excepthook = hook
+    mod._dsl_excepthook_installed = True

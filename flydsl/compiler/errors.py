@@ -1,8 +1,9 @@
 """The catalogue of user errors: one entry per mistake, in the user's words, with a fix.
 
 Each :class:`Diag` has a stable id (``FLY1xx`` control flow, ``FLY2xx`` kernels/jit and arguments,
-``FLY3xx`` tracing limits, ``FLY4xx`` devices and caches, ``FLY5xx`` tensor cores and async copies),
-the exception class it raises, a message template and a fix template (``str.format`` fields). Raise with :func:`error`::
+``FLY3xx`` tracing limits, ``FLY4xx`` devices and caches, ``FLY5xx`` target capabilities: tensor cores
+and async copies, AMD-only instructions and the ``flydsl._mlir`` facade), the exception class it raises,
+a message template and a fix template (``str.format`` fields). Raise with :func:`error`::
 
     raise error(BRANCH_TYPE_MISMATCH, loc, name="x", a="Int32", b="Float32")
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from ..dialects.capabilities import MESSAGE as CAPABILITY_MESSAGE
 from .diagnostics import (
+    CompileError,
     ControlFlowError,
     DSLNameError,
     DSLTypeError,
@@ -393,6 +395,21 @@ ENV_INVALID = _d(
     DSLValueError,
     "environment variable {var}={value!r} is not valid: {why}",
     "set {var} to {expected}, or unset it to use the default (the README lists every variable)",
+)
+
+# -- target capabilities (FLY5xx): AMD-only instructions and the MLIR facade ------------------------
+
+AMD_ONLY_OP = _d(
+    "FLY501",
+    CompileError,
+    "`{op}` ({what}) is an AMD-only instruction; the target {target} has no equivalent",
+    "use the portable fx API instead ({alt}), or run this kernel with ROCm FlyDSL on an AMD GPU",
+)
+MLIR_UNSUPPORTED = _d(
+    "FLY502",
+    CompileError,
+    "`{op}` is not available in flydsl's IR: {why}",
+    "use the fx API for this (docs/compatibility.md lists what flydsl._mlir provides)",
 )
 
 # -- tensor cores and asynchronous copies (FLY5xx) -------------------------------------------------

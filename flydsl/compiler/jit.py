@@ -25,6 +25,7 @@ from ..ir import InsertionPoint, i64, new_module
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
 from . import errors as E
+from ._flydsl_jit import FlyDSLJitNames
 from .abi import make_param, param_arg_names, param_types
 from .artifact import Artifact
 from .cache import DiskCache, deps_digest, disk_key
@@ -36,6 +37,7 @@ from .frames import frame_location, traceback_location, user_frame
 from .frontend import rewrite_function
 from .hints import check_hints
 from .kernel import resolve_signature
+from .kernel_function import _tls as _tls_hints
 from .pipeline import codegen, compile_module
 from .specialize import Param
 from .trace import TraceContext, TraceTimeout, run_traced, select_target, timeout_error, tracing
@@ -91,7 +93,7 @@ class _Entry:
         launcher(vals)
 
 
-class JitFunction:
+class JitFunction(FlyDSLJitNames):
     """A function decorated with ``@flyc.jit``."""
 
     def __init__(self, fn):
@@ -153,6 +155,8 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if _trace_stack:  # called while tracing: a helper
             return self.body()(*args, **kwargs)
+        if _tls_hints.hints is not None and not self._hinted_copy:  # CompilationContext.compile_hints
+            return self._under_hints(_tls_hints.hints)(*args, **kwargs)
         return self._call(args, kwargs, OTHER_PATTERN)
 
     def _slow(self, vals: tuple, rest: tuple, kwargs, r):
@@ -240,6 +244,8 @@ class JitFunction:
 
     def _prepare(self, args, kwargs, bound: bool = False):
         """(entry, ABI values, COMPILE_ONLY) for one call: the full path up to the launch."""
+        if _tls_hints.hints is not None and not self._hinted_copy:  # CompilationContext.compile_hints
+            return self._under_hints(_tls_hints.hints)._prepare(args, kwargs, bound)
         if self._params is None:
             self._init_params()
         if not bound and (kwargs or len(args) != self._nargs):
@@ -576,7 +582,11 @@ def _unwrap(fn):
 
 
 class _Compile:
-    """``flyc.compile(fn, *args)``, ``flyc.compile[hints](fn, *args)``, ``flyc.compile[hints](fn)``."""
+    """``flyc.compile(fn, *args)``, ``flyc.compile[hints](fn, *args)``, ``flyc.compile[hints](fn)``.
+
+    With arguments: compiles the specialization, runs it once with them (as FlyDSL does) and returns the
+    :class:`CompiledFunction`; under ``COMPILE_ONLY`` nothing runs and the result is None.
+    """
 
     def __init__(self, hints: dict | None = None):
         self.hints = hints or {}
@@ -594,11 +604,14 @@ class _Compile:
         if not args and not kwargs:
             return fn
         try:
-            entry, _, compile_only = jf._prepare(bound + args, kwargs)
+            entry, vals, compile_only = jf._prepare(bound + args, kwargs)
+            if compile_only:
+                return None
+            # NOTE: FlyDSL's compile runs the function once with these arguments, and FlyDSL's kernel
+            # helpers rely on it (their first call's output is this run's)
+            entry.run(vals)
         except Exception as e:
             raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
-        if compile_only:
-            return None
         return CompiledFunction(jf, entry)
 
 

@@ -20,7 +20,7 @@ from ..expr.gpu import known_block_size_scope, reset_shared_usage
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.smem import DYNAMIC_SMEM_ATTR
 from ..expr.typing import Constexpr, Stream, Tensor
-from ..ir import InsertionPoint, SymbolRef, Value, i64
+from ..ir import I32Array, InsertionPoint, SymbolRef, Value, i64
 from . import errors as E
 from .errors import error
 from .frames import frame_location, user_frame
@@ -100,7 +100,9 @@ class KernelFunction:
             return self
         return functools.partial(self.__call__, obj)
 
-    def __call__(self, *args, **kwargs) -> KernelLauncher:
+    def __call__(self, *args, unit_attrs=None, value_attrs=None, **kwargs) -> KernelLauncher:
+        """Bind the arguments; ``unit_attrs`` (names) / ``value_attrs`` (name -> value) are attributes of
+        the kernel's ``gpu.func`` (FlyDSL's spelling; part of the kernel's specialization)."""
         ctx = current()
         if ctx is None:
             raise error(E.KERNEL_OUTSIDE_JIT, _caller_loc(), name=self.fn.__name__)
@@ -111,7 +113,7 @@ class KernelFunction:
         except TypeError as e:
             raise error(E.ARG_BINDING, _caller_loc(), name=self.fn.__name__, detail=str(e)) from None
         bound.apply_defaults()
-        return KernelLauncher(self, bound.arguments)
+        return KernelLauncher(self, bound.arguments, _func_attrs(unit_attrs, value_attrs))
 
     def __repr__(self) -> str:
         return f"<flyc.kernel {self.fn.__qualname__}>"
@@ -184,11 +186,24 @@ def _const_key(v):
 class KernelLauncher:
     """``kernel(*args)``: call ``.launch(grid=, block=, smem=, stream=)`` to launch it."""
 
-    def __init__(self, kfn: KernelFunction, arguments: dict):
+    def __init__(self, kfn: KernelFunction, arguments: dict, func_attrs: tuple = ()):
         self.kfn = kfn
         self.arguments = arguments
+        self.func_attrs = func_attrs
 
-    def launch(self, *, grid=(1, 1, 1), block=(1, 1, 1), smem=None, stream=None, cluster=None, **_attrs):
+    def launch(
+        self,
+        *,
+        grid=(1, 1, 1),
+        block=(1, 1, 1),
+        smem=None,
+        stream=None,
+        cluster=None,
+        unit_attrs=None,
+        value_attrs=None,
+    ):
+        """Launch (``unit_attrs``/``value_attrs``: more attributes of the kernel's ``gpu.func``)."""
+        self.func_attrs = self.func_attrs + _func_attrs(unit_attrs, value_attrs)
         ctx = current()
         loc = _caller_loc()
         if ctx is None or ctx.kernel_stack:
@@ -249,7 +264,7 @@ class KernelLauncher:
                 parts.append(p.key())
             except TypeError:
                 raise error(E.KERNEL_ARG_STATIC, _caller_loc(), name=p.name, got=_got(p.value)) from None
-        key = (self.kfn, tuple(parts), kbs) + ((cluster,) if cluster else ())
+        key = (self.kfn, tuple(parts), kbs, self.func_attrs) + ((cluster,) if cluster else ())
         name = ctx.kernels.get(key)
         if name is not None:
             return name
@@ -259,9 +274,10 @@ class KernelLauncher:
         types = [v.type for p in params for v in p.values]
         attrs = {"kernel": True}
         if kbs is not None:
-            attrs["known_block_size"] = list(kbs)
+            attrs["known_block_size"] = I32Array(kbs)
         if cluster:
-            attrs["cluster_dims"] = list(cluster)  # thread-block clusters (sm_90): .reqnctapercluster
+            attrs["cluster_dims"] = I32Array(cluster)  # thread-block clusters (sm_90): .reqnctapercluster
+        attrs.update(self.func_attrs)
         fop = dfunc.build_func(gpu.func, name, types, **attrs)
         fop.loc = _def_loc(self.kfn.fn)
         ctx.gpu_module.regions[0].block.append(fop)
@@ -284,6 +300,17 @@ class KernelLauncher:
         finally:
             ctx.kernel_stack.pop()
         return name
+
+
+def _func_attrs(unit_attrs, value_attrs) -> tuple:
+    """``(name, value)`` pairs of extra ``gpu.func`` attributes (a unit attribute's value is True)."""
+    out = [(str(n), True) for n in (unit_attrs or ())]
+    for n, v in (value_attrs or {}).items():
+        v = getattr(v, "value", v)  # an ir.IntegerAttr & co. from flydsl._mlir
+        if not isinstance(v, (bool, int, float, str)):
+            raise TypeError(f"kernel attribute {n!r}: value {v!r} must be a bool, int, float or str")
+        out.append((str(n), v))
+    return tuple(out)
 
 
 def _def_line(fn):

@@ -47,6 +47,7 @@ from ..expr.numeric import (
     Uint32,
     Uint64,
 )
+from ..expr.pointer import Pointer
 from ..expr.typing import Constexpr, Stream, Tensor, stream_handle
 from ..runtime.args import (
     DEFAULT_STREAM,
@@ -383,5 +384,9 @@ class Param:
             self.conv = tensor_conv
         elif first and p.name == "self":
             self.conv = _self_conv
+        elif ann is Pointer:  # flyc.from_c_void_p, or an int address (FlyDSL's compiled functions take them)
+            from .raw_pointer import pointer_conv
+
+            self.conv = pointer_conv()
         else:
             self.conv = value_conv

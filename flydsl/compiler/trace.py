@@ -227,20 +227,7 @@ def select_target() -> Target:
     return get_target(arch)
 
 
-_DEVICE_ARCH: list = []
-
-
 def _device_arch() -> str | None:
-    if not _DEVICE_ARCH:
-        arch = None
-        try:
-            from ..runtime import cuda
+    from ..runtime.arch import hardware_arch
 
-            if cuda.is_available():
-                arch = cuda.device_arch()
-                if arch == "sm_90":
-                    arch = "sm_90a"  # the H100/H200: the 'a' features (wgmma, setmaxnreg) are available
-        except Exception:  # no driver, no bindings: not a CUDA machine
-            arch = None
-        _DEVICE_ARCH.append(arch)
-    return _DEVICE_ARCH[0]
+    return hardware_arch()

@@ -341,4 +341,7 @@ def __getattr__(name: str):
     alias = alias_by_name(name)  # Float32x5, Int8x64, … beyond the predefined aliases
     if alias is not None:
         return alias
+    compat = importlib.import_module("._compat", __name__)  # FlyDSL spellings: as_ir_value, SyncScope …
+    if name in compat.__all__:
+        return getattr(compat, name)
     raise AttributeError(f"module 'flydsl.expr' has no attribute {name!r}")

@@ -559,10 +559,24 @@ class CoordIter:
     def write_elem(self, off, x):
         self._no_data("write")
 
-    def read_all(self, *a):
+    def read_all(self, layout, n, dtype, ddiv) -> Vector:
+        """The coordinates as one Int32 Vector (colexicographic order), for tensors whose elements are
+        integers (``make_view(int, layout)``); a tensor of tuple coordinates has no vector form."""
+        elems = [iadd(self.crd, L.crd2idx(L.idx2crd(i, layout.shape), layout)) for i in range(n)]
+        if any(isinstance(e, tuple) for e in elems):
+            raise TypeError(
+                "a coordinate tensor whose elements are tuples cannot be loaded as a Vector; index it "
+                "(`t[i]`) to get a coordinate, or build it over an integer (`make_view(0, layout)`)"
+            )
+        return Vector.from_elements([as_numeric(e).to(Int32) for e in elems], Int32)
+
+    def _no_store(self, *a):
+        self._no_data("write")
+
+    def read_vec(self, *a):
         self._no_data("load")
 
-    write_all = fill = read_vec = write_vec = read_all
+    write_all = fill = write_vec = _no_store
 
     def values(self) -> list:
         from .tensor import _leaf_values

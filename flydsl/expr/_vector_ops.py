@@ -135,6 +135,8 @@ REDUCTIONS = {
 def _reduction_kind(op, dtype) -> str:
     if isinstance(op, ReductionOp):
         op = op.value
+    elif isinstance(getattr(op, "value", None), str):  # an enum of kind names (MLIR's vector.CombiningKind)
+        op = op.value
     if not isinstance(op, str):
         raise TypeError(f"reduce op must be a string or fx.ReductionOp, got {type(op).__name__}")
     key = op.lower()

@@ -351,3 +351,19 @@ fptoui = _cast_op("fptoui", _d.fptoui)
 bitcast = _cast_op("bitcast", _d.bitcast)
 index_cast = _cast_op("index_cast", _d.index_cast)
 index_castui = _cast_op("index_castui", _d.index_castui)
+
+
+_COMPAT_NAMES = ("ArithValue", "unwrap", "index")
+
+
+def __getattr__(name: str):
+    """FlyDSL's ``fx.arith`` also has ``ArithValue``, ``unwrap``, ``index`` and the MLIR arith builders
+    (``ConstantOp``, ``IndexCastOp``, ``CmpIPredicate`` …): resolved on first use."""
+    import importlib
+
+    if name in _COMPAT_NAMES:
+        return getattr(importlib.import_module("._compat", __package__), name)
+    raw = importlib.import_module("..._mlir.dialects.arith", __name__)
+    if name in raw.__all__:
+        return getattr(raw, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

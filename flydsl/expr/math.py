@@ -216,3 +216,57 @@ absi = _define("absi", _make_unary_int("absi", _UNARY_INT["absi"]))
 ctpop = _define("ctpop", _make_unary_int("ctpop", _UNARY_INT["ctpop"]))
 ctlz = _define("ctlz", _make_unary_int("ctlz", _UNARY_INT["ctlz"]))
 cttz = _define("cttz", _make_unary_int("cttz", _UNARY_INT["cttz"]))
+
+
+# -- FlyDSL's composite math functions: built from the ops above, so they run on every target ---------
+
+
+def fpowi(x, n, *, fastmath=None):
+    """``x ** n`` for a float ``x`` and an integer ``n`` (``powf`` with ``n`` converted exactly; IEEE
+    ``pow`` gives the sign of a negative base for integer exponents)."""
+    v = _operand(x, "fpowi", True)
+    e = _operand(n, "fpowi", False)
+    return powf(v, e.to(v.dtype), fastmath=fastmath)
+
+
+def ipowi(x, n):
+    """``x ** n`` for integers (``n >= 0``; wraps like multiplication), by repeated squaring when ``n`` is
+    a compile-time value, else a run-time loop-free product over the 32 bits of ``n``."""
+    v = _operand(x, "ipowi", False)
+    e = _operand(n, "ipowi", False).to(v.dtype)
+    if isinstance(e, Numeric) and e.is_static():
+        result, base, k = v.dtype(1), v, int(e.value)
+        while k > 0:
+            if k & 1:
+                result = result * base
+            base, k = base * base, k >> 1
+        return result
+    result, base = v.dtype(1) if isinstance(v, Numeric) else v * 0 + 1, v
+    for bit in range(v.dtype.width):
+        result = ((e >> bit) & 1 == 1).select(result * base, result)
+        base = base * base
+    return result
+
+
+def clampf(x, lo, hi, *, fastmath=None):
+    """``min(max(x, lo), hi)`` for floats (NaN-propagating, as ``maximumf``/``minimumf``)."""
+    from .arith import maximumf, minimumf
+
+    return minimumf(maximumf(x, lo), hi)
+
+
+def sincos(x, *, fastmath=None):
+    """``(sin(x), cos(x))``."""
+    return sin(x, fastmath=fastmath), cos(x, fastmath=fastmath)
+
+
+def isnormal(x):
+    """Whether ``x`` is a normal float: finite, non-zero and not subnormal."""
+    from ml_dtypes import finfo
+
+    v = _operand(x, "isnormal", True)
+    tiny = float(finfo(v.dtype.numpy_dtype).smallest_normal)
+    return isfinite(v) & (absf(v) >= v.dtype(tiny))
+
+
+__all__ += ["fpowi", "ipowi", "clampf", "sincos", "isnormal"]

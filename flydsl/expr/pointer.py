@@ -226,18 +226,13 @@ class Pointer:
         """The address as an Int64 (``ptr.to_int``)."""
         return Int64._make(_d.to_int(self._v))
 
-    def view(self, *args, **kwargs):
-        """A tensor view of the memory through a layout (provided by the layout engine).
+    def view(self, layout, **kwargs):
+        """A tensor of ``layout`` over this memory (``fx.make_view(ptr, layout)``; FlyDSL's ``ptr.view``)."""
+        if _view_hook is not None:
+            return _view_hook(self, layout, **kwargs)
+        from .tensor import make_view  # NOTE: tensor.py imports this module
 
-        Raises:
-            NotImplementedError: the layout engine has not registered the view yet.
-        """
-        if _view_hook is None:
-            raise NotImplementedError(
-                "Pointer.view(layout) needs the layout engine (flydsl.layout), which has not registered "
-                "its view implementation; index the pointer directly (p[i], p.load(vec_width=n)) meanwhile"
-            )
-        return _view_hook(self, *args, **kwargs)
+        return make_view(self, layout, **kwargs)
 
 
 def _mem_attrs(align, cache) -> dict:

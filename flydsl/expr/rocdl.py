@@ -91,3 +91,13 @@ def make_buffer_tensor(tensor, max_size: bool = True, *, num_records_bytes=None)
     rsrc = create_buffer_resource(it, max_size=True, num_records_bytes=num_records_bytes)
     buf = _it.BufIter(rsrc.ir_value(), 0, tensor.dtype, it.align)
     return type(tensor)._make(buf, tensor.dtype, tensor.layout, tensor._div)
+
+
+def __getattr__(name: str):
+    """FlyDSL's ``fx.rocdl`` also holds the ROCDL operations: those with a portable meaning run here
+    (``readfirstlane``, ``mbcnt_lo``, raw buffer loads/stores …), scheduling hints are no-ops and AMD-only
+    instructions raise FLY501 (:mod:`flydsl._mlir.dialects.rocdl`, resolved on first use)."""
+    import importlib
+
+    ops = importlib.import_module("flydsl._mlir.dialects.rocdl")
+    return getattr(ops, name)

@@ -133,6 +133,12 @@ class Tensor:
     address_space = memspace
 
     @property
+    def type(self) -> MemRefType:
+        """The tensor's type (FlyDSL's memref type: element type, address space, layout)."""
+        space = _SPACE_OF.get(self.memspace, AddressSpace.Generic)
+        return MemRefType(self._dtype, self._layout, space)
+
+    @property
     def rank(self) -> int:
         return L.rank(self._layout.shape)
 
@@ -435,6 +441,28 @@ class MemRefType:
 
     def __repr__(self) -> str:
         return f"MemRefType({self.dtype.__name__}, {self.layout}, {self.space.name})"
+
+    def __str__(self) -> str:
+        return f"!fly.memref<{self.dtype.ir_type}, {self.space.name.lower()}, {self.layout}>"
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, MemRefType)
+            and (self.dtype, self.space) == (other.dtype, other.space)
+            and str(self.layout) == str(other.layout)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.dtype, self.space, str(self.layout)))
+
+
+_SPACE_OF = {
+    "global": AddressSpace.Global,
+    "shared": AddressSpace.Shared,
+    "generic": AddressSpace.Generic,
+    "buffer": AddressSpace.BufferDesc,
+    "register": AddressSpace.Register,
+}
 
 
 class LayoutType:

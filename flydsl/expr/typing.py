@@ -75,6 +75,8 @@ class _ConstexprMeta(type):
     _cache: dict = {}
 
     def __getitem__(cls, t):
+        if typing.get_origin(t) is tuple:  # Constexpr[Tuple[int, Tuple[bool, float]]]: checked by structure
+            return cls._tuple_of(t)
         if t not in _ALLOWED and t not in _CALLABLES:
             raise TypeError(
                 f"fx.Constexpr[{getattr(t, '__name__', t)}] is not supported; "
@@ -90,6 +92,39 @@ class _ConstexprMeta(type):
 
     def __repr__(cls) -> str:
         return f"fx.{cls.__name__}"
+
+    def _tuple_of(cls, t):
+        sub = _ConstexprMeta._cache.get(t)
+        if sub is None:
+            _check_tuple_spec(t)
+            name = repr(t).replace("typing.", "")
+            sub = _ConstexprMeta(f"Constexpr[{name}]", (cls,), {"value_type": t, "__module__": cls.__module__})
+            _ConstexprMeta._cache[t] = sub
+        return sub
+
+
+def _check_tuple_spec(t) -> None:
+    for a in typing.get_args(t):
+        if a is Ellipsis:
+            continue
+        if typing.get_origin(a) is tuple:
+            _check_tuple_spec(a)
+        elif a not in _ALLOWED:
+            raise TypeError(f"fx.Constexpr[{t!r}]: tuple elements must be int, bool, float, str or tuples of them")
+
+
+def _matches(spec, value) -> bool:
+    """Whether ``value`` has exactly the structure and element types of ``spec`` (``Tuple[int, ...]`` too)."""
+    if typing.get_origin(spec) is not tuple:
+        return isinstance(value, tuple) if spec is tuple else type(value) is spec
+    if not isinstance(value, tuple):
+        return False
+    args = typing.get_args(spec)
+    if len(args) == 2 and args[1] is Ellipsis:
+        return all(_matches(args[0], v) for v in value)
+    if args == ((),):  # Tuple[()]
+        return value == ()
+    return len(args) == len(value) and all(_matches(a, v) for a, v in zip(args, value))
 
 
 class Constexpr(metaclass=_ConstexprMeta):
@@ -108,6 +143,8 @@ class Constexpr(metaclass=_ConstexprMeta):
             return True
         if t == "Callable":
             return callable(value)
+        if typing.get_origin(t) is tuple:
+            return _matches(t, value)
         if t is tuple:
             return isinstance(value, tuple)
         return type(value) is t
@@ -174,6 +211,9 @@ _LAZY = {"T": ("irtypes", "T"), "Types": ("irtypes", "Types"), "Vector": ("vecto
          "Pointer": ("pointer", "Pointer")}  # fmt: skip
 
 
+_COMPAT = ("as_ir_value", "ArithValue", "SyncScope")
+
+
 def __getattr__(name: str):
     import importlib
 
@@ -183,4 +223,7 @@ def __getattr__(name: str):
     alias = importlib.import_module(f"{__package__}._vector_alias").alias_by_name(name)
     if alias is not None:
         return alias
+    fx = importlib.import_module(__package__)  # FlyDSL's typing also re-exports fx's names (ReductionOp, full …)
+    if name in fx.__all__ or name in _COMPAT:
+        return getattr(fx, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,6 +51,9 @@ def as_vector_operand(x):
     try:
         return as_numeric(x)
     except TypeError:
+        trap = getattr(type(x), "_fly_raise", None)
+        if trap is not None:  # a variable without a value on this path: its own error (FLY102/117/118)
+            trap(x)
         return None
 
 
@@ -341,7 +344,7 @@ class Vector:
         Raises:
             TypeError: a rounding mode on a cast that is not float-to-float.
         """
-        if dtype is Value:
+        if dtype is Value or getattr(dtype, "_fly_value_view", False):  # ours, or flydsl._mlir.ir.Value
             return self
         if dtype in (int, float, bool):
             raise TypeError(f"a Vector has no Python {dtype.__name__} value")
@@ -519,3 +522,13 @@ def _lanes_of(x, C, shape) -> Value:
         x = x.to(C)
         return x._v if x.numel == _shape.numel(shape) else x.broadcast_to(shape)._v
     return splat_ir(x.to(C), _shape.numel(shape))
+
+
+def __getattr__(name: str):
+    """FlyDSL's ``flydsl.expr.vector`` also exports ``T``, ``ReductionOp``, ``full``, ``full_like`` …"""
+    import importlib
+
+    fx = importlib.import_module(__package__)
+    if name in fx.__all__:
+        return getattr(fx, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from .builder import (
     set_requirement_check,
 )
 from .builtin import ModuleOp, new_module
-from .core import OPS, Block, IRError, Location, Op, OpDef, Region, SymbolRef, Trait, Value, lookup_op
+from .core import OPS, Block, I32Array, IRError, Location, Op, OpDef, Region, SymbolRef, Trait, Value, lookup_op
 from .numpy_types import numpy_dtype, unsigned_dtype
 from .parser import ParseError, parse_module, register_parse_format
 from .printer import Printer, format_attr, print_op, register_format
@@ -59,6 +59,7 @@ __all__ = [
     "OPS",
     "Block",
     "IRError",
+    "I32Array",
     "Location",
     "Op",
     "OpDef",

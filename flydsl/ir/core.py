@@ -44,6 +44,13 @@ class IRError(Exception):
         super().__init__(message)
 
 
+class I32Array(tuple):
+    """A dense array of 32-bit ints as an attribute value (MLIR ``array<i32: 64, 1, 1>``, e.g. a kernel's
+    ``known_block_size``); a tuple everywhere else."""
+
+    __slots__ = ()
+
+
 class SymbolRef(str):
     """A reference to a symbol (``@name``) as an attribute value."""
 
@@ -226,6 +233,11 @@ class Block:
         self.args = [Value(t, self, i) for i, t in enumerate(arg_types)]
         self.ops: list[Op] = []
         self.parent = parent
+
+    @property
+    def arguments(self) -> list[Value]:
+        """The block arguments (the MLIR bindings' name for ``args``)."""
+        return self.args
 
     def add_arg(self, type: Type) -> Value:
         v = Value(type, self, len(self.args))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import Block, IRError, Op, OpDef, Region, SymbolRef, Value, lookup_op
+from .core import Block, I32Array, IRError, Op, OpDef, Region, SymbolRef, Value, lookup_op
 from .types import FunctionType, Type, parse_type
 
 __all__ = ["Parser", "parse_module", "parse_op_text", "register_parse_format", "ParseError"]
@@ -204,6 +204,15 @@ class Parser:
             return tuple(items)
         if ch == "{":
             return self.attr_dict()
+        if s.startswith("array<i32", p):
+            self.pos += 9
+            items = []
+            if self.accept(":"):
+                items.append(int(self.match(_NUM)))
+                while self.accept(","):
+                    items.append(int(self.match(_NUM)))
+            self.expect(">")
+            return I32Array(items)
         if s.startswith("dense<", p):
             self.pos += 6
             if self.accept("["):
@@ -392,11 +401,23 @@ def _fix_dense(op: Op) -> None:
             op.attrs[k] = dense_to_array(v, op.results[0].type)
 
 
+def _p_fastmath(ps: Parser) -> dict:
+    """`` fastmath<flags>`` (MLIR's spelling) and/or an attribute dict."""
+    fm = None
+    if ps.accept("fastmath<"):
+        end = ps.s.index(">", ps.pos)
+        fm, ps.pos = ps.s[ps.pos : end], end + 1
+    attrs = ps.opt_attr_dict()
+    if fm is not None:
+        attrs = {"fastmath": fm, **attrs}
+    return attrs
+
+
 def _p_binary(ps: Parser, defn: OpDef, nres: int) -> Op:
     a = ps.operand()
     ps.expect(",")
     b = ps.operand()
-    attrs = ps.opt_attr_dict()
+    attrs = _p_fastmath(ps)
     ps.expect(":")
     t = ps.type()
     return _mk(defn, [a, b], [t], attrs)
@@ -406,7 +427,7 @@ def _p_unary(ps: Parser, defn: OpDef, nres: int) -> Op:
     ops = [ps.operand()]
     while ps.accept(","):
         ops.append(ps.operand())
-    attrs = ps.opt_attr_dict()
+    attrs = _p_fastmath(ps)
     ps.expect(":")
     t = ps.type()
     return _mk(defn, ops, [t], attrs)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import Block, Op, Region, SymbolRef, Value
+from .core import Block, I32Array, Op, Region, SymbolRef, Value
 from .types import Type
 
 __all__ = ["Printer", "print_op", "format_attr", "register_format", "FORMATS", "format_loc"]
@@ -49,6 +49,8 @@ def format_attr(v) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     if isinstance(v, Type):
         return str(v)
+    if isinstance(v, I32Array):
+        return "array<i32" + "".join(f"{',' if i else ':'} {int(x)}" for i, x in enumerate(v)) + ">"
     if isinstance(v, (tuple, list)):
         return "[" + ", ".join(format_attr(x) for x in v) + "]"
     if isinstance(v, np.ndarray):
@@ -180,14 +182,22 @@ def GENERIC(p: Printer, op: Op, indent: str) -> str:
     return s + f" : ({ins}) -> ({outs})"
 
 
+def _fastmath(p: Printer, op: Op) -> str:
+    """MLIR's spelling of the fast-math flags (`` fastmath<fast>``) and the other attributes."""
+    fm = op.attrs.get("fastmath")
+    if type(fm) is not str or not fm or not all(c.isalpha() or c == "," for c in fm):
+        return p.attr_dict(op.attrs)
+    return f" fastmath<{fm}>{p.attr_dict(op.attrs, skip=('fastmath',))}"
+
+
 def _binary(p: Printer, op: Op, indent: str) -> str:
     a, b = op.operands
-    return f"{op.defn.name} {p.name(a)}, {p.name(b)}{p.attr_dict(op.attrs)} : {op.results[0].type}"
+    return f"{op.defn.name} {p.name(a)}, {p.name(b)}{_fastmath(p, op)} : {op.results[0].type}"
 
 
 def _unary(p: Printer, op: Op, indent: str) -> str:
     names = p.names_of(op.operands)
-    return f"{op.defn.name} {names}{p.attr_dict(op.attrs)} : {op.results[0].type}"
+    return f"{op.defn.name} {names}{_fastmath(p, op)} : {op.results[0].type}"
 
 
 def _cast(p: Printer, op: Op, indent: str) -> str:

@@ -184,15 +184,18 @@ def _compose_leaf(flat_s, flat_d, s, d, lhs):
             )
         new_a = ishape_div(a, rest_stride)
         if not _is1(new_a):
-            # NOTE: strict like CuTe; a partial fit inside one mode would break left-distributivity.
-            if type(new_a) is int and type(rest_shape) is int and rest_shape % new_a and new_a % rest_shape:
+            take = imin(new_a, rest_shape)
+            # NOTE: CuTe's (and FlyDSL's) weak shape divisibility: what is left of the tiler must be a
+            # multiple of what this mode takes; a tiler that ends inside a mode is fine
+            # ((5,15):(19,51) o 3:1 == 3:19).
+            if type(take) is int and type(rest_shape) is int and rest_shape % take:
                 raise ValueError(
                     f"composition: shape divisibility condition violated: tiler size {s} does not fit "
                     f"the modes of the layout {lhs} (remaining size {rest_shape} vs mode size {new_a})"
                 )
-            out_s.append(imin(new_a, rest_shape))
+            out_s.append(take)
             out_d.append(imul(rest_stride, b))
-            rest_shape = ishape_div(rest_shape, new_a)
+            rest_shape = ishape_div(rest_shape, take)
         if _is1(rest_shape):
             break
         rest_stride = ishape_div(rest_stride, a)

@@ -254,6 +254,14 @@ class TensorAdaptor:
         self.divisibility = divisibility
         return self
 
+    def __cache_signature__(self) -> tuple:
+        """What of this argument the compiled code depends on: element type, the static dims and strides
+        (None where marked dynamic), divisibility, pointer alignment and device — never the data."""
+        r = self.ref
+        shape = tuple(None if d else s for s, d in zip(r.shape, self.dyn_shape))
+        strides = tuple(None if d else s for s, d in zip(r.strides, self.dyn_stride))
+        return ("tensor", str(r.dtype), shape, strides, self.divisibility, alignment_of(r.ptr), r.is_cuda)
+
     def __repr__(self) -> str:
         return f"TensorAdaptor({self.ref.dtype}, shape={self.ref.shape}, strides={self.ref.strides})"
 

@@ -19,6 +19,7 @@ from ..interp import Memory, compile_host, run_kernel
 from ..utils.env import env
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .launch_plan import check_launch_dims, launch_plan
+from .raw_pointer import RawAddress, owning_region
 
 __all__ = ["CpuLauncher", "register_tensor"]
 
@@ -62,6 +63,27 @@ def register_tensor(ref: TensorRef, mem: Memory) -> int:
     return mem.register(view, ref.name) + (ref.ptr - start)
 
 
+def register_raw(address: int, mem: Memory, name: str) -> int:
+    """The interpreter address of a raw pointer (``flyc.from_c_void_p``): the live CPU tensor or array whose
+    memory contains it is registered whole, so accesses are checked against that allocation.
+
+    Raises:
+        ArgError: no live CPU tensor/array holds the address (FLY401).
+    """
+    region = owning_region(int(address))
+    if region is None:
+        raise ArgError(
+            "DEVICE_MISMATCH",
+            name=name,
+            got=f"a raw pointer 0x{int(address):x} (flyc.from_c_void_p) into no live CPU tensor or array",
+            device="cpu",
+            fix="keep the tensor the address comes from alive and on the CPU, or pass the tensor itself",
+        )
+    start, nbytes, _owner = region
+    raw = (ctypes.c_char * nbytes).from_address(start)
+    return mem.register(np.frombuffer(raw, dtype=np.uint8), name) + (int(address) - start)
+
+
 class CpuLauncher:
     """Launches one compiled specialization on the interpreter: ``launcher(abi_values)``."""
 
@@ -84,6 +106,8 @@ class CpuLauncher:
                 args[i] = register_tensor(v, mem)
             elif v is DEFAULT_STREAM:
                 args[i] = 0
+            elif type(v) is RawAddress:
+                args[i] = register_raw(v, mem, self.param_names[i] if i < len(self.param_names) else f"arg{i}")
         self._mem = mem
         try:
             self.host(args, self._launch)

@@ -14,12 +14,39 @@ from __future__ import annotations
 from ..interp import compile_host
 from ..utils.env import env
 from ..utils.target import Target
+from .arch import (
+    bf16_global_atomics_arch_description,
+    default_fp8_format,
+    get_hip_arch,
+    get_rocm_arch,
+    get_rocm_device_count,
+    get_warp_size,
+    is_nvidia_arch,
+    is_rdna_arch,
+    supports_bf16_global_atomics,
+)
 from .args import DEFAULT_STREAM, ArgError, TensorRef
 from .cpu import CpuLauncher
 from .launch_plan import check_launch_dims, launch_plan
 from .streams import torch_stream_getter
 
-__all__ = ["Device", "get_device", "CudaLauncher", "DeviceError", "StandInCudaDevice"]
+__all__ = [
+    "Device",
+    "get_device",
+    "CudaLauncher",
+    "DeviceError",
+    "StandInCudaDevice",
+    # FlyDSL's architecture queries (flydsl.runtime.arch)
+    "get_rocm_arch",
+    "get_hip_arch",
+    "get_rocm_device_count",
+    "is_rdna_arch",
+    "is_nvidia_arch",
+    "get_warp_size",
+    "supports_bf16_global_atomics",
+    "bf16_global_atomics_arch_description",
+    "default_fp8_format",
+]
 
 
 class DeviceError(ArgError):

@@ -173,6 +173,14 @@ _VARS = [
         "path to libdevice.10.bc (NVIDIA math library), if not found",
         check=_bitcode_file,
     ),  # fmt: skip
+    EnvVar("FLYDSL_AUTOTUNE", "bool", False, "@autotune: search the configs even when a cached/offline choice exists"),
+    EnvVar(
+        "FLYDSL_AUTOTUNE_CACHE_DIR",
+        "path",
+        os.path.expanduser("~/.flydsl/autotune"),
+        "@autotune: folder of the searched winners (one JSON file per tuned function)",
+    ),
+    EnvVar("FLYDSL_AUTOTUNE_CONFIG_DIR", "path", "", "@autotune: folder of offline config artifacts (empty: none)"),
 ]
 
 # variables whose value changes generated code: part of every cache key

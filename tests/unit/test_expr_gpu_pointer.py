@@ -171,8 +171,8 @@ def test_pointer_api():
         q = fx.inttoptr(fx.Int64(t.args[2]), fx.Float16)
         assert q.dtype is fx.Float16 and q.memspace == "global" and type(fx.ptrtoint(q)) is fx.Int64
         assert fx.Pointer(t.args[0], fx.Float32).__fly_rebuild__(p.__fly_values__()).dtype is fx.Float32
-        with pytest.raises(NotImplementedError, match="layout engine"):
-            p.view((4, 4))
+        view = p.view(fx.make_layout((4, 4), (4, 1)))  # FlyDSL's ptr.view(layout): a tensor over the memory
+        assert view.dtype is fx.Float32 and view.memspace == "global" and fx.size(view.layout) == 16
         with pytest.raises(ValueError, match="unknown cache modifier 'xx'"):
             p.load(cache="xx")
         with pytest.raises(TypeError, match="pointer slices"):

@@ -122,6 +122,26 @@ def copy_tree(x):
     return x
 
 
+def align_keys(x, like):
+    """``x`` with every dict (and SimpleNamespace) whose key set equals the one at the same place in
+    ``like`` reordered to ``like``'s key order: carried dicts are matched by key, not by insertion order
+    (FlyDSL's semantics), so two branches may build the same keys in a different order."""
+    t = type(x)
+    if t is dict and type(like) is dict:
+        if x.keys() == like.keys() and list(x) != list(like):
+            return {k: align_keys(x[k], like[k]) for k in like}
+        return {k: align_keys(v, like[k]) if k in like else v for k, v in x.items()}
+    if t is SimpleNamespace and type(like) is SimpleNamespace:
+        d, e = vars(x), vars(like)
+        order = list(e) if d.keys() == e.keys() else list(d)
+        return SimpleNamespace(**{k: align_keys(d[k], e[k]) if k in e else d[k] for k in order})
+    if t is list and type(like) is list and len(x) == len(like):
+        return [align_keys(a, b) for a, b in zip(x, like)]
+    if isinstance(x, tuple) and type(like) is t and len(x) == len(like) and not hasattr(t, "_fields"):
+        return t(align_keys(a, b) for a, b in zip(x, like))
+    return x
+
+
 def flatten(x, path: str, out_leaves: list, out_paths: list):
     """Append the leaves of ``x`` (and their printable paths); return the skeleton."""
     t = type(x)

@@ -32,6 +32,7 @@ from ..errors import error
 from .carry import (
     UNBOUND,
     Undefined,
+    align_keys,
     copy_tree,
     describe,
     flatten,
@@ -178,7 +179,7 @@ class _Merge:
             self.trees.append(("keep", self._one_branch(name, a, b, ua, ub, line_a, line_b)))
             return
         la, pa, lb, pb = [], [], [], []
-        sa, sb = flatten(a, name, la, pa), flatten(b, name, lb, pb)
+        sa, sb = flatten(a, name, la, pa), flatten(align_keys(b, a), name, lb, pb)
         if sa != sb:
             raise _structure_change(self.site, self.site.kind, name, sa, sb)
         leaves = [self._leaf(path, x, y) for path, x, y in zip(pa, la, lb)]
@@ -443,7 +444,7 @@ class _Carry:
             got, _ = [], []
             if is_undefined(v):
                 raise error(E.DEFINED_IN_ONE_BRANCH, _loc(s), name=name, site_line=s.line, def_line=line)
-            gskel = flatten(v, name, got, _)
+            gskel = flatten(align_keys(v, unflatten(skel, iter(leaves))), name, got, _)
             if gskel != skel:
                 raise _structure_change(s, self.kind, name, skel, gskel)
             for path, x, y, n in zip(paths, leaves, got, mask):
@@ -553,8 +554,26 @@ def for_(it, body_fn, site, pre_vals):
         out = body_fn(iv, *([UNBOUND] * nt), *inner)
         scf.yield_(*carry.yield_values(out[nt:], s.lines_a[nt:]))
     after = carry.after(op.results, pre_vals[nt:], out[nt:], s.lines_a[nt:])
-    targets = [loop_var_sentinel(n, s.line) for n in s.names[:nt]]
+    targets = [_loop_var_after(n, old, lb, ub, step, iv_of, s.line) for n, old in zip(s.names[:nt], pre_vals[:nt])]
     return (*targets, *after)
+
+
+def _loop_var_after(name, old, lb, ub, step, iv_of, site_line):
+    """The loop variable after a run-time ``for`` (FlyDSL's semantics): the last iteration's value, or the
+    value it had before the loop when the loop runs zero times. A name without a value before the loop
+    stays undefined after it (FLY118 where it is used)."""
+    if old is UNBOUND or is_undefined(old):
+        return loop_var_sentinel(name, site_line)
+    if isinstance(old, bool) or not (isinstance(old, int) or (isinstance(old, Numeric) and type(old).is_integer)):
+        return loop_var_sentinel(name, site_line)
+    one = type(lb)._make(1)
+    last = lb + ((ub - lb - one) // step) * step  # lb < ub and step > 0 here: the last k of [lb, ub)
+    if iv_of is not None:
+        last = iv_of(last)
+    before = old if isinstance(old, Numeric) else type(last)(old)
+    if type(before) is not type(last):
+        before = before.to(type(last))
+    return (lb < ub).select(last, before)
 
 
 def for_explicit(it, body_fn, site):

@@ -471,6 +471,26 @@ def case_no_device():
         run(k101)
 
 
+# -- target capabilities and the MLIR facade ------------------------------------------------------
+
+
+@flyc.kernel
+def k501(out: Tensor):
+    from flydsl._mlir.dialects import rocdl
+
+    rocdl.mfma_f32_16x16x16f16(fx.T.f32x4, fx.thread_idx.x, fx.thread_idx.x, fx.thread_idx.x, 0, 0, 0)
+
+
+def case_amd_only_op():
+    run(k501)
+
+
+def case_mlir_unsupported():
+    from flydsl._mlir.passmanager import PassManager
+
+    PassManager.parse("builtin.module(fly-layout-lowering)")
+
+
 # -- tensor cores and asynchronous copies ----------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ module attributes {gpu.container_module = unit} {
     func.return loc("ir_stages.py":44:1)
   } loc("ir_stages.py":44:1)
   gpu.module @kernels {
-    gpu.func @control_0(%arg0: !fly.ptr<i32, global>, %arg1: i32, %arg2: !fly.ptr<i32, global>, %arg3: i32) attributes {kernel = true, known_block_size = [32, 1, 1]} {
+    gpu.func @control_0(%arg0: !fly.ptr<i32, global>, %arg1: i32, %arg2: !fly.ptr<i32, global>, %arg3: i32) attributes {kernel = true, known_block_size = array<i32: 32, 1, 1>} {
       %0 = "gpu.thread_id"() {dimension = "x"} : () -> (i32) loc("ir_stages.py":31:11)
       %1 = arith.constant 0 : i32 loc("ir_stages.py":33:5)
       %2 = arith.constant 0 : i32 loc("ir_stages.py":33:5)

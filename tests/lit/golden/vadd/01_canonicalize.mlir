@@ -14,7 +14,7 @@ module attributes {gpu.container_module = unit} {
     func.return loc("ir_stages.py":19:1)
   } loc("ir_stages.py":19:1)
   gpu.module @kernels {
-    gpu.func @vadd_0(%arg0: !fly.ptr<f32, global>, %arg1: i32, %arg2: !fly.ptr<f32, global>, %arg3: i32, %arg4: !fly.ptr<f32, global>, %arg5: i32, %arg6: i32) attributes {kernel = true, known_block_size = [128, 1, 1]} {
+    gpu.func @vadd_0(%arg0: !fly.ptr<f32, global>, %arg1: i32, %arg2: !fly.ptr<f32, global>, %arg3: i32, %arg4: !fly.ptr<f32, global>, %arg5: i32, %arg6: i32) attributes {kernel = true, known_block_size = array<i32: 128, 1, 1>} {
       %0 = "gpu.block_id"() {dimension = "x"} : () -> (i32) loc("ir_stages.py":14:9)
       %1 = arith.constant 128 : i32 loc("ir_stages.py":14:9)
       %2 = arith.muli %0, %1 : i32 loc("ir_stages.py":14:9)

@@ -1,0 +1,52 @@
+"""``flydsl.compiler.jit_argument``: FlyDSL's registry of launcher argument types, over ours.
+
+* ``JitArgumentRegistry.register(PyType, dsl_type=None)(constructor)`` — instances of ``PyType`` passed
+  to a ``@flyc.jit`` function are converted with ``constructor`` first, then passed as that value
+  (e.g. ``register(MyStream)(fx.Stream)``).
+* ``TorchTensorJitArg(t, dynamic_layout=True)`` — a torch tensor argument: a layout-dynamic tensor by
+  default (one compile for all shapes, as a raw tensor), or a static layout (``dynamic_layout=False``,
+  as ``flyc.from_torch_tensor``); ``__cache_signature__()`` is its specialization key part.
+"""
+
+from __future__ import annotations
+
+from ..runtime.args import TensorAdaptor, torch_ref
+from .specialize import CONVERTERS, convert_arg
+
+__all__ = ["JitArgumentRegistry", "TorchTensorJitArg"]
+
+
+class JitArgumentRegistry:
+    """Python argument types and the constructors that turn them into launcher arguments."""
+
+    registry: dict = {}
+
+    @classmethod
+    def register(cls, py_type: type, *, dsl_type=None):
+        def decorator(constructor):
+            def convert(x, key, vals):
+                convert_arg(constructor(x), key, vals)
+
+            cls.registry[py_type] = (constructor, dsl_type)
+            CONVERTERS[py_type] = convert
+            return constructor
+
+        return decorator
+
+    @classmethod
+    def get(cls, py_type: type):
+        return cls.registry.get(py_type)
+
+
+class TorchTensorJitArg(TensorAdaptor):
+    """A torch tensor argument (see the module docstring)."""
+
+    __slots__ = ()
+
+    def __init__(self, tensor, *, dynamic_layout: bool = True, use_32bit_stride: bool = True, assumed_align=None):
+        super().__init__(torch_ref(tensor))
+        if dynamic_layout and len(self.ref.shape):
+            self.mark_layout_dynamic()
+
+
+CONVERTERS[TorchTensorJitArg] = CONVERTERS[TensorAdaptor]
