@@ -16,7 +16,7 @@ a Numeric class (``Int32`` …)       its IR type                             th
 
 from __future__ import annotations
 
-from ..expr._iterators import MemIter
+from ..expr._sem.iterators import MemIter
 from ..expr.numeric import Int32, Numeric
 from ..expr.pointer import Pointer
 from ..expr.tensor import Tensor

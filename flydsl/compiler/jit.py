@@ -20,7 +20,7 @@ from collections import namedtuple
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
-from ..expr._fastmath import compile_default, default_from_hints
+from ..expr._sem.fastmath import compile_default, default_from_hints
 from ..ir import InsertionPoint, i64, new_module
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader

@@ -8,7 +8,7 @@ registers the live tensor/array that holds it (:func:`flydsl.runtime.raw_pointer
 
 from __future__ import annotations
 
-from ..expr._convert import resolve_dtype
+from ..expr._sem.numeric import resolve_dtype
 from ..ir import AddressSpace
 from ..runtime.args import ArgError, alignment_of
 from ..runtime.raw_pointer import RawAddress

@@ -1,36 +1,36 @@
 """flydsl.expr (``fx``): the kernel author's API, with FlyDSL's names.
 
 Scalars (``Int32``, ``Float32``, …), ``Vector`` and its aliases (``Float32x4``), ``Pointer``, the ``T``
-type namespace, the submodules ``fx.arith``, ``fx.math``, ``fx.gpu`` (and ``fx.buffer_ops``, imported on
-first use), and their most used functions at top level as FlyDSL exports them (``fx.max``, ``fx.exp``,
-``fx.thread_idx``, ``fx.shuffle_xor``, ``fx.printf``…).
+type namespace, the submodules ``fx.arith``, ``fx.math``, ``fx.gpu``, ``fx.buffer_ops``, ``fx.rocdl``, ``fx.nvvm``, and
+their most used functions at top level as FlyDSL exports them (``fx.max``, ``fx.exp``, ``fx.thread_idx``,
+``fx.shuffle_xor``, ``fx.printf``…).
+
+This package is the user surface: each submodule defines ``fx`` names (signatures, docstrings, argument
+checks) over the semantic layer :mod:`flydsl.expr._sem` (typed values, promotion, op construction),
+which user code never imports. This file only gathers names; importing it runs no other code.
 """
 
 from __future__ import annotations
 
-import importlib
-
-from . import (
-    _ops,  # noqa: F401  (installs the scalar operators)
-    _vector_ops,  # noqa: F401  (installs the Vector operators)
-    arith,
-    gpu,
-    math,
+from . import arith, buffer_ops, gpu, math, nvvm, rocdl
+from ._compat import (  # noqa: F401 - FlyDSL's other spellings (not in __all__; fx.typing/fx.vector forward them)
+    FX_NAMESPACE_FALLBACK,
+    ArithValue,
+    SwizzleType,
+    SyncScope,
+    as_ir_value,
+    gather,
+    index,
+    known_block_size,
+    ptr_load,
+    ptr_store,
+    scatter,
+    static,
+    unwrap,
 )
-from ._convert import RoundingMode
-from ._fastmath import FastMathFlags, fastmath
-from ._static import const_expr, range_constexpr
-from ._vector_alias import (
-    ALIAS_NAMES,
-    VectorAlias,
-    alias_by_name,
-    empty_like,
-    full,
-    full_like,
-    ones_like,
-    zeros_like,
-)
-from ._vector_ops import ReductionOp
+from ._compat import __all__ as COMPAT_NAMES  # noqa: F401
+from ._sem.casts import RoundingMode
+from ._sem.fastmath import FastMathFlags, fastmath
 from .arith import ceildiv, max, maximumf, maxnumf, min, minimumf, minnumf
 from .copy import (
     CopyAtom,
@@ -247,6 +247,7 @@ from .pointer import (
     inttoptr,
     ptrtoint,
 )
+from .primitive import const_expr, range_constexpr
 from .smem import Arena, SharedAllocator
 from .struct import Align, Array, Storage, Struct, Union, struct, union
 from .tensor import (
@@ -270,7 +271,18 @@ from .tensor import (
     recast_iter,
 )
 from .typing import Constexpr, Stream
-from .vector import Vector
+from .vector import (
+    ALIAS_NAMES,
+    ReductionOp,
+    Vector,
+    VectorAlias,
+    alias_by_name,
+    empty_like,
+    full,
+    full_like,
+    ones_like,
+    zeros_like,
+)
 
 __all__ = [
     # scalar types
@@ -326,22 +338,15 @@ __all__ = [
     "SharedAllocator", "Arena", "struct", "union", "Struct", "Union", "Array", "Align", "Storage",
 ]  # fmt: skip
 
-globals().update({_name: alias_by_name(_name) for _name in ALIAS_NAMES})
-
-# submodules imported on first use (fx.buffer_ops); the layout engine adds "rocdl" here
-_LAZY_SUBMODULES = {"buffer_ops": ".buffer_ops", "rocdl": ".rocdl", "nvvm": ".nvvm"}
-
 
 def __getattr__(name: str):
-    mod = _LAZY_SUBMODULES.get(name)
-    if mod is not None:
-        m = importlib.import_module(mod, __name__)
-        globals()[name] = m
-        return m
-    alias = alias_by_name(name)  # Float32x5, Int8x64, … beyond the predefined aliases
+    """The vector aliases ``fx.<Dtype>x<N>`` (``fx.Float32x4``, ``fx.Int8x64``…): any lane count, one cached
+    class each (:func:`flydsl.expr.vector.alias_by_name`)."""
+    alias = alias_by_name(name)
     if alias is not None:
         return alias
-    compat = importlib.import_module("._compat", __name__)  # FlyDSL spellings: as_ir_value, SyncScope …
-    if name in compat.__all__:
-        return getattr(compat, name)
     raise AttributeError(f"module 'flydsl.expr' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(ALIAS_NAMES))

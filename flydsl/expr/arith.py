@@ -16,12 +16,26 @@ from __future__ import annotations
 import enum
 
 from ..dialects import arith as _d
-from ..ir import Type, VectorType
-from ._convert import RoundingMode, resolve_dtype
-from ._fastmath import FastMathFlags, fastmath, fastmath_attrs
-from ._ops import select
-from .numeric import Boolean, Index, Int32, Numeric, _fold, as_numeric, common_type, numeric_type_of
-from .vector import Vector, _lanes_of, as_vector_operand
+from ..ir import Type, Value, VectorType
+from ..ir import types as _t
+from ._sem.casts import RoundingMode
+from ._sem.fastmath import FastMathFlags, fastmath, fastmath_attrs
+from ._sem.fold import fold
+from ._sem.numeric import (
+    Boolean,
+    Index,
+    Int32,
+    Numeric,
+    apply_op,
+    as_numeric,
+    common_type,
+    float_binary,
+    numeric_type_of,
+    resolve_dtype,
+    same_type_pair,
+    select,
+)
+from ._sem.vector import Vector, as_vector_operand
 
 __all__ = [
     "max", "min", "maxnumf", "minnumf", "maximumf", "minimumf", "ceildiv", "cmpi", "cmpf", "select",
@@ -56,21 +70,6 @@ def _flatten(args) -> list:
     return out
 
 
-def _apply2(defn, C, x, y, attrs: dict, R=None):
-    """``defn(x, y)`` on operands already of type ``C`` (scalars fold when both are compile-time)."""
-    R = R or C
-    if isinstance(x, Numeric) and isinstance(y, Numeric):
-        if x.is_static() and y.is_static():
-            return R._make(_fold(defn, R, [C, C], [x.value, y.value], **attrs))
-        return R._make(defn(x.ir_value(), y.ir_value(), **attrs))
-    shape = x.shape if isinstance(x, Vector) else y.shape
-    if isinstance(x, Vector) and isinstance(y, Vector) and x.shape != y.shape:
-        from ._shape import broadcast_shapes
-
-        shape = broadcast_shapes(x.shape, y.shape)
-    return Vector._make(defn(_lanes_of(x, C, shape), _lanes_of(y, C, shape), **attrs), shape, R)
-
-
 # -- max / min -----------------------------------------------------------------------------------
 
 _EXTREME = {"max": (_d.maximumf, _d.maxsi, _d.maxui), "min": (_d.minimumf, _d.minsi, _d.minui)}
@@ -99,7 +98,7 @@ def _extreme(name: str, operands, fm):
     attrs = fastmath_attrs(fm) if C.is_float else {}
     acc = vals[0].to(C)
     for v in vals[1:]:
-        acc = _apply2(defn, C, acc, v.to(C), attrs)
+        acc = apply_op(defn, [acc, v.to(C)], C, C, attrs)
     return acc
 
 
@@ -123,18 +122,9 @@ def min(*operands, fastmath=None):  # noqa: A001
     return _extreme("min", operands, fastmath)
 
 
-def _float_pair(name: str, a, b):
-    x, y = _dsl(a, name), _dsl(b, name)
-    C = common_type(x.dtype, y.dtype)
-    if not C.is_float or C.is_storage:
-        raise TypeError(f"{name} needs float operands, got {x.dtype.__name__} and {y.dtype.__name__}")
-    return C, x.to(C), y.to(C)
-
-
 def _named_float(defn, name: str, doc: str):
     def fn(a, b, *, fastmath=None):
-        C, x, y = _float_pair(name, a, b)
-        return _apply2(defn, C, x, y, fastmath_attrs(fastmath))
+        return float_binary(defn, name, _dsl(a, name), _dsl(b, name), fastmath)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -185,7 +175,7 @@ def ceildiv(a, b):
         if C.signed and p == -(1 << (C.width - 1)) and q == -1:
             raise OverflowError(f"fx.ceildiv({p}, -1) overflows {C.__name__}")
         return C._make(C.from_py(-(-p // q)))
-    return _apply2(_d.ceildivsi if C.signed else _d.ceildivui, C, x, y, {})
+    return apply_op(_d.ceildivsi if C.signed else _d.ceildivui, [x, y], C, C, {})
 
 
 # -- comparisons, select, constants --------------------------------------------------------------
@@ -193,16 +183,11 @@ def ceildiv(a, b):
 
 def _same_type_pair(name: str, a, b):
     """Operands of a raw binary op: one type; a Python literal takes the other operand's type."""
-    if isinstance(a, (bool, int, float)) and not isinstance(b, (bool, int, float)):
-        y = _dsl(b, name)
-        return y.dtype, _dsl(y.dtype(a), name), y
-    if isinstance(b, (bool, int, float)) and not isinstance(a, (bool, int, float)):
-        x = _dsl(a, name)
-        return x.dtype, x, _dsl(x.dtype(b), name)
-    x, y = _dsl(a, name), _dsl(b, name)
-    if x.dtype.ir_type is not y.dtype.ir_type:
-        raise TypeError(f"{name} needs operands of one type, got {x.dtype.__name__} and {y.dtype.__name__}")
-    return x.dtype, x, y
+    return same_type_pair(name, _raw_operand(a, name), _raw_operand(b, name))
+
+
+def _raw_operand(x, name: str):
+    return x if isinstance(x, (bool, int, float)) else _dsl(x, name)
 
 
 def _predicate(p, valid, name) -> str:
@@ -221,7 +206,7 @@ def cmpi(predicate, lhs, rhs):
     C, x, y = _same_type_pair("arith.cmpi", lhs, rhs)
     if C.is_float:
         raise TypeError(f"arith.cmpi compares integers, got {C.__name__}; use cmpf")
-    return _apply2(_d.cmpi, C, x, y, {"predicate": _predicate(predicate, _d.CMPI_PREDICATES, "cmpi")}, Boolean)
+    return apply_op(_d.cmpi, [x, y], C, Boolean, {"predicate": _predicate(predicate, _d.CMPI_PREDICATES, "cmpi")})
 
 
 def cmpf(predicate, lhs, rhs):
@@ -233,7 +218,7 @@ def cmpf(predicate, lhs, rhs):
     C, x, y = _same_type_pair("arith.cmpf", lhs, rhs)
     if not C.is_float:
         raise TypeError(f"arith.cmpf compares floats, got {C.__name__}; use cmpi")
-    return _apply2(_d.cmpf, C, x, y, {"predicate": _predicate(predicate, _d.CMPF_PREDICATES, "cmpf")}, Boolean)
+    return apply_op(_d.cmpf, [x, y], C, Boolean, {"predicate": _predicate(predicate, _d.CMPF_PREDICATES, "cmpf")})
 
 
 def constant(value, type=None, *, index=False):  # noqa: A002
@@ -245,12 +230,10 @@ def constant(value, type=None, *, index=False):  # noqa: A002
         Vector for a vector type (every lane ``value``, or one value per lane from a list).
     """
     if isinstance(type, VectorType):
-        from .vector import Vector as _V
-
         D = numeric_type_of(type.elem)
         if isinstance(value, (list, tuple)):
-            return _V.from_elements(value, D)
-        return _V.filled(type.numel, value, D)
+            return Vector.from_elements(value, D)
+        return Vector.filled(type.numel, value, D)
     if index:
         D = Index
     elif type is None:
@@ -269,7 +252,7 @@ def _binary_op(name: str, defn, is_float: bool):
         if C.is_float != is_float:
             kind = "float" if is_float else "integer"
             raise TypeError(f"arith.{name} takes {kind} operands, got {C.__name__}")
-        return _apply2(defn, C, x, y, fastmath_attrs(fastmath) if is_float else {})
+        return apply_op(defn, [x, y], C, C, fastmath_attrs(fastmath) if is_float else {})
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (
@@ -327,7 +310,7 @@ def _cast_op(name: str, defn):
         S = v.dtype
         if isinstance(v, Numeric):
             if v.is_static():
-                return D._make(_fold(defn, D, [S], [v.value]))
+                return D._make(fold(defn, D, [S], [v.value]))
             return D._make(defn(v.ir_value(), result_types=[D.ir_type]))
         return Vector._make(defn(v.ir_value(), result_types=[VectorType(v.numel, D.ir_type)]), v.shape, D)
 
@@ -353,17 +336,68 @@ index_cast = _cast_op("index_cast", _d.index_cast)
 index_castui = _cast_op("index_castui", _d.index_castui)
 
 
-_COMPAT_NAMES = ("ArithValue", "unwrap", "index")
+# -- FlyDSL's spellings: as_ir_value, unwrap, ArithValue, index ---------------------------------------
+
+
+def as_ir_value(value, *, keep_static=False):
+    """The raw IR value of ``value`` (FlyDSL's canonical DSL → IR converter).
+
+    ``None`` → ``None``; an IR value as is; a Python number or a compile-time fx number → an
+    ``arith.constant`` (or the Python value itself with ``keep_static=True``); lists/tuples element-wise;
+    anything with ``ir_value()`` → its IR value; anything else unchanged.
+    """
+    if value is None or type(value) is Value:
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_ir_value(v, keep_static=keep_static) for v in value)
+    if isinstance(value, (bool, int, float)):
+        if keep_static:
+            return value
+        return as_numeric(value).ir_value()
+    if getattr(value, "_is_numeric", False) and keep_static and value.is_static():
+        return value.value
+    if hasattr(value, "ir_value") and callable(value.ir_value):
+        return value.ir_value()
+    return value
+
+
+def unwrap(val, *, type=None, index=False):  # noqa: A002
+    """The raw IR value of ``val``; a Python number becomes ``arith.constant`` of ``type`` (or index)."""
+    if isinstance(val, (bool, int, float)) and (type is not None or index):
+        return constant(val, type, index=index).ir_value()
+    return as_ir_value(val)
+
+
+class _ArithValueMeta(type):
+    def __instancecheck__(cls, obj) -> bool:
+        if type(obj) is Value:
+            t = obj.type
+            return isinstance(t, (_t.IntegerType, _t.IndexType, _t.FloatType, _t.VectorType))
+        if getattr(obj, "_is_vector", False):
+            return True
+        return getattr(obj, "_is_numeric", False) and not obj.is_static()
+
+    def __call__(cls, value, signed=None):
+        from .._mlir.ir import wrap  # cycle: flydsl._mlir is a facade built on fx
+
+        return wrap(as_ir_value(value))
+
+
+class ArithValue(metaclass=_ArithValueMeta):
+    """A run-time scalar or vector value (FlyDSL's ``ArithValue``): ``isinstance`` holds for run-time fx
+    numbers, Vectors and raw IR scalars/vectors; ``ArithValue(v)`` gives the fx value of ``v``."""
+
+
+def index(value):
+    """An ``index`` constant (``fx.arith.constant(value, index=True)``)."""
+    return constant(value, index=True)
 
 
 def __getattr__(name: str):
-    """FlyDSL's ``fx.arith`` also has ``ArithValue``, ``unwrap``, ``index`` and the MLIR arith builders
-    (``ConstantOp``, ``IndexCastOp``, ``CmpIPredicate`` …): resolved on first use."""
-    import importlib
+    """FlyDSL's ``fx.arith`` also has the MLIR arith builders (``ConstantOp``, ``IndexCastOp``,
+    ``CmpIPredicate`` …): those of :mod:`flydsl._mlir.dialects.arith`, resolved on first use."""
+    from .._mlir.dialects import arith as raw  # cycle: flydsl._mlir is a facade built on fx
 
-    if name in _COMPAT_NAMES:
-        return getattr(importlib.import_module("._compat", __package__), name)
-    raw = importlib.import_module("..._mlir.dialects.arith", __name__)
     if name in raw.__all__:
         return getattr(raw, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

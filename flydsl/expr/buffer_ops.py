@@ -15,10 +15,9 @@ from __future__ import annotations
 from ..dialects import arith as _a
 from ..dialects import ptr as _p
 from ..ir import AddressSpace, BufferRsrcType, Value, VectorType, i64
-from ._convert import resolve_dtype
-from .numeric import Boolean, Float32, Index, Int8, Int32, Int64, Numeric
-from .pointer import Pointer, as_pointer
-from .vector import Vector, as_vector_operand
+from ._sem.numeric import Boolean, Float32, Index, Int8, Int32, Int64, Numeric, resolve_dtype
+from ._sem.pointer import Pointer, as_pointer
+from ._sem.vector import Vector, as_vector_operand
 
 __all__ = ["BufferResource", "create_buffer_resource", "buffer_load", "buffer_store", "MAX_NUM_RECORDS"]
 

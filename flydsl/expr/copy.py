@@ -22,8 +22,9 @@ from __future__ import annotations
 from .. import layout as L
 from ..layout import ComposedLayout, Layout, Swizzle
 from ..layout.inttuple import iadd
-from .layout_api import IntTuple, StaticInt, is_tensor, make_layout_tv
-from .numeric import Numeric, numeric_type_of
+from ._sem.inttuple import IntTuple, StaticInt, as_tiler, is_tensor
+from ._sem.numeric import Numeric, numeric_type_of
+from .layout_api import make_layout_tv
 
 __all__ = [
     "CopyOp", "UniversalCopy", "UniversalCopy8b", "UniversalCopy16b", "UniversalCopy32b", "UniversalCopy64b",
@@ -263,9 +264,8 @@ class TiledCopy:
             raise TypeError(f"a tiled copy needs a CopyAtom (fx.make_copy_atom), got {atom!r}")
         if not isinstance(layout_tv, Layout) or not layout_tv.is_static:
             raise ValueError(f"a tiled copy needs a static thread-value layout, got {layout_tv!r}")
-        from .layout_api import _tiler
 
-        tile = _tiler(tile_mn)
+        tile = as_tiler(tile_mn)
         tile = tile if type(tile) is tuple else (tile,)
         sizes = _tile_sizes(tile)
         self.atom, self._tv, self._tile = atom, layout_tv, sizes if sizes is not None else tile

@@ -18,10 +18,9 @@ from ..dialects import gpu as _g
 from ..dialects import ptr as _p
 from ..ir import AddressSpace, PointerType
 from ..utils.target import current_target
-from ._convert import resolve_dtype
-from .numeric import _INT_BY, Boolean, Int32, Numeric
-from .pointer import Pointer
-from .vector import Vector, as_vector_operand
+from ._sem.numeric import Boolean, Int32, Numeric, resolve_dtype, shuffle_i32
+from ._sem.pointer import Pointer
+from ._sem.vector import Vector, as_vector_operand
 
 __all__ = [
     "thread_idx", "block_idx", "block_dim", "grid_dim", "thread_id", "block_id", "lane_id", "barrier",
@@ -168,13 +167,6 @@ def fence(scope: str = "gpu") -> None:
 # -- warp shuffles and votes -----------------------------------------------------------------------
 
 
-def _i32(x, what: str):
-    n = as_vector_operand(x)
-    if not isinstance(n, Numeric) or not n.dtype.is_integer:
-        raise TypeError(f"shuffle {what} must be an integer, got {x!r}")
-    return n.to(Int32).ir_value()
-
-
 def shuffle(value, offset, width=None, mode: str = "xor"):
     """Read ``value`` from another lane of the warp (``gpu.shuffle``).
 
@@ -199,20 +191,11 @@ def shuffle(value, offset, width=None, mode: str = "xor"):
         raise TypeError(f"cannot shuffle {value!r}")
     w = warp_size() if width is None else width
     if isinstance(v, Numeric):
-        if v.is_static():
-            return v
-        d = v.dtype
-        if d is Boolean:
-            return shuffle(v.to(Int32), offset, w, mode) != 0
-        if d.width < 16:
-            bits = _INT_BY[(d.width, True)]
-            moved = shuffle(v.bitcast(bits).to(Int32), offset, w, mode)
-            return moved.to(bits).bitcast(d)
-        return d._make(_g.shuffle(v.ir_value(), _i32(offset, "offset"), _i32(w, "width"), mode=mode))
+        return v.shuffle(offset, w, mode)
     if v.type.bitwidth in (16, 32, 64) and v.dtype is not Boolean:
-        r = _g.shuffle(v.ir_value(), _i32(offset, "offset"), _i32(w, "width"), mode=mode)
+        r = _g.shuffle(v.ir_value(), shuffle_i32(offset, "offset"), shuffle_i32(w, "width"), mode=mode)
         return Vector._make(r, v.shape, v.dtype)
-    lanes = [shuffle(x, offset, w, mode) for x in v]
+    lanes = [x.shuffle(offset, w, mode) for x in v]
     return Vector.from_elements(lanes, v.dtype).reshape(v.shape)
 
 

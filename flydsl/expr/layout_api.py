@@ -18,9 +18,17 @@ from __future__ import annotations
 import functools
 
 from .. import layout as L
-from ..ir import Value
 from ..layout import Basis, ComposedLayout, Layout, Swizzle
-from .numeric import Boolean, Int32, Numeric, as_numeric
+from ._sem.inttuple import (
+    IntTuple,
+    StaticInt,
+    as_int_tuple,
+    as_tiler,
+    is_tensor,
+    unwrap_single_mode,
+    wrap,
+)
+from ._sem.numeric import Boolean, Numeric
 
 __all__ = [
     "IntTuple", "StaticInt", "as_int_tuple", "is_tensor", "Layout", "ComposedLayout", "Swizzle", "Basis", "E",
@@ -40,137 +48,12 @@ __all__ = [
 E = L.E
 
 
-# ---------------------------------------------------------------------------------------------------
-# Values kernel code sees: IntTuple and StaticInt
-# ---------------------------------------------------------------------------------------------------
-
-
-class IntTuple(tuple):
-    """A shape, stride or coordinate as kernel code sees it: a tuple of ints, ``fx.Int32`` values and
-    nested IntTuples, with FlyDSL's helpers (``m, n = t.shape.unpack()``)."""
-
-    __slots__ = ()
-
-    def __new__(cls, items=()):
-        return tuple.__new__(cls, (IntTuple(x) if type(x) is tuple else x for x in items))
-
-    def unpack(self) -> tuple:
-        """The top-level modes as a plain tuple (nested modes stay IntTuples)."""
-        return tuple(self)
-
-    def to_py_value(self):
-        """Nested Python ints.
-
-        Raises:
-            RuntimeValueError: a leaf is a run-time value.
-        """
-        return tuple(x.to_py_value() if isinstance(x, IntTuple) else _py_int(x) for x in self)
-
-    @property
-    def rank(self) -> int:
-        return len(self)
-
-    @property
-    def depth(self) -> int:
-        return L.depth(as_int_tuple(self))
-
-    @property
-    def is_leaf(self) -> bool:
-        return False
-
-    @property
-    def is_static(self) -> bool:
-        return L.is_static(as_int_tuple(self))
-
-    def __repr__(self) -> str:
-        return f"IntTuple{L.format_int_tuple(as_int_tuple(self))}"
-
-
-class StaticInt(int):
-    """A compile-time integer result (``fx.size``): a plain ``int`` that also answers FlyDSL's IntTuple
-    helpers (``fx.size(t).unpack()``)."""
-
-    __slots__ = ()
-
-    def unpack(self) -> int:
-        return int(self)
-
-    to_py_value = unpack
-    get_static_leaf_int = property(unpack)
-    is_static = True
-    is_leaf = True
-    rank = 1
-    depth = 0
-
-
-def _py_int(x) -> int:
-    if type(x) is int:
-        return x
-    return int(x)  # a static Numeric converts; a run-time one raises with the DSL's hint
-
-
-def _leaf(x, what: str):
-    t = type(x)
-    if t is int or t is Basis or x is None:
-        return x
-    if t is bool:
-        raise TypeError(f"{what}: {x!r} is a bool, not an integer; write 0/1 if you meant a number")
-    if t is Value:
-        x = as_numeric(x)
-    if isinstance(x, Numeric):
-        if not type(x).is_integer or type(x) is Boolean:
-            raise TypeError(f"{what}: {type(x).__name__} {x!r} is not an integer; layouts hold integers")
-        if x.is_static():
-            return int(x.value)
-        return x if type(x) is Int32 else x.to(Int32)
-    if isinstance(x, int):  # StaticInt, numpy-like ints
-        return int(x)
-    if hasattr(x, "__index__") and not hasattr(x, "__fly_values__"):
-        return x.__index__()
-    raise TypeError(f"{what}: {x!r} of type {type(x).__name__} is not an integer")
-
-
-def as_int_tuple(x, what: str = "int tuple"):
-    """``x`` as a plain nested tuple for :mod:`flydsl.layout`: IntTuples and lists become tuples,
-    compile-time ``fx`` integers become ints, run-time integers ``Int32``; ``None`` is kept.
-
-    Raises:
-        TypeError: a leaf that is not an integer (a float, a bool, a tensor …).
-    """
-    if isinstance(x, (tuple, list)):
-        return tuple(as_int_tuple(e, what) for e in x)
-    return _leaf(x, what)
-
-
-def _wrap(x):
-    """A result for kernel code: tuples become IntTuples, static ints StaticInts."""
-    if type(x) is tuple:
-        return IntTuple(x)
-    if type(x) is int:
-        return StaticInt(x)
-    return x
-
-
-def is_tensor(x) -> bool:
-    """True for an ``fx.Tensor`` (any memory: global, shared, registers, coordinates)."""
-    return getattr(type(x), "_is_fly_tensor", False)
-
-
 def _layout_of(x, what: str):
     if is_tensor(x):
         return x.layout
     if isinstance(x, (Layout, ComposedLayout)):
         return x
     raise TypeError(f"{what} needs a layout or a tensor, got {type(x).__name__} {x!r}")
-
-
-def _tiler(t):
-    """A tiler argument: a Layout, an int, None, or a (nested) tuple/list of those (make_tile)."""
-    if isinstance(t, (Layout, ComposedLayout)) or t is None:
-        return t
-    if isinstance(t, (tuple, list)):
-        return tuple(_tiler(e) for e in t)
-    return _leaf(t, "tiler")
 
 
 def _arg(x, what):
@@ -205,7 +88,7 @@ def make_coord(*modes) -> IntTuple:
 def make_int_tuple(*elems):
     """An IntTuple from its elements (one element stays a leaf)."""
     t = as_int_tuple(elems[0] if len(elems) == 1 else elems, "make_int_tuple")
-    return _wrap(t)
+    return wrap(t)
 
 
 def make_layout(*args, stride=None) -> Layout:
@@ -264,7 +147,7 @@ def make_tile(*modes) -> tuple:
     single-list form ``make_tile([l0, l1])`` is accepted."""
     if len(modes) == 1 and isinstance(modes[0], list):
         modes = tuple(modes[0])
-    return L.make_tile(*_tiler(modes))
+    return L.make_tile(*as_tiler(modes))
 
 
 def make_layout_tv(thr_layout, val_layout) -> tuple:
@@ -290,22 +173,22 @@ def make_layout_tv(thr_layout, val_layout) -> tuple:
 
 def size(x, *path):
     """Number of elements (of mode ``path``): a :class:`StaticInt` when static, else an ``Int32``."""
-    return _wrap(L.size(_arg(x, "size"), *path))
+    return wrap(L.size(_arg(x, "size"), *path))
 
 
 def cosize(x):
     """Size of the codomain (max index + 1) of a layout or a tensor's layout."""
-    return _wrap(L.cosize(_layout_of(x, "cosize")))
+    return wrap(L.cosize(_layout_of(x, "cosize")))
 
 
 def coshape(x):
     """Extent of the codomain per codomain mode."""
-    return _wrap(L.coshape(_layout_of(x, "coshape")))
+    return wrap(L.coshape(_layout_of(x, "coshape")))
 
 
 def coprofile(x):
     """The nesting of the codomain (``0`` for integer strides)."""
-    return _wrap(L.coprofile(_layout_of(x, "coprofile")))
+    return wrap(L.coprofile(_layout_of(x, "coprofile")))
 
 
 def rank(x, *path) -> int:
@@ -320,12 +203,12 @@ def depth(x, *path) -> int:
 
 def shape(x, *path):
     """The shape (of mode ``path``) as an :class:`IntTuple` (a leaf for a rank-0 mode)."""
-    return _wrap(L.shape(_arg(x, "shape"), *path))
+    return wrap(L.shape(_arg(x, "shape"), *path))
 
 
 def stride(x, *path):
     """The stride (of mode ``path``)."""
-    return _wrap(L.stride(_layout_of(x, "stride"), *path))
+    return wrap(L.stride(_layout_of(x, "stride"), *path))
 
 
 get_shape, get_stride = shape, stride
@@ -340,7 +223,7 @@ def get(x, *path):
     """Mode ``path`` of a layout, tensor (a view of that mode) or int tuple: ``fx.get(L, 1)``."""
     if is_tensor(x):
         return x._with_layout(L.get(x.layout, *path))
-    return _wrap(L.get(_arg(x, "get"), *path))
+    return wrap(L.get(_arg(x, "get"), *path))
 
 
 def get_(x, mode):
@@ -350,7 +233,7 @@ def get_(x, mode):
 
 def get_scalar(x):
     """The single leaf of a leaf or one-element tuple."""
-    return _wrap(L.get_scalar(as_int_tuple(x, "get_scalar")))
+    return wrap(L.get_scalar(as_int_tuple(x, "get_scalar")))
 
 
 def get_leaves(x, dynamic_only=False) -> tuple:
@@ -383,14 +266,14 @@ def _on_layout_or_tensor(fn, name: str, doc: str, *, tiler_args: int = 0, int_ar
     def api(x, *args, **kwargs):
         args = list(args)
         for i in range(min(tiler_args, len(args))):
-            args[i] = _tiler(args[i])
+            args[i] = as_tiler(args[i])
         for i in range(min(int_args, len(args))):
             args[i] = as_int_tuple(args[i], name)
         if is_tensor(x):
             return x._with_layout(fn(x.layout, *args, **kwargs))
         if not isinstance(x, (Layout, ComposedLayout)):
             x = as_int_tuple(x, name)
-        return _wrap(fn(x, *args, **kwargs))
+        return wrap(fn(x, *args, **kwargs))
 
     api.__name__ = api.__qualname__ = name
     api.__doc__ = doc
@@ -457,16 +340,14 @@ def slice(x, crd):  # noqa: A001
     src = x if isinstance(x, (Layout, ComposedLayout)) else as_int_tuple(x, "slice")
     r = L.slice(src, as_int_tuple(crd, "slice"))
     if isinstance(r, (Layout, ComposedLayout)):
-        from .tensor import unwrap_single_mode
-
         return unwrap_single_mode(r)
-    return _wrap(r[0] if type(r) is tuple and len(r) == 1 else r)
+    return wrap(r[0] if type(r) is tuple and len(r) == 1 else r)
 
 
 def dice(x, crd):
     """Keep the modes where ``crd`` is *not* ``None`` (the complement of :func:`slice`; layouts and tuples)."""
     src = _layout_of(x, "dice") if is_tensor(x) or isinstance(x, (Layout, ComposedLayout)) else as_int_tuple(x, "dice")
-    return _wrap(L.dice(src, as_int_tuple(crd, "dice")))
+    return wrap(L.dice(src, as_int_tuple(crd, "dice")))
 
 
 def filter_zeros(x):
@@ -497,7 +378,7 @@ def left_inverse(layout) -> Layout:
 
 def _product(fn):
     def api(layout, tiler):
-        return fn(_layout_of(layout, fn.__name__), _tiler(tiler))
+        return fn(_layout_of(layout, fn.__name__), as_tiler(tiler))
 
     api.__name__ = api.__qualname__ = fn.__name__
     api.__doc__ = (
@@ -575,27 +456,27 @@ def composed_get_outer(x):
 
 def crd2idx(crd, layout):
     """Index of coordinate ``crd`` in a layout (or tensor's layout); a tuple for basis strides."""
-    return _wrap(L.crd2idx(as_int_tuple(crd, "crd2idx"), _shape_or_layout(layout, "crd2idx")))
+    return wrap(L.crd2idx(as_int_tuple(crd, "crd2idx"), _shape_or_layout(layout, "crd2idx")))
 
 
 def idx2crd(idx, layout):
     """Coordinate of index ``idx`` (FlyDSL's stride rule for layouts, CuTe's shape rule for shapes)."""
-    return _wrap(L.idx2crd(as_int_tuple(idx, "idx2crd"), _shape_or_layout(layout, "idx2crd")))
+    return wrap(L.idx2crd(as_int_tuple(idx, "idx2crd"), _shape_or_layout(layout, "idx2crd")))
 
 
 def get_hier_coord(idx, layout):
     """Hierarchical coordinate of index ``idx`` (stride rule)."""
-    return _wrap(L.get_hier_coord(as_int_tuple(idx, "get_hier_coord"), _layout_of(layout, "get_hier_coord")))
+    return wrap(L.get_hier_coord(as_int_tuple(idx, "get_hier_coord"), _layout_of(layout, "get_hier_coord")))
 
 
 def get_flat_coord(idx, layout):
     """Per top-level mode, the 1-D coordinate of index ``idx``."""
-    return _wrap(L.get_flat_coord(as_int_tuple(idx, "get_flat_coord"), _layout_of(layout, "get_flat_coord")))
+    return wrap(L.get_flat_coord(as_int_tuple(idx, "get_flat_coord"), _layout_of(layout, "get_flat_coord")))
 
 
 def get_1d_coord(idx, layout):
     """The colexicographic 1-D coordinate of index ``idx``."""
-    return _wrap(L.get_1d_coord(as_int_tuple(idx, "get_1d_coord"), _layout_of(layout, "get_1d_coord")))
+    return wrap(L.get_1d_coord(as_int_tuple(idx, "get_1d_coord"), _layout_of(layout, "get_1d_coord")))
 
 
 def _shape_or_layout(x, what):
@@ -606,7 +487,7 @@ def _shape_or_layout(x, what):
 
 def _int_tuple_fn(fn, doc: str):
     def api(*args):
-        return _wrap(fn(*[as_int_tuple(a, fn.__name__) for a in args]))
+        return wrap(fn(*[as_int_tuple(a, fn.__name__) for a in args]))
 
     api.__name__ = api.__qualname__ = fn.__name__
     api.__doc__ = doc

@@ -11,9 +11,10 @@ take ``fastmath=`` (op keyword > ``with fx.fastmath(...)`` > compilation default
 from __future__ import annotations
 
 from ..dialects import math as _d
-from ._fastmath import fastmath_attrs
-from .numeric import Boolean, Float32, Numeric, _fold, common_type
-from .vector import Vector, _lanes_of, as_vector_operand
+from ._sem.fastmath import fastmath_attrs
+from ._sem.numeric import Boolean, Float32, Numeric, apply_op, common_type, math_operand
+from ._sem.vector import as_vector_operand
+from .arith import maximumf, minimumf
 
 # fmt: off
 _UNARY_FLOAT = {
@@ -84,28 +85,9 @@ def _operand(x, name: str, want_float: bool):
     v = as_vector_operand(x)
     if v is None:
         raise TypeError(f"fx.math.{name}: expected a DSL value, an IR value or a Python number, got {x!r}")
-    t = v.dtype
-    if want_float:
-        if isinstance(x, int) and not isinstance(x, bool):
-            return Float32(x)
-        if not t.is_float:
-            raise TypeError(f"fx.math.{name} needs a float, got {t.__name__}; convert with .to(fx.Float32)")
-        if t.is_storage:
-            raise TypeError(f"fx.math.{name}: {t.__name__} is a narrow storage float; convert with .to(fx.Float32)")
-    elif not t.is_integer or t is Boolean:
-        raise TypeError(f"fx.math.{name} needs an integer, got {t.__name__}")
-    return v
-
-
-def _apply(defn, operands: list, C, R, attrs: dict):
-    """``defn`` on operands of type ``C`` (converted), result type ``R``; folds when all are static."""
-    if all(isinstance(o, Numeric) for o in operands):
-        ops = [o.to(C) for o in operands]
-        if all(o.is_static() for o in ops):
-            return R._make(_fold(defn, R, [C] * len(ops), [o.value for o in ops]))
-        return R._make(defn(*[o.ir_value() for o in ops], **attrs))
-    shape = next(o.shape for o in operands if isinstance(o, Vector))
-    return Vector._make(defn(*[_lanes_of(o, C, shape) for o in operands], **attrs), shape, R)
+    if want_float and isinstance(x, int) and not isinstance(x, bool):
+        return Float32(x)
+    return math_operand(v, name, want_float)
 
 
 def _make_unary_float(name: str, what: str):
@@ -113,7 +95,7 @@ def _make_unary_float(name: str, what: str):
 
     def fn(x, *, fastmath=None):
         v = _operand(x, name, True)
-        return _apply(defn, [v], v.dtype, v.dtype, fastmath_attrs(fastmath))
+        return apply_op(defn, [v], v.dtype, v.dtype, fastmath_attrs(fastmath))
 
     fn.__doc__ = (
         f"{what.capitalize()} (``math.{name}``), lane-wise on Vectors.\n\n"
@@ -134,7 +116,7 @@ def _make_nary_float(name: str, what: str, arity: int):
         C = vs[0].dtype
         for v in vs[1:]:
             C = common_type(C, v.dtype)
-        return _apply(defn, vs, C, C, fastmath_attrs(fastmath))
+        return apply_op(defn, vs, C, C, fastmath_attrs(fastmath))
 
     fn.__doc__ = (
         f"{what} (``math.{name}``), lane-wise; operands convert to their common float type and scalars "
@@ -149,7 +131,7 @@ def _make_classify(name: str, what: str):
 
     def fn(x):
         v = _operand(x, name, True)
-        return _apply(defn, [v], v.dtype, Boolean, {})
+        return apply_op(defn, [v], v.dtype, Boolean, {})
 
     fn.__doc__ = f"Whether {what} (``math.{name}``).\n\nReturns:\n    Boolean (a Boolean Vector for a Vector)."
     return fn
@@ -160,7 +142,7 @@ def _make_unary_int(name: str, what: str):
 
     def fn(x):
         v = _operand(x, name, False)
-        return _apply(defn, [v], v.dtype, v.dtype, {})
+        return apply_op(defn, [v], v.dtype, v.dtype, {})
 
     fn.__doc__ = (
         f"The {what} (``math.{name}``), lane-wise.\n\nReturns:\n    The same kind and type as ``x``.\n\n"
@@ -250,8 +232,6 @@ def ipowi(x, n):
 
 def clampf(x, lo, hi, *, fastmath=None):
     """``min(max(x, lo), hi)`` for floats (NaN-propagating, as ``maximumf``/``minimumf``)."""
-    from .arith import maximumf, minimumf
-
     return minimumf(maximumf(x, lo), hi)
 
 

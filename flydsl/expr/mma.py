@@ -16,6 +16,8 @@ Everything here is static layout algebra done at trace time; only the thread ind
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import layout as L
 from ..layout import ComposedLayout, Layout
 from .copy import CopyAtom, TiledCopy
@@ -107,8 +109,6 @@ def fit_tv_layout(index, thr_shape, val_shape) -> Layout:
     Raises:
         ValueError: the table is not such a layout.
     """
-    import numpy as np
-
     index = np.asarray(index)
     shape = (thr_shape, val_shape)
     lay = Layout._make(shape, _strides_of(index, thr_shape, val_shape))

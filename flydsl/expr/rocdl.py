@@ -15,10 +15,10 @@ from __future__ import annotations
 from .. import layout as L
 from ..ir import AddressSpace
 from ..layout.inttuple import imul
-from . import _iterators as _it
+from ._sem import iterators as _it
+from ._sem.inttuple import is_tensor
 from .buffer_ops import MAX_NUM_RECORDS, create_buffer_resource
 from .copy import CopyOp
-from .layout_api import is_tensor
 
 __all__ = [
     "make_buffer_tensor", "BufferCopy", "BufferCopy8b", "BufferCopy16b", "BufferCopy32b", "BufferCopy64b",
@@ -97,7 +97,6 @@ def __getattr__(name: str):
     """FlyDSL's ``fx.rocdl`` also holds the ROCDL operations: those with a portable meaning run here
     (``readfirstlane``, ``mbcnt_lo``, raw buffer loads/stores …), scheduling hints are no-ops and AMD-only
     instructions raise FLY501 (:mod:`flydsl._mlir.dialects.rocdl`, resolved on first use)."""
-    import importlib
+    from .._mlir.dialects import rocdl as ops  # cycle: flydsl._mlir is a facade built on fx
 
-    ops = importlib.import_module("flydsl._mlir.dialects.rocdl")
     return getattr(ops, name)

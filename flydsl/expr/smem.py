@@ -21,7 +21,7 @@ from __future__ import annotations
 from .. import ir
 from ..utils.target import current_target
 from . import gpu as _gpu
-from .numeric import Int8, Uint8
+from ._sem.numeric import Int8, Uint8
 from .struct import Array, Storage, dsl_align_of, dsl_size_of, is_storable
 
 __all__ = ["Arena", "SharedAllocator", "SharedMemoryError", "DYNAMIC_SMEM_ATTR"]

@@ -23,10 +23,13 @@ byte offset, ``.peek()`` reads a ``T`` value, ``.poke(v)`` writes one. A peeked 
 
 from __future__ import annotations
 
-from .numeric import Boolean, Int8, Numeric
-from .pointer import Pointer
+import typing as _typing  # the standard library's (``.typing`` below is fx.typing)
+
+from ._sem.numeric import Boolean, Int8, Numeric
+from ._sem.pointer import Pointer
+from ._sem.vector import Vector
+from .tensor import make_view
 from .typing import Constexpr
-from .vector import Vector
 
 __all__ = [
     "struct", "union", "Struct", "Union", "Array", "Align", "Storage", "ArrayValue", "dsl_size_of",
@@ -265,8 +268,6 @@ class ArrayValue:
         Raises:
             TypeError: struct elements.
         """
-        from .tensor import make_view
-
         if not _numeric_storable(self.type.dtype):
             raise TypeError(f"{self.type.__name__}.view requires Numeric elements")
         return make_view(self.ptr, layout, alignment=self._align)
@@ -501,9 +502,7 @@ def _make_composite(name: str, fields: dict, is_union: bool, module=None, doc=No
 
 
 def _fields_of(cls) -> dict:
-    import typing
-
-    hints = typing.get_type_hints(cls) if "__annotations__" in cls.__dict__ else {}
+    hints = _typing.get_type_hints(cls) if "__annotations__" in cls.__dict__ else {}
     return {n: hints[n] for n in cls.__dict__.get("__annotations__", {})}
 
 

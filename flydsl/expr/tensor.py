@@ -3,7 +3,7 @@
 ``t[crd]`` maps a coordinate through the layout to an offset (CuTe's ``crd2idx``; an integer into a
 multi-mode shape splits colexicographically; a ``ComposedLayout`` applies its swizzle to
 ``offset + outer(crd)``) and reads the element there. Four kinds of iterators (see
-:mod:`flydsl.expr._iterators`):
+:mod:`flydsl.expr._sem.iterators`):
 
 ==============  =============================================  ==========================================
 memory          ``fx.Pointer`` into global/shared memory        ``t[crd]`` is a load, ``t[crd] = v`` a store
@@ -26,22 +26,32 @@ the run-time leaves of its layout.
 from __future__ import annotations
 
 import enum
-from math import gcd
 
 from .. import layout as L
 from ..ir import PointerType, Value
-from ..layout import Basis, ComposedLayout, Layout
+from ..layout import ComposedLayout, Layout
 from ..layout.inttuple import format_int_tuple
-from . import _iterators as _it
-from .layout_api import IntTuple, StaticInt, as_int_tuple
-from .numeric import Int32, Numeric, as_numeric, numeric_type_of
-from .vector import Vector, as_vector_operand
+from ._sem import iterators as _it
+from ._sem.inttuple import (
+    IntTuple,
+    StaticInt,
+    as_int_tuple,
+    is_tensor,
+    layout_key,
+    layout_leaves,
+    layout_rebuild,
+    offset_divisibility,
+    unwrap_single_mode,
+)
+from ._sem.numeric import Int32, Numeric, as_numeric, numeric_type_of
+from ._sem.pointer import Pointer
+from ._sem.vector import Vector, as_vector_operand
 
 __all__ = [
     "Tensor", "IntTupleView", "make_view", "make_tensor", "make_rmem_tensor", "make_fragment_like",
     "make_identity_tensor", "get_iter", "AddressSpace", "MemRefType", "LayoutType", "memref_alloca",
-    "memref_load", "memref_store", "memref_load_vec", "memref_store_vec", "unwrap_single_mode",
-    "make_fragment_layout_like", "add_offset", "recast_iter",
+    "memref_load", "memref_store", "memref_load_vec", "memref_store_vec", "make_fragment_layout_like",
+    "add_offset", "recast_iter",
 ]  # fmt: skip
 
 IntTupleView = IntTuple  # the compiler's name for the shape/stride view
@@ -176,7 +186,7 @@ class Tensor:
         _check_static_bounds(crd, self._layout.shape)
         sub, off = L.slice_and_offset(crd, self._layout)
         it = self._it.advance(
-            off, lambda: abs(off) if type(off) is int else _offset_divisibility(crd, self._layout, self._div)
+            off, lambda: abs(off) if type(off) is int else offset_divisibility(crd, self._layout, self._div)
         )
         return Tensor._make(it, self._dtype, unwrap_single_mode(sub), self._div)
 
@@ -244,13 +254,13 @@ class Tensor:
 
     # -- the value protocol --------------------------------------------------------------------------------
     def __fly_values__(self) -> list[Value]:
-        leaves = [as_numeric(x).ir_value() for x in _layout_leaves(self._layout)]
+        leaves = [as_numeric(x).ir_value() for x in layout_leaves(self._layout)]
         return self._it.values() + leaves
 
     def __fly_rebuild__(self, values) -> Tensor:
         it, rest = self._it.rebuild(values)
         vals = iter(rest)
-        layout = _layout_rebuild(self._layout, vals)
+        layout = layout_rebuild(self._layout, vals)
         return Tensor._make(it, self._dtype, layout, self._div)
 
     def __fly_copy__(self) -> Tensor:
@@ -260,7 +270,7 @@ class Tensor:
         return self if copy is None else Tensor._make(copy(), self._dtype, self._layout, self._div)
 
     def __fly_signature__(self):
-        return (self._dtype, self._it.signature(), _layout_key(self._layout))
+        return (self._dtype, self._it.signature(), layout_key(self._layout))
 
     # -- Python protocol: a tensor is not a Python sequence ----------------------------------------------
     def __iter__(self):
@@ -292,7 +302,6 @@ def make_view(iterator, layout, *, alignment: int = 0) -> Tensor:
     Raises:
         TypeError: an iterator of another kind, or a layout that is not one.
     """
-    from .layout_api import is_tensor
 
     if is_tensor(iterator):
         t = iterator
@@ -360,7 +369,6 @@ def make_fragment_like(t, dtype=None) -> Tensor:
     Raises:
         TypeError: a run-time shape.
     """
-    from .layout_api import is_tensor
 
     lay = t.layout if is_tensor(t) else t
     if dtype is None:
@@ -379,7 +387,6 @@ def make_identity_tensor(shape) -> Tensor:
 
 def make_fragment_layout_like(t):
     """The layout :func:`make_fragment_like` gives ``t`` (a tensor or layout)."""
-    from .layout_api import is_tensor
 
     return _fragment_layout(t.layout if is_tensor(t) else t)
 
@@ -401,7 +408,6 @@ def add_offset(iterator, offset):
 
 def recast_iter(dtype, iterator):
     """A pointer iterator reinterpreted as pointing at ``dtype`` elements (``ptr.cast``)."""
-    from .pointer import Pointer
 
     if not isinstance(iterator, Pointer):
         raise TypeError(f"recast_iter needs a pointer iterator, got {iterator!r}")
@@ -513,16 +519,6 @@ def memref_store_vec(vector, t: Tensor) -> None:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def unwrap_single_mode(layout):
-    """A slice that keeps one mode is that mode (FlyDSL's rule; CuTe keeps the rank-1 wrapper):
-    ``slice(((8,24),(3,5)), (None, b))`` is ``(8,24)``, so the tile can be divided by a 2-mode tiler."""
-    outer = layout.outer if isinstance(layout, ComposedLayout) else layout
-    if type(outer.shape) is not tuple or len(outer.shape) != 1:
-        return layout
-    one = Layout._make(outer.shape[0], outer.stride[0])
-    return ComposedLayout(layout.inner, layout.offset, one) if isinstance(layout, ComposedLayout) else one
-
-
 def _check_layout(layout):
     if not isinstance(layout, (Layout, ComposedLayout)):
         raise TypeError(f"a tensor needs a Layout or ComposedLayout, got {layout!r}")
@@ -554,94 +550,6 @@ def _static_size(t: Tensor, what: str) -> int:
             "into a static tile first"
         )
     return n
-
-
-def _sdiv(d, ddiv) -> int:
-    """What a stride is known to be a multiple of."""
-    if type(d) is int:
-        return abs(d)
-    if type(d) is Basis:
-        return 0
-    return ddiv or 1
-
-
-def _div(c, s, d, ddiv) -> int:
-    if c is None:
-        return 0
-    if type(c) is tuple:
-        g = 0
-        for ci, si, di in zip(c, s, d):
-            g = gcd(g, _div(ci, si, di, ddiv))
-        return g
-    if type(s) is tuple:  # an integer coordinate into several modes
-        if type(c) is int:
-            return _div(L.idx2crd(c, s), s, d, ddiv)
-        g = 0
-        for di in L.flatten(d):
-            g = gcd(g, _sdiv(di, ddiv))
-        return g
-    dv = _sdiv(d, ddiv)
-    return abs(c) * dv if type(c) is int else dv
-
-
-def _offset_divisibility(crd, layout, ddiv) -> int:
-    """What the offset of ``crd`` in ``layout`` is known to be a multiple of (0: it is exactly 0)."""
-    if isinstance(layout, ComposedLayout):
-        return 0
-    return _div(crd, layout.shape, layout.stride, ddiv)
-
-
-def _leaf_values(t, out: list) -> list:
-    if type(t) is tuple:
-        for x in t:
-            _leaf_values(x, out)
-    elif type(t) is Basis:
-        if type(t.value) is not int:
-            out.append(t.value)
-    elif t is not None and type(t) is not int:
-        out.append(t)
-    return out
-
-
-def _replace_leaves(t, it):
-    if type(t) is tuple:
-        return tuple(_replace_leaves(x, it) for x in t)
-    if type(t) is Basis:
-        return t if type(t.value) is int else Basis(Int32._make(next(it)), t.modes)
-    return t if type(t) is int or t is None else Int32._make(next(it))
-
-
-def _layout_leaves(layout) -> list:
-    if isinstance(layout, ComposedLayout):
-        inner = _layout_leaves(layout.inner) if isinstance(layout.inner, (Layout, ComposedLayout)) else []
-        return inner + _leaf_values(layout.offset, []) + _layout_leaves(layout.outer)
-    return _leaf_values(layout.stride, _leaf_values(layout.shape, []))
-
-
-def _layout_rebuild(layout, it):
-    if isinstance(layout, ComposedLayout):
-        inner = layout.inner
-        if isinstance(inner, (Layout, ComposedLayout)):
-            inner = _layout_rebuild(inner, it)
-        off = _replace_leaves(layout.offset, it)
-        return ComposedLayout(inner, off, _layout_rebuild(layout.outer, it))
-    shape = _replace_leaves(layout.shape, it)
-    return Layout._make(shape, _replace_leaves(layout.stride, it))
-
-
-def _static_part(t):
-    if type(t) is tuple:
-        return tuple(_static_part(x) for x in t)
-    if type(t) is Basis:
-        return ("E", t.value if type(t.value) is int else None, tuple(t.modes))
-    return t if type(t) is int else None
-
-
-def _layout_key(layout):
-    if isinstance(layout, ComposedLayout):
-        inner = layout.inner if not isinstance(layout.inner, (Layout, ComposedLayout)) else _layout_key(layout.inner)
-        return ("composed", inner, _static_part(layout.offset), _layout_key(layout.outer))
-    return (_static_part(layout.shape), _static_part(layout.stride))
 
 
 def _as_elem(value, dtype):

@@ -6,7 +6,8 @@
   object with ``.cuda_stream`` such as ``torch.cuda.Stream``).
 * :class:`Tensor` — a tensor parameter inside a kernel (see :mod:`flydsl.expr.tensor`).
 
-It also re-exports the numeric types, as FlyDSL's module does.
+It also re-exports the numeric types, ``T``, ``Vector`` (and the ``Float32x4``-style aliases) and
+``Pointer``, as FlyDSL's module does.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from __future__ import annotations
 import collections.abc
 import typing
 
+from ..dialects import arith
 from ..ir import Value, i64
-from .numeric import (
+from ._sem.numeric import (
     BFloat16,
     Boolean,
     Float,
@@ -38,7 +40,11 @@ from .numeric import (
     Uint32,
     Uint64,
 )
+from ._sem.pointer import Pointer
+from ._sem.vector import Vector
+from .irtypes import T, Types
 from .tensor import Tensor
+from .vector import alias_by_name
 
 __all__ = [
     "Constexpr",
@@ -65,6 +71,10 @@ __all__ = [
     "Float8E5M2",
     "Float8E4M3FNUZ",
     "Float8E5M2FNUZ",
+    "T",
+    "Types",
+    "Vector",
+    "Pointer",
 ]
 
 _CALLABLES = (typing.Callable, collections.abc.Callable)
@@ -177,8 +187,6 @@ class Stream:
         v = self.value
         if type(v) is Value:
             return [v]
-        from ..dialects import arith
-
         return [arith.constant(value=self.handle, result_types=[i64])]
 
     def __fly_rebuild__(self, values) -> Stream:
@@ -204,26 +212,14 @@ def stream_handle(value) -> int:
     raise TypeError(f"cannot use {type(value).__name__} as a stream; pass None, an int handle or a torch stream")
 
 
-# ``T``, ``Vector`` and the vector aliases (``Float32x4`` …) live in their own modules; FlyDSL users
-# import them from here (``from flydsl.expr.typing import T, Vector as Vec``). Resolved lazily so that
-# importing this module never forms an import cycle with them.
-_LAZY = {"T": ("irtypes", "T"), "Types": ("irtypes", "Types"), "Vector": ("vector", "Vector"),
-         "Pointer": ("pointer", "Pointer")}  # fmt: skip
-
-
-_COMPAT = ("as_ir_value", "ArithValue", "SyncScope")
-
-
 def __getattr__(name: str):
-    import importlib
-
-    spec = _LAZY.get(name)
-    if spec is not None:
-        return getattr(importlib.import_module(f"{__package__}.{spec[0]}"), spec[1])
-    alias = importlib.import_module(f"{__package__}._vector_alias").alias_by_name(name)
+    """The vector aliases ``<Dtype>x<N>`` (``Float32x4``…), for any lane count (see ``fx.vector``), and, as
+    FlyDSL's ``typing`` module does, the rest of ``fx``'s names (``ReductionOp``, ``full``, ``as_ir_value``…)."""
+    alias = alias_by_name(name)
     if alias is not None:
         return alias
-    fx = importlib.import_module(__package__)  # FlyDSL's typing also re-exports fx's names (ReductionOp, full …)
-    if name in fx.__all__ or name in _COMPAT:
+    from flydsl import expr as fx  # cycle: the package imports this module
+
+    if name in fx.__all__ or name in fx.COMPAT_NAMES:
         return getattr(fx, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

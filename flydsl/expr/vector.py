@@ -1,534 +1,225 @@
-"""``fx.Vector``: a register vector of ``numel`` lanes of one DSL scalar type, with value semantics.
+"""``fx.Vector`` and its aliases (FlyDSL's ``flydsl.expr.vector``): ``Float32x4``, ``Vector[dtype, shape]``, the
+``full``/``zeros_like`` factories and ``ReductionOp``.
 
-A Vector wraps a flat IR ``vector<N x T>`` value; its logical ``shape`` (possibly nested, numel == N)
-and its ``dtype`` (which carries signedness: ``Uint32`` over ``i32``) live in Python. A Vector is always
-a run-time value. Contracts kept here (issue #3):
-
-* ``len(v)`` is ``numel``; ``iter(v)`` yields exactly ``numel`` scalars (one ``vector.extract`` each),
-  so ``list(v)``, unpacking, ``for``, ``enumerate``, ``zip``, ``reversed`` terminate at once.
-* integer indexing is bounds-checked (negative counts from the end); slices give new Vectors
-  (``vector.shuffle``); a run-time index gives ``vector.extractelement``; tuple coordinates index the
-  nested shape row-major.
-* builtins that need a Python truth value of a run-time comparison (``if v``, ``bool(v)``, ``x in v``,
-  ``max(v)``, ``sorted(v)``) raise ``TypeError`` at once and name the Vector method to use instead.
-
-Elementwise operators, ``select`` and ``reduce`` live in :mod:`flydsl.expr._vector_ops`; aliases such
-as ``Float32x4`` and the ``full``/``zeros_like`` factories in :mod:`flydsl.expr._vector_alias`.
+``Vector[dtype, shape]`` (or ``VectorAlias(dtype, shape)``) is a cached subclass of ``Vector`` whose
+constructor fixes dtype and shape. The aliases ``<Dtype>x<N>`` below are predefined for the common lane
+counts; :func:`alias_by_name` (and ``fx.<Dtype>x<N>``) gives any other. The class and its operators live in
+the semantic layer (:mod:`flydsl.expr._sem.vector`).
 """
 
 from __future__ import annotations
 
-import operator
+import re
 
-from ..dialects import arith
-from ..dialects import vector as dvec
-from ..ir import Value, VectorType
-from . import _shape
-from ._convert import cast_ir, check_rounding_mode, resolve_dtype
-from .numeric import Boolean, Int32, Numeric, as_numeric, numeric_type_of
+from ._sem.numeric import (
+    BFloat16,
+    Boolean,
+    Float8E4M3FN,
+    Float8E4M3FNUZ,
+    Float8E5M2,
+    Float8E5M2FNUZ,
+    Float16,
+    Float32,
+    Float64,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Uint8,
+    Uint16,
+    Uint32,
+    Uint64,
+)
+from ._sem.vector import ReductionOp, Vector, VectorAlias
 
-__all__ = ["Vector", "splat_ir", "as_vector_operand", "select_whole"]
+__all__ = [
+    "Vector", "VectorAlias", "ReductionOp", "full", "full_like", "zeros_like", "ones_like", "empty_like",
+    "alias_by_name", "ALIAS_NAMES",
+    "Int8x1", "Int8x2", "Int8x3", "Int8x4", "Int8x8", "Int8x16", "Int8x32", "Int16x1", "Int16x2", "Int16x3",
+    "Int16x4", "Int16x8", "Int16x16", "Int16x32", "Int32x1", "Int32x2", "Int32x3", "Int32x4", "Int32x8",
+    "Int32x16", "Int32x32", "Int64x1", "Int64x2", "Int64x3", "Int64x4", "Int64x8", "Int64x16", "Int64x32",
+    "Uint8x1", "Uint8x2", "Uint8x3", "Uint8x4", "Uint8x8", "Uint8x16", "Uint8x32", "Uint16x1", "Uint16x2",
+    "Uint16x3", "Uint16x4", "Uint16x8", "Uint16x16", "Uint16x32", "Uint32x1", "Uint32x2", "Uint32x3", "Uint32x4",
+    "Uint32x8", "Uint32x16", "Uint32x32", "Uint64x1", "Uint64x2", "Uint64x3", "Uint64x4", "Uint64x8",
+    "Uint64x16", "Uint64x32", "Float16x1", "Float16x2", "Float16x3", "Float16x4", "Float16x8", "Float16x16",
+    "Float16x32", "BFloat16x1", "BFloat16x2", "BFloat16x3", "BFloat16x4", "BFloat16x8", "BFloat16x16",
+    "BFloat16x32", "Float32x1", "Float32x2", "Float32x3", "Float32x4", "Float32x8", "Float32x16", "Float32x32",
+    "Float64x1", "Float64x2", "Float64x3", "Float64x4", "Float64x8", "Float64x16", "Float64x32",
+    "Float8E4M3FNx1", "Float8E4M3FNx2", "Float8E4M3FNx3", "Float8E4M3FNx4", "Float8E4M3FNx8", "Float8E4M3FNx16",
+    "Float8E4M3FNx32", "Float8E5M2x1", "Float8E5M2x2", "Float8E5M2x3", "Float8E5M2x4", "Float8E5M2x8",
+    "Float8E5M2x16", "Float8E5M2x32", "Float8E4M3FNUZx1", "Float8E4M3FNUZx2", "Float8E4M3FNUZx3",
+    "Float8E4M3FNUZx4", "Float8E4M3FNUZx8", "Float8E4M3FNUZx16", "Float8E4M3FNUZx32", "Float8E5M2FNUZx1",
+    "Float8E5M2FNUZx2", "Float8E5M2FNUZx3", "Float8E5M2FNUZx4", "Float8E5M2FNUZx8", "Float8E5M2FNUZx16",
+    "Float8E5M2FNUZx32",
+]  # fmt: skip
 
 
-def splat_ir(x: Numeric, lanes: int) -> Value:
-    """A ``vector<lanes x T>`` IR value with every lane ``x``: one constant for a compile-time ``x``,
-    else ``vector.broadcast``."""
-    t = VectorType(lanes, type(x).ir_type)
-    if x.is_static():
-        return arith.const(x.value, t)
-    return dvec.broadcast(x.value, result_types=[t])
+def full(shape, fill_value, dtype) -> Vector:
+    """A Vector of ``shape`` with every lane ``fill_value`` (converted to ``dtype``)."""
+    return Vector.filled(shape, fill_value, dtype)
 
 
-def as_vector_operand(x):
-    """An operand of a Vector operation as a Vector or a Numeric (Python literals by value, raw IR
-    values by type), or None when it is neither."""
-    if isinstance(x, (Vector, Numeric)):
-        return x
-    if type(x) is Value:
-        if isinstance(x.type, VectorType):
-            return Vector(x)
-        return numeric_type_of(x.type)._make(x)
-    try:
-        return as_numeric(x)
-    except TypeError:
-        trap = getattr(type(x), "_fly_raise", None)
-        if trap is not None:  # a variable without a value on this path: its own error (FLY102/117/118)
-            trap(x)
+def full_like(a: Vector, fill_value, dtype=None) -> Vector:
+    """A Vector shaped like ``a`` (dtype of ``a`` unless given), every lane ``fill_value``."""
+    return Vector.filled_like(a, fill_value, dtype)
+
+
+def zeros_like(a: Vector, dtype=None) -> Vector:
+    """``full_like(a, 0, dtype)``."""
+    return Vector.zeros_like(a, dtype)
+
+
+def ones_like(a: Vector, dtype=None) -> Vector:
+    """``full_like(a, 1, dtype)``."""
+    return Vector.filled_like(a, 1, dtype)
+
+
+def empty_like(a: Vector, dtype=None) -> Vector:
+    """A Vector shaped like ``a``; registers have no "uninitialized" state here, so it is zero-filled."""
+    return Vector.filled_like(a, 0, dtype)
+
+
+_ALIAS_DTYPES = (
+    Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16, Float32, Float64,
+    Float8E4M3FN, Float8E5M2, Float8E4M3FNUZ, Float8E5M2FNUZ,
+)  # fmt: skip
+_ALIAS_LANES = (1, 2, 3, 4, 8, 16, 32)
+ALIAS_NAMES = tuple(f"{d.__name__}x{n}" for d in _ALIAS_DTYPES for n in _ALIAS_LANES)
+_DTYPE_BY_NAME = {d.__name__: d for d in _ALIAS_DTYPES + (Boolean,)}
+_ALIAS_RE = re.compile(r"^([A-Za-z0-9]+?)x([1-9][0-9]*)$")
+
+
+def alias_by_name(name: str) -> type | None:
+    """``"Float32x4"`` → ``Float32x4`` for any lane count (None when the name is not an alias)."""
+    m = _ALIAS_RE.match(name)
+    if m is None or m.group(1) not in _DTYPE_BY_NAME:
         return None
-
-
-class Vector:
-    """A register vector with value semantics (``vector<N x dtype>`` in the IR).
-
-    Args:
-        value: a flat IR vector value, another Vector, or anything with ``ir_value()`` returning one; a
-            list/tuple of scalars builds the vector (``from_elements``). Alias classes such as
-            ``Float32x4`` also take one scalar and splat it.
-        shape: the logical shape (int or nested tuple) with ``numel`` equal to the lane count; default:
-            the value's (flat) shape.
-        dtype: the element type (a Numeric class or scalar IR type) matching the IR element type;
-            default: read from the IR type (signless integers read as signed).
-
-    Raises:
-        ValueError: shape or dtype that does not fit the value (or the alias).
-        TypeError: a value that is not a vector.
-    """
-
-    __slots__ = ("_v", "_shape", "_dtype")
-    _is_vector = True
-    _alias_dtype = None
-    _alias_shape = None
-    ir_type = None  # set on alias classes (Float32x4.ir_type is vector<4xf32>)
-
-    def __init__(self, value, shape=None, dtype=None):
-        cls = type(self)
-        if dtype is not None:
-            dtype = resolve_dtype(dtype)
-        if cls._alias_dtype is not None:
-            value = self._alias_value(value, shape, dtype)
-            shape, dtype = cls._alias_shape, cls._alias_dtype
-        elif isinstance(value, (list, tuple)):
-            value = Vector.from_elements(value, dtype)
-        if isinstance(value, Vector):
-            v, vshape, vdtype = value._v, value._shape, value._dtype
-        else:
-            if type(value) is not Value and hasattr(value, "ir_value"):
-                value = value.ir_value()
-            if type(value) is not Value or not isinstance(value.type, VectorType):
-                raise TypeError(f"fx.Vector wraps an IR vector value, got {value!r}")
-            if len(value.type.shape) != 1:
-                raise ValueError(f"fx.Vector wraps flat vectors (vector<N x T>), got {value.type}")
-            v, vshape, vdtype = value, (value.type.numel,), numeric_type_of(value.type.elem)
-        if dtype is not None:
-            if dtype.ir_type is not v.type.elem:
-                raise ValueError(f"dtype {dtype.__name__} does not match the vector element type {v.type.elem}")
-            vdtype = dtype
-        if shape is not None:
-            shape = _shape.canonical_shape(shape)
-            if _shape.numel(shape) != v.type.numel:
-                raise ValueError(f"shape {shape} has {_shape.numel(shape)} elements, but the value is {v.type}")
-            vshape = shape
-        self._v, self._shape, self._dtype = v, vshape, vdtype
-
-    @classmethod
-    def _alias_value(cls, value, shape, dtype):
-        """What an alias (``Float32x4``) constructor argument denotes: a splat, a list or a vector."""
-        ad, ashape = cls._alias_dtype, cls._alias_shape
-        if shape is not None and _shape.canonical_shape(shape) != ashape:
-            raise ValueError(f"{cls.__name__} expects shape {ashape}, got {shape!r}")
-        if dtype is not None and dtype is not ad:
-            raise ValueError(f"{cls.__name__} expects dtype {ad.__name__}, got {dtype.__name__}")
-        if isinstance(value, (list, tuple)):
-            if len(value) != _shape.numel(ashape):
-                raise ValueError(f"{cls.__name__} takes {_shape.numel(ashape)} elements, got {len(value)}")
-            return Vector.from_elements(value, ad)
-        if isinstance(value, (bool, int, float, Numeric)):
-            return Vector.filled(ashape, value, ad)
-        if isinstance(value, Vector) and value._dtype is not ad:
-            raise ValueError(f"{cls.__name__} expects dtype {ad.__name__}, got a Vector of {value._dtype.__name__}")
-        if type(value) is Value and isinstance(value.type, VectorType):
-            if value.type.numel != _shape.numel(ashape):
-                raise ValueError(f"{cls.__name__} expects shape {ashape}, got a value of type {value.type}")
-        elif isinstance(value, Vector) and value.numel != _shape.numel(ashape):
-            raise ValueError(f"{cls.__name__} expects shape {ashape}, got a Vector of shape {value._shape}")
-        return value
-
-    @classmethod
-    def _make(cls, v: Value, shape: tuple, dtype) -> Vector:
-        """Wrap without checks (``shape`` canonical, ``dtype.ir_type`` is the element type)."""
-        o = object.__new__(cls)
-        o._v, o._shape, o._dtype = v, shape, dtype
-        return o
-
-    # -- properties ----------------------------------------------------------------------------
-    @property
-    def dtype(self) -> type[Numeric]:
-        """The element type (a Numeric class)."""
-        return self._dtype
-
-    element_type = dtype
-
-    @property
-    def shape(self) -> tuple:
-        """The logical shape (a tuple, possibly nested)."""
-        return self._shape
-
-    @property
-    def numel(self) -> int:
-        """The number of lanes."""
-        return self._v.type.numel
-
-    @property
-    def signed(self) -> bool:
-        """Signedness of an integer element type (False for floats)."""
-        return bool(self._dtype.signed) if self._dtype.is_integer else False
-
-    @property
-    def type(self) -> VectorType:
-        """The IR type ``vector<N x T>``."""
-        return self._v.type
-
-    @staticmethod
-    def make_type(shape, dtype) -> VectorType:
-        """The flat IR vector type of a logical shape and element type."""
-        return VectorType(_shape.numel(_shape.canonical_shape(shape)), resolve_dtype(dtype).ir_type)
-
-    def ir_value(self) -> Value:
-        """The IR value (``vector<N x T>``)."""
-        return self._v
-
-    def is_static(self) -> bool:
-        """Always False: a Vector is a run-time value."""
-        return False
-
-    def __fly_values__(self) -> list[Value]:
-        """The DSL value protocol: the IR values carrying this vector (one)."""
-        return [self._v]
-
-    def __fly_rebuild__(self, values) -> Vector:
-        """The DSL value protocol: the same kind of Vector (class, shape, dtype) over a new IR value."""
-        return type(self)._make(values[0], self._shape, self._dtype)
-
-    def __repr__(self) -> str:
-        return f"Vector({self._v.type} o {self._shape}, {self._dtype.__name__})"
-
-    __str__ = __repr__
-    __hash__ = object.__hash__  # __eq__ builds a Boolean vector
-
-    # -- Python protocols: never fall into a hang ------------------------------------------------
-    def __len__(self) -> int:
-        return self._v.type.numel
-
-    def __iter__(self):
-        v, d = self._v, self._dtype
-        for i in range(v.type.numel):
-            yield d._make(dvec.extract(v, position=i))
-
-    def __reversed__(self):
-        v, d = self._v, self._dtype
-        for i in range(v.type.numel - 1, -1, -1):
-            yield d._make(dvec.extract(v, position=i))
-
-    def __bool__(self):
-        raise TypeError(
-            "a Vector has no Python truth value (its lanes are known only when the kernel runs): "
-            'reduce it to one Boolean with v.reduce("and") / v.reduce("or") (after a comparison), '
-            "or choose lane-wise with cond.select(a, b)"
-        )
-
-    def __contains__(self, item):
-        raise TypeError(
-            '`x in vector` would compare lanes in Python at trace time; use (v == x).reduce("or") '
-            "for a run-time Boolean"
-        )
-
-    def __index__(self):
-        raise TypeError("a Vector is not a Python integer; index with a scalar, e.g. v[i]")
-
-    def __int__(self):
-        raise TypeError('a Vector is not a Python int; extract a lane (v[i]) or reduce it (v.reduce("add"))')
-
-    def __float__(self):
-        raise TypeError('a Vector is not a Python float; extract a lane (v[i]) or reduce it (v.reduce("add"))')
-
-    def __setitem__(self, index, value):
-        raise TypeError("a Vector is an immutable value; write v = v.insert(i, x) instead of v[i] = x")
-
-    # -- element access ------------------------------------------------------------------------
-    def _lane(self, i: int) -> int:
-        n = self._v.type.numel
-        if i < -n or i >= n:
-            raise IndexError(f"vector index {i} out of range for a Vector of {n} elements")
-        return i + n if i < 0 else i
-
-    def __getitem__(self, index):
-        """``v[i]`` (int: bounds-checked, negative from the end; run-time Numeric: extractelement),
-        ``v[a:b:s]`` (a new Vector), ``v[(i, (j, k))]`` (coordinate over the nested shape; ``None`` keeps a
-        mode: a sub-Vector), ``v[None]`` (v itself).
-
-        Raises:
-            IndexError: an index out of range. TypeError: an unsupported index type.
-        """
-        if index is None:
-            return self
-        if type(index) is int:
-            return self._dtype._make(dvec.extract(self._v, position=self._lane(index)))
-        if isinstance(index, slice):
-            lanes = list(range(*index.indices(self._v.type.numel)))
-            if not lanes:
-                raise IndexError(f"slice {index} of a Vector of {self._v.type.numel} elements is empty")
-            return self._gather(lanes, (len(lanes),))
-        if isinstance(index, tuple):
-            return self._coordinate(index)
-        if isinstance(index, Numeric) or type(index) is Value:
-            idx = as_numeric(index)
-            if not idx.dtype.is_integer:
-                raise TypeError(f"a Vector index must be an integer, got {idx.dtype.__name__}")
-            if idx.is_static():
-                return self[int(idx.value)]
-            return self._dtype._make(dvec.extractelement(self._v, _index_value(idx)))
-        try:
-            i = operator.index(index)
-        except TypeError:
-            raise TypeError(
-                f"unsupported Vector index type {type(index).__name__}: use an int, a slice, a tuple coordinate "
-                "or a run-time integer"
-            ) from None
-        return self._dtype._make(dvec.extract(self._v, position=self._lane(i)))
-
-    def _gather(self, lanes: list[int], shape: tuple) -> Vector:
-        if lanes == list(range(self._v.type.numel)):
-            return Vector._make(self._v, shape, self._dtype)
-        return Vector._make(dvec.shuffle(self._v, self._v, mask=list(lanes)), shape, self._dtype)
-
-    def _coordinate(self, coord: tuple):
-        pairs = _shape.coord_pairs(self._shape, coord)
-        dynamic = False
-        norm = []
-        for d, c in pairs:
-            if c is None:
-                norm.append((d, None))
-                continue
-            if isinstance(c, Numeric) or type(c) is Value:
-                c = as_numeric(c)
-                if not c.is_static():
-                    dynamic = True
-                    norm.append((d, c))
-                    continue
-                c = int(c.value)
-            if not isinstance(c, int):
-                raise TypeError(f"unsupported Vector coordinate entry {c!r}")
-            if c < -d or c >= d:
-                raise IndexError(f"vector coordinate {coord!r} out of range for a Vector of shape {self._shape}")
-            norm.append((d, c + d if c < 0 else c))
-        if dynamic:
-            if any(c is None for _, c in norm):
-                raise TypeError("a coordinate with a run-time entry cannot also slice (None)")
-            flat = Int32._make(0)
-            for d, c in norm:
-                flat = flat * d + (c if isinstance(c, Numeric) else Int32._make(c))
-            return self[flat]
-        lanes = _shape.coord_positions(norm)
-        if all(c is not None for _, c in norm):
-            return self[lanes[0]]
-        return self._gather(lanes, _shape.sliced_shape(self._shape, coord))
-
-    def insert(self, index, value) -> Vector:
-        """A new Vector with lane ``index`` replaced by ``value`` (converted to ``dtype``).
-
-        Args:
-            index: an int (bounds-checked, negative from the end) or a run-time integer.
-            value: a scalar (Python number or DSL value).
-
-        Raises:
-            IndexError: a static index out of range.
-        """
-        x = _to_dtype(value, self._dtype).ir_value()
-        if isinstance(index, Numeric) or type(index) is Value:
-            idx = as_numeric(index)
-            if not idx.is_static():
-                return Vector._make(dvec.insertelement(x, self._v, _index_value(idx)), self._shape, self._dtype)
-            index = int(idx.value)
-        return Vector._make(dvec.insert(x, self._v, position=self._lane(int(index))), self._shape, self._dtype)
-
-    with_element = insert
-
-    # -- conversions and reshaping ---------------------------------------------------------------
-    def to(self, dtype, *, rounding_mode=None) -> Vector:
-        """Elementwise conversion (the scalar ``.to()`` op choice per lane); same shape.
-
-        Args:
-            dtype: a Numeric class or scalar IR type (``ir.Value`` returns the Vector itself).
-            rounding_mode: an ``fx.RoundingMode`` for float→float narrowing.
-
-        Raises:
-            TypeError: a rounding mode on a cast that is not float-to-float.
-        """
-        if dtype is Value or getattr(dtype, "_fly_value_view", False):  # ours, or flydsl._mlir.ir.Value
-            return self
-        if dtype in (int, float, bool):
-            raise TypeError(f"a Vector has no Python {dtype.__name__} value")
-        D = resolve_dtype(dtype)
-        S = self._dtype
-        mode = check_rounding_mode(S, D, rounding_mode, static=False)
-        if S is D:
-            return self
-        return Vector._make(cast_ir(self._v, S, D, mode, lanes=self._v.type.numel), self._shape, D)
-
-    def bitcast(self, dtype) -> Vector:
-        """The same bits as a flat Vector of ``dtype``: lanes = numel·width / dtype.width.
-
-        Raises:
-            ValueError: the total width is not a multiple of ``dtype``'s width.
-        """
-        D = resolve_dtype(dtype)
-        S = self._dtype
-        bits = self._v.type.numel * S.width
-        if bits % D.width:
-            raise ValueError(f"cannot bitcast {bits} bits ({self._v.type}) into {D.__name__} lanes of {D.width} bits")
-        n = bits // D.width
-        t = VectorType(n, D.ir_type)
-        if t is self._v.type:
-            return Vector._make(self._v, (n,), D)
-        op = arith.bitcast if Boolean in (S, D) else dvec.bitcast
-        return Vector._make(op(self._v, result_types=[t]), (n,), D)
-
-    def reshape(self, shape) -> Vector:
-        """The same lanes under another logical shape of equal numel (no IR).
-
-        Raises:
-            ValueError: a different number of elements.
-        """
-        shape = _shape.canonical_shape(shape)
-        if _shape.numel(shape) != self._v.type.numel:
-            raise ValueError(f"cannot reshape a Vector of shape {self._shape} to {shape}: element counts differ")
-        return Vector._make(self._v, shape, self._dtype)
-
-    def broadcast_to(self, shape) -> Vector:
-        """Broadcast numpy-style over the flattened shape (a 1-lane Vector to any shape).
-
-        Raises:
-            ValueError: shapes that do not broadcast.
-        """
-        shape = _shape.canonical_shape(shape)
-        if shape == self._shape:
-            return self
-        return self._gather(_shape.broadcast_positions(self._shape, shape), shape)
-
-    def shuffle(self, other, mask) -> Vector:
-        """Lanes picked from the concatenation ``self ++ other`` (``vector.shuffle``).
-
-        Args:
-            other: a Vector with the same element type, or None for ``self``.
-            mask: lane numbers in ``[0, numel + other.numel)``.
-
-        Raises:
-            TypeError: element types differ. IndexError: a mask entry out of range.
-        """
-        other = self if other is None else other
-        if not isinstance(other, Vector):
-            other = as_vector_operand(other)
-        if not isinstance(other, Vector) or other._v.type.elem is not self._v.type.elem:
-            raise TypeError(f"shuffle needs a second Vector of {self._dtype.__name__}, got {other!r}")
-        mask = [int(m) for m in mask]
-        n = self._v.type.numel + other._v.type.numel
-        bad = [m for m in mask if not 0 <= m < n]
-        if bad or not mask:
-            raise IndexError(f"shuffle mask entries must be in [0, {n}), got {mask}")
-        return Vector._make(dvec.shuffle(self._v, other._v, mask=mask), (len(mask),), self._dtype)
-
-    # -- constructors ----------------------------------------------------------------------------
-    @classmethod
-    def from_elements(cls, elements, dtype=None) -> Vector:
-        """A Vector of the given scalars, lane 0 first (one constant when all are compile-time).
-
-        Args:
-            elements: scalars (Python numbers, DSL scalars, raw IR scalars).
-            dtype: element type; default: the first element's DSL type.
-
-        Raises:
-            ValueError: no elements.
-        """
-        elements = list(elements)
-        if not elements:
-            raise ValueError("Vector.from_elements needs at least one element")
-        if dtype is None:
-            first = as_vector_operand(elements[0])
-            if not isinstance(first, Numeric):
-                raise TypeError(f"Vector elements must be scalars, got {elements[0]!r}")
-            dtype = type(first)
-        dtype = resolve_dtype(dtype)
-        vals = [_to_dtype(e, dtype) for e in elements]
-        t = VectorType(len(vals), dtype.ir_type)
-        if all(x.is_static() for x in vals):
-            v = arith.const([x.value for x in vals], t)
-        else:
-            v = dvec.from_elements(*[x.ir_value() for x in vals], result_types=[t])
-        return cls._wrap_new(v, (len(vals),), dtype)
-
-    @classmethod
-    def filled(cls, shape, fill_value, dtype) -> Vector:
-        """A Vector of ``shape`` with every lane ``fill_value`` converted to ``dtype``."""
-        shape = _shape.canonical_shape(shape)
-        dtype = resolve_dtype(dtype)
-        return cls._wrap_new(splat_ir(_to_dtype(fill_value, dtype), _shape.numel(shape)), shape, dtype)
-
-    @classmethod
-    def filled_like(cls, template: Vector, fill_value, dtype=None) -> Vector:
-        """A Vector with ``template``'s shape (and dtype unless given), every lane ``fill_value``."""
-        return cls.filled(template.shape, fill_value, template.dtype if dtype is None else dtype)
-
-    @classmethod
-    def zeros_like(cls, template: Vector, dtype=None) -> Vector:
-        """``filled_like(template, 0, dtype)``."""
-        return cls.filled_like(template, 0, dtype)
-
-    @classmethod
-    def _wrap_new(cls, v: Value, shape: tuple, dtype) -> Vector:
-        # an alias class keeps its identity when the result fits it; otherwise a plain Vector
-        if cls._alias_dtype is not None and (cls._alias_dtype is not dtype or cls._alias_shape != shape):
-            cls = Vector
-        return cls._make(v, shape, dtype)
-
-    # elementwise ops, select, reduce: installed by _vector_ops
-
-
-def _to_dtype(x, dtype) -> Numeric:
-    """A scalar operand converted to ``dtype`` (Python literals directly, by value)."""
-    if isinstance(x, (bool, int, float)):
-        return dtype(x)
-    n = as_vector_operand(x)
-    if not isinstance(n, Numeric):
-        raise TypeError(f"expected a scalar for a {dtype.__name__} lane, got {x!r}")
-    return n.to(dtype)
-
-
-def _index_value(idx: Numeric) -> Value:
-    """A run-time lane index as an integer IR value (Boolean widened; Index and iN kept)."""
-    if not idx.dtype.is_integer:
-        raise TypeError(f"a Vector index must be an integer, got {idx.dtype.__name__}")
-    if idx.dtype is Boolean:
-        idx = idx.to(Int32)
-    return idx.ir_value()
-
-
-def select_whole(cond: Numeric, true_value, false_value):
-    """``cond ? a : b`` on whole Vectors under a scalar Boolean condition (same shape after
-    broadcasting a scalar choice); the result takes the true choice's class."""
-    from .numeric import common_type
-
-    t, f = as_vector_operand(true_value), as_vector_operand(false_value)
-    if t is None or f is None:
-        raise TypeError("select choices must be DSL values or Python numbers")
-    C = common_type(t.dtype, f.dtype)
-    shape = t.shape if isinstance(t, Vector) else f.shape
-    if isinstance(t, Vector) and isinstance(f, Vector) and t.numel != f.numel:
-        raise ValueError(f"select choices have {t.numel} and {f.numel} lanes")
-    if cond.is_static():
-        chosen = t if cond.value else f
-        if isinstance(chosen, Vector):
-            return chosen.to(C)
-        return Vector._make(splat_ir(chosen.to(C), _shape.numel(shape)), shape, C)
-    tv = _lanes_of(t, C, shape)
-    fv = _lanes_of(f, C, shape)
-    r = arith.select(cond.ir_value(), tv, fv)
-    cls = type(t) if isinstance(t, Vector) and t.dtype is C and t.shape == shape else Vector
-    return cls._make(r, shape, C)
-
-
-def _lanes_of(x, C, shape) -> Value:
-    """An operand as a ``vector<numel(shape) x C>`` IR value (scalars splat, vectors converted)."""
-    if isinstance(x, Vector):
-        x = x.to(C)
-        return x._v if x.numel == _shape.numel(shape) else x.broadcast_to(shape)._v
-    return splat_ir(x.to(C), _shape.numel(shape))
+    return VectorAlias(_DTYPE_BY_NAME[m.group(1)], int(m.group(2)))
+
+
+# the predefined aliases (ALIAS_NAMES), one per common dtype and lane count
+Int8x1 = VectorAlias(Int8, 1)
+Int8x2 = VectorAlias(Int8, 2)
+Int8x3 = VectorAlias(Int8, 3)
+Int8x4 = VectorAlias(Int8, 4)
+Int8x8 = VectorAlias(Int8, 8)
+Int8x16 = VectorAlias(Int8, 16)
+Int8x32 = VectorAlias(Int8, 32)
+Int16x1 = VectorAlias(Int16, 1)
+Int16x2 = VectorAlias(Int16, 2)
+Int16x3 = VectorAlias(Int16, 3)
+Int16x4 = VectorAlias(Int16, 4)
+Int16x8 = VectorAlias(Int16, 8)
+Int16x16 = VectorAlias(Int16, 16)
+Int16x32 = VectorAlias(Int16, 32)
+Int32x1 = VectorAlias(Int32, 1)
+Int32x2 = VectorAlias(Int32, 2)
+Int32x3 = VectorAlias(Int32, 3)
+Int32x4 = VectorAlias(Int32, 4)
+Int32x8 = VectorAlias(Int32, 8)
+Int32x16 = VectorAlias(Int32, 16)
+Int32x32 = VectorAlias(Int32, 32)
+Int64x1 = VectorAlias(Int64, 1)
+Int64x2 = VectorAlias(Int64, 2)
+Int64x3 = VectorAlias(Int64, 3)
+Int64x4 = VectorAlias(Int64, 4)
+Int64x8 = VectorAlias(Int64, 8)
+Int64x16 = VectorAlias(Int64, 16)
+Int64x32 = VectorAlias(Int64, 32)
+Uint8x1 = VectorAlias(Uint8, 1)
+Uint8x2 = VectorAlias(Uint8, 2)
+Uint8x3 = VectorAlias(Uint8, 3)
+Uint8x4 = VectorAlias(Uint8, 4)
+Uint8x8 = VectorAlias(Uint8, 8)
+Uint8x16 = VectorAlias(Uint8, 16)
+Uint8x32 = VectorAlias(Uint8, 32)
+Uint16x1 = VectorAlias(Uint16, 1)
+Uint16x2 = VectorAlias(Uint16, 2)
+Uint16x3 = VectorAlias(Uint16, 3)
+Uint16x4 = VectorAlias(Uint16, 4)
+Uint16x8 = VectorAlias(Uint16, 8)
+Uint16x16 = VectorAlias(Uint16, 16)
+Uint16x32 = VectorAlias(Uint16, 32)
+Uint32x1 = VectorAlias(Uint32, 1)
+Uint32x2 = VectorAlias(Uint32, 2)
+Uint32x3 = VectorAlias(Uint32, 3)
+Uint32x4 = VectorAlias(Uint32, 4)
+Uint32x8 = VectorAlias(Uint32, 8)
+Uint32x16 = VectorAlias(Uint32, 16)
+Uint32x32 = VectorAlias(Uint32, 32)
+Uint64x1 = VectorAlias(Uint64, 1)
+Uint64x2 = VectorAlias(Uint64, 2)
+Uint64x3 = VectorAlias(Uint64, 3)
+Uint64x4 = VectorAlias(Uint64, 4)
+Uint64x8 = VectorAlias(Uint64, 8)
+Uint64x16 = VectorAlias(Uint64, 16)
+Uint64x32 = VectorAlias(Uint64, 32)
+Float16x1 = VectorAlias(Float16, 1)
+Float16x2 = VectorAlias(Float16, 2)
+Float16x3 = VectorAlias(Float16, 3)
+Float16x4 = VectorAlias(Float16, 4)
+Float16x8 = VectorAlias(Float16, 8)
+Float16x16 = VectorAlias(Float16, 16)
+Float16x32 = VectorAlias(Float16, 32)
+BFloat16x1 = VectorAlias(BFloat16, 1)
+BFloat16x2 = VectorAlias(BFloat16, 2)
+BFloat16x3 = VectorAlias(BFloat16, 3)
+BFloat16x4 = VectorAlias(BFloat16, 4)
+BFloat16x8 = VectorAlias(BFloat16, 8)
+BFloat16x16 = VectorAlias(BFloat16, 16)
+BFloat16x32 = VectorAlias(BFloat16, 32)
+Float32x1 = VectorAlias(Float32, 1)
+Float32x2 = VectorAlias(Float32, 2)
+Float32x3 = VectorAlias(Float32, 3)
+Float32x4 = VectorAlias(Float32, 4)
+Float32x8 = VectorAlias(Float32, 8)
+Float32x16 = VectorAlias(Float32, 16)
+Float32x32 = VectorAlias(Float32, 32)
+Float64x1 = VectorAlias(Float64, 1)
+Float64x2 = VectorAlias(Float64, 2)
+Float64x3 = VectorAlias(Float64, 3)
+Float64x4 = VectorAlias(Float64, 4)
+Float64x8 = VectorAlias(Float64, 8)
+Float64x16 = VectorAlias(Float64, 16)
+Float64x32 = VectorAlias(Float64, 32)
+Float8E4M3FNx1 = VectorAlias(Float8E4M3FN, 1)
+Float8E4M3FNx2 = VectorAlias(Float8E4M3FN, 2)
+Float8E4M3FNx3 = VectorAlias(Float8E4M3FN, 3)
+Float8E4M3FNx4 = VectorAlias(Float8E4M3FN, 4)
+Float8E4M3FNx8 = VectorAlias(Float8E4M3FN, 8)
+Float8E4M3FNx16 = VectorAlias(Float8E4M3FN, 16)
+Float8E4M3FNx32 = VectorAlias(Float8E4M3FN, 32)
+Float8E5M2x1 = VectorAlias(Float8E5M2, 1)
+Float8E5M2x2 = VectorAlias(Float8E5M2, 2)
+Float8E5M2x3 = VectorAlias(Float8E5M2, 3)
+Float8E5M2x4 = VectorAlias(Float8E5M2, 4)
+Float8E5M2x8 = VectorAlias(Float8E5M2, 8)
+Float8E5M2x16 = VectorAlias(Float8E5M2, 16)
+Float8E5M2x32 = VectorAlias(Float8E5M2, 32)
+Float8E4M3FNUZx1 = VectorAlias(Float8E4M3FNUZ, 1)
+Float8E4M3FNUZx2 = VectorAlias(Float8E4M3FNUZ, 2)
+Float8E4M3FNUZx3 = VectorAlias(Float8E4M3FNUZ, 3)
+Float8E4M3FNUZx4 = VectorAlias(Float8E4M3FNUZ, 4)
+Float8E4M3FNUZx8 = VectorAlias(Float8E4M3FNUZ, 8)
+Float8E4M3FNUZx16 = VectorAlias(Float8E4M3FNUZ, 16)
+Float8E4M3FNUZx32 = VectorAlias(Float8E4M3FNUZ, 32)
+Float8E5M2FNUZx1 = VectorAlias(Float8E5M2FNUZ, 1)
+Float8E5M2FNUZx2 = VectorAlias(Float8E5M2FNUZ, 2)
+Float8E5M2FNUZx3 = VectorAlias(Float8E5M2FNUZ, 3)
+Float8E5M2FNUZx4 = VectorAlias(Float8E5M2FNUZ, 4)
+Float8E5M2FNUZx8 = VectorAlias(Float8E5M2FNUZ, 8)
+Float8E5M2FNUZx16 = VectorAlias(Float8E5M2FNUZ, 16)
+Float8E5M2FNUZx32 = VectorAlias(Float8E5M2FNUZ, 32)
 
 
 def __getattr__(name: str):
-    """FlyDSL's ``flydsl.expr.vector`` also exports ``T``, ``ReductionOp``, ``full``, ``full_like`` …"""
-    import importlib
+    """Vector aliases of any lane count (``Float32x5``), and, as FlyDSL's ``flydsl.expr.vector`` does, the
+    rest of ``fx``'s names (``T``, ``full``, ``full_like`` …)."""
+    alias = alias_by_name(name)
+    if alias is not None:
+        return alias
+    from flydsl import expr as fx  # cycle: the package imports this module
 
-    fx = importlib.import_module(__package__)
-    if name in fx.__all__:
+    if name in fx.__all__ or name in fx.COMPAT_NAMES:
         return getattr(fx, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

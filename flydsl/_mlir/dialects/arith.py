@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 
 from ...dialects import arith as _a
-from ...expr._fastmath import FastMathFlags
+from ...expr._sem.fastmath import FastMathFlags
 from .. import ir
 from ._ods import build, op_class, snake_fn
 

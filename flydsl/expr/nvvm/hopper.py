@@ -36,9 +36,14 @@ from __future__ import annotations
 
 from ...dialects import gpu as _g
 from ...dialects import nvvm_sm90 as _d
-from ...ir import AddressSpace, i64
-from ..numeric import Boolean, Int8, Int32, Int64, Numeric, as_numeric
+from ...dialects.capabilities import capability_gap
+from ...ir import AddressSpace
+from ...utils.target import current_target
+from .._sem.iterators import MemIter
+from ..gpu import thread_idx
+from ..numeric import Boolean, Int8, Int32, Int64, as_numeric
 from ..pointer import Pointer, as_pointer
+from ._common import _bar, _i32
 
 __all__ = [
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
@@ -52,24 +57,6 @@ __all__ = [
     "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
     "wgmma", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_acc_coords",
 ]  # fmt: skip
-
-
-def _i32(x, what: str):
-    v = as_numeric(x)
-    if not isinstance(v, Numeric) or not v.dtype.is_integer:
-        raise TypeError(f"{what} must be an integer, got {x!r}")
-    return (v if v.dtype is Int32 else v.to(Int32)).ir_value()
-
-
-def _bar(bar) -> Pointer:
-    """The mbarrier pointer (an 8-byte aligned fx.Int64 in shared memory; raw byte pointers are recast)."""
-    p = bar.ptr if hasattr(type(bar), "peek") else as_pointer(bar)  # an fx.Storage from a SharedAllocator
-    if p.address_space != AddressSpace.SHARED:
-        raise TypeError(
-            f"an mbarrier is an fx.Int64 in shared memory, got a {p.memspace} pointer {p.type} "
-            "(allocate it with fx.alloc_shared(fx.Int64, n, align=8) or a SharedAllocator)"
-        )
-    return p if p.type.elem is i64 else p.recast(Int64)
 
 
 # -- mbarriers ------------------------------------------------------------------------------------------
@@ -175,8 +162,6 @@ def align_shared(ptr, alignment: int = 1024):
     the compiler as that aligned (allocate ``alignment - 1`` spare bytes). Swizzled TMA/wgmma buffers need
     their base on the swizzle period (1024 bytes for 128-byte swizzling); the dynamic shared memory base is
     only guaranteed 16-byte aligned."""
-    from .._iterators import MemIter
-
     p = as_pointer(ptr)
     if p.address_space != AddressSpace.SHARED:
         raise TypeError(f"align_shared takes a shared-memory pointer, got a {p.memspace} one")
@@ -197,8 +182,6 @@ def _uniform(x: Int32) -> Int32:
 
 
 def _tid() -> Int32:
-    from ..gpu import thread_idx
-
     return thread_idx.x
 
 
@@ -255,9 +238,6 @@ cluster_shape = _ClusterDim3(_d.cluster_dim, "cluster_shape")
 def has_clusters() -> bool:
     """Whether the target being compiled for has thread block clusters (sm_90 and newer): a kernel library
     picks a cluster plan only then (a cluster op traced for an older GPU is FLY520)."""
-    from ...dialects.capabilities import capability_gap
-    from ...utils.target import current_target
-
     t = current_target()
     return t.backend == "nvptx" and capability_gap("cluster", t.arch) is None
 
@@ -349,7 +329,7 @@ class PipelineState:
         return f"PipelineState({self.stages}, index={self.index}, phase={self.phase})"
 
 
-# the TMA and wgmma halves (they import the helpers above)
+# the TMA and wgmma halves, re-exported
 from .tma import (  # noqa: E402
     TmaAtom,
     bulk_commit_group,

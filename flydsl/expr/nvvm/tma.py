@@ -36,10 +36,12 @@ from ...dialects import nvvm_sm90 as _d
 from ...ir import AddressSpace, Value
 from ...layout import ComposedLayout, Layout
 from ...layout.gmma import GmmaLayoutError, split_swizzle, tma_box_plan
+from .._sem import iterators as _it
 from ..layout_api import is_tensor
 from ..numeric import Int32, Int64, Numeric, as_numeric
 from ..pointer import Pointer, as_pointer
-from .hopper import _bar, _i32
+from ..tensor import Tensor
+from ._common import _bar, _i32
 
 __all__ = [
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
@@ -90,9 +92,6 @@ class TmaAtom:
 
     def at(self, *crd):
         """The coordinate tile whose first element is at element coordinates ``crd``."""
-        from .. import _iterators as _it
-        from ..tensor import Tensor
-
         c = list(crd) + [Int32(0)] * (self.rank - len(crd))
         return Tensor._make(_it.CoordIter(tuple(c)), Int32, L.make_identity_layout(self.tile_shape))
 

@@ -21,15 +21,16 @@ coordinate tensors) relative to itself and offers the same operations:
 
 from __future__ import annotations
 
-from .. import ir
-from .. import layout as L
-from ..dialects import ptr as _p
-from ..ir import BufferRsrcType, PointerType, Value, VectorType
-from ..layout import ComposedLayout
-from ..layout.inttuple import iadd
+from ... import ir
+from ... import layout as L
+from ...dialects import ptr as _p
+from ...ir import BufferRsrcType, PointerType, Value, VectorType
+from ...layout import ComposedLayout
+from ...layout.inttuple import iadd
+from .inttuple import as_int_tuple, divisibility, leaf_values, replace_leaves, static_part, wrap
 from .numeric import Boolean, Int32, Numeric, as_numeric, numeric_type_of
 from .pointer import Pointer
-from .vector import Vector, select_whole
+from .vector import Vector
 
 __all__ = ["MemIter", "BufIter", "RegIter", "RegStore", "CoordIter", "as_iterator", "is_pointer", "concat"]
 
@@ -97,7 +98,6 @@ def runs(layout, n: int, ddiv):
     follows the first mode of the coalesced layout with static stride 1 (any mode: a row-major tile
     gives one run per row); other layouts, and swizzled ones, give runs of one element.
     """
-    from .tensor import _div
 
     if not isinstance(layout, ComposedLayout):
         c = L.coalesce(layout)
@@ -115,7 +115,7 @@ def runs(layout, n: int, ddiv):
             for r in range(n // sk):
                 crd = L.idx2crd(r, rest_s) if rest_s else ()
                 off = L.crd2idx(crd, rest_s, rest_d) if rest_s else 0
-                div = _div(crd, rest_s, rest_d, ddiv) if rest_s else 0
+                div = divisibility(crd, rest_s, rest_d, ddiv) if rest_s else 0
                 lo, hi = r % pre, r // pre  # the run's position in the modes before / after mode k
                 out.append(([lo + pre * (j + sk * hi) for j in range(sk)], off, div))
             return out
@@ -123,7 +123,7 @@ def runs(layout, n: int, ddiv):
     for i in range(n):
         crd = L.idx2crd(i, layout.shape)
         off = L.crd2idx(crd, layout)
-        div = _div(crd, layout.shape, layout.stride, ddiv) if not isinstance(layout, ComposedLayout) else 1
+        div = divisibility(crd, layout.shape, layout.stride, ddiv) if not isinstance(layout, ComposedLayout) else 1
         out.append(([i], off, div))
     return out
 
@@ -303,7 +303,7 @@ class BufIter(_Addressed):
         r = _p.buffer_load(self.rsrc, self._byte_offset(off), *extra, result_types=[rt], align=align)
         v = d._make(r) if n == 1 else Vector._make(r, (n,), d)
         if m is not None and other is not None:
-            v = m.select(v, other) if n == 1 else select_whole(m, v, other)
+            v = m.select(v, other) if n == 1 else Vector.select_whole(m, v, other)
         return v
 
     def write_vec(self, off, value, align, mask=None):
@@ -465,7 +465,7 @@ class RegIter:
             v = self.store.get(idx[0])
             return m.select(v, other) if m is not None and other is not None else v
         v = self.store.gather(idx)
-        return select_whole(m, v, other) if m is not None and other is not None else v
+        return Vector.select_whole(m, v, other) if m is not None and other is not None else v
 
     def write_elems(self, offs, value, mask=None) -> None:
         idx = [self._index(o) for o in offs]
@@ -476,7 +476,7 @@ class RegIter:
             return
         vec = value if isinstance(value, Vector) else Vector.from_elements([value], self.dtype)
         if m is not None:
-            vec = select_whole(m, vec, self.store.gather(idx))
+            vec = Vector.select_whole(m, vec, self.store.gather(idx))
         self.store.scatter(idx, vec)
 
     def read_vec(self, off, n, align, mask=None, other=None):
@@ -541,17 +541,15 @@ class CoordIter:
         self.crd = crd
 
     def user_iterator(self):
-        from .layout_api import _wrap
 
-        return _wrap(self.crd)
+        return wrap(self.crd)
 
     def advance(self, off, div) -> CoordIter:
         return self if type(off) is int and off == 0 else CoordIter(iadd(self.crd, off))
 
     def read_elem(self, off, dtype):
-        from .layout_api import _wrap
 
-        return _wrap(iadd(self.crd, off))
+        return wrap(iadd(self.crd, off))
 
     def _no_data(self, what):
         raise TypeError(f"a coordinate tensor has no data to {what}; index it (`t[i]`) to get a coordinate")
@@ -579,20 +577,17 @@ class CoordIter:
     write_all = fill = write_vec = _no_store
 
     def values(self) -> list:
-        from .tensor import _leaf_values
 
-        return [as_numeric(x).ir_value() for x in _leaf_values(self.crd, [])]
+        return [as_numeric(x).ir_value() for x in leaf_values(self.crd, [])]
 
     def rebuild(self, values):
-        from .tensor import _leaf_values, _replace_leaves
 
-        n = len(_leaf_values(self.crd, []))
-        return CoordIter(_replace_leaves(self.crd, iter(values[:n]))), values[n:]
+        n = len(leaf_values(self.crd, []))
+        return CoordIter(replace_leaves(self.crd, iter(values[:n]))), values[n:]
 
     def signature(self):
-        from .tensor import _static_part
 
-        return ("coord", _static_part(self.crd))
+        return ("coord", static_part(self.crd))
 
 
 def as_iterator(x, alignment: int = 0):
@@ -606,8 +601,6 @@ def as_iterator(x, alignment: int = 0):
     if isinstance(x, Pointer) or (type(x) is Value and isinstance(x.type, PointerType)):
         return MemIter.of(x, None, alignment)
     if isinstance(x, (int, tuple, list, Numeric)) and not isinstance(x, bool):
-        from .layout_api import as_int_tuple
-
         return CoordIter(as_int_tuple(x, "make_view coordinate"))
     if type(x) is Value:
         n = numeric_type_of(x.type)
