@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..utils.target import get_target
+from ..utils.target import get_arch
+from .trace import select_target
 
 __all__ = ["GPUTarget", "BaseBackend", "get_backend", "register_backend", "compile_backend_name"]
 
@@ -44,7 +45,7 @@ class _TargetBackend(BaseBackend):
 
     @property
     def target(self) -> GPUTarget:
-        t = get_target(self.arch)
+        t = get_arch(self.arch)
         return GPUTarget(t.backend, t.arch, t.warp_size)
 
 
@@ -62,20 +63,18 @@ def register_backend(name: str, backend_cls: type, *, force: bool = False) -> No
 
 
 def _default_arch() -> str:
-    from .trace import select_target
-
     return select_target().arch
 
 
 def compile_backend_name() -> str:
     """The backend of the default target (``"nvptx"`` on NVIDIA machines and the interpreter)."""
-    return get_target(_default_arch()).backend
+    return get_arch(_default_arch()).backend
 
 
 def get_backend(name: str | None = None, *, arch: str = "") -> BaseBackend:
     """The backend ``name`` (default: the default target's) for ``arch`` (default: the default target)."""
     arch = arch or _default_arch()
-    key = (name or get_target(arch).backend if name is None else name).lower()
+    key = (name or get_arch(arch).backend if name is None else name).lower()
     cls = _BACKENDS.get(key)
     if cls is None:
         raise ValueError(f"unknown compile backend {name!r}; registered: {', '.join(sorted(_BACKENDS))}")

@@ -37,7 +37,7 @@ from ..runtime.extent import torch_view_inside
 from .deps import freeze
 from .diagnostics import FlyDSLError
 from .specialize import Param, is_torch_tensor_type, stream_conv, tensor_conv, value_conv
-from .trace import _stack as _trace_stack
+from .trace import ANY_TRACE as _ANY_TRACE
 
 __all__ = ["make_binder", "make_dispatcher", "pattern_of", "NOFAST", "OTHER_PATTERN", "MISSING"]
 
@@ -274,7 +274,7 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     """
     names = [f"_f_a{i}" for i in range(len(params))]  # the generated code's own names: nothing to shadow
     g = _Gen(names)
-    g.ns.update(_f_JF=jf, _f_FAST=fast, _f_FREEZE=freeze, _f_SLOW=getattr(jf, "_slow", None), _f_TS=_trace_stack)
+    g.ns.update(_f_JF=jf, _f_FAST=fast, _f_FREEZE=freeze, _f_SLOW=getattr(jf, "_slow", None), _f_TS=_ANY_TRACE)
     if callable(env):
         g.ns["_f_ENV"] = env
         env_key = ["_f_ENV()"]

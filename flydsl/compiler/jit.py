@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 import weakref
 from collections import namedtuple
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
-from ..expr._sem.fastmath import compile_default, default_from_hints
+from ..expr._sem.fastmath import default_from_hints
 from ..ir import InsertionPoint, i64, new_module
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
@@ -40,8 +41,8 @@ from .kernel import resolve_signature
 from .kernel_function import _tls as _tls_hints
 from .pipeline import codegen, compile_module
 from .specialize import Param
-from .trace import TraceContext, TraceTimeout, run_traced, select_target, timeout_error, tracing
-from .trace import _stack as _trace_stack
+from .trace import ANY_TRACE as _ANY_TRACE
+from .trace import TraceContext, TraceTimeout, current, run_traced, select_target, timeout_error, tracing
 
 __all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "user_error", "dsl_error"]
 
@@ -121,6 +122,8 @@ class JitFunction(FlyDSLJitNames):
         self._dispatch = _first_call
         self._dispatchers: dict = {}  # argument pattern -> dispatcher (see fastpath)
         self._last: tuple | None = None
+        self._lock = threading.Lock()  # parameter set-up, counters and the per-key gates
+        self._gates: dict = {}  # key -> the lock its compile holds
 
     @property
     def __fly_function__(self):
@@ -153,7 +156,7 @@ class JitFunction(FlyDSLJitNames):
     # this function's own class (and of its flyc.compile wrappers' classes), so a cached call runs one
     # generated function. This ``__call__`` is the one before any dispatcher exists (and the general one).
     def __call__(self, *args, **kwargs):
-        if _trace_stack:  # called while tracing: a helper
+        if current() is not None:  # called while this thread traces: a helper
             return self.body()(*args, **kwargs)
         if _tls_hints.hints is not None and not self._hinted_copy:  # CompilationContext.compile_hints
             return self._under_hints(_tls_hints.hints)(*args, **kwargs)
@@ -161,15 +164,17 @@ class JitFunction(FlyDSLJitNames):
 
     def _slow(self, vals: tuple, rest: tuple, kwargs, r):
         """An entry's way out: ``vals`` the arguments it bound (:data:`MISSING` where none was given),
-        ``rest`` extra positional ones, ``kwargs`` unknown keywords (or None), ``r`` its answer."""
-        if rest or kwargs or _trace_stack or any(v is MISSING for v in vals):
+        ``rest`` extra positional ones, ``kwargs`` unknown keywords (or None), ``r`` its answer. (Entries
+        come here while any thread traces: only this thread's own trace makes the call a helper.)"""
+        tracing_here = _ANY_TRACE and current() is not None
+        if rest or kwargs or tracing_here or any(v is MISSING for v in vals):
             # the call as made: positional arguments up to the first missing one (Python fills them from
             # the left), the later parameters' values (given by keyword, or defaults) as keywords
             cut = next((i for i, v in enumerate(vals) if v is MISSING), len(vals))
             kw = {p.name: v for p, v in zip(self._params[cut:], vals[cut:]) if v is not MISSING}
             kw.update(kwargs or {})
             args = vals[:cut] + rest
-            if _trace_stack:
+            if tracing_here:
                 return self.body()(*args, **kw)
             return self._call(args, kw, OTHER_PATTERN)
         return self._call(vals, {}, r)
@@ -194,23 +199,29 @@ class JitFunction(FlyDSLJitNames):
                 return None
             entry.run(vals)
             if type(r) is tuple:
-                self._register(r, entry, vals)
+                self._register(args, r, entry, vals)
         except Exception as e:
             raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
         return None
 
     def _switch_pattern(self, args):
-        """Run the dispatcher of ``args``' pattern (made on first sight; at most ``_MAX_PATTERNS`` kept)."""
+        """(dispatcher, result) of ``args``' pattern's dispatcher run on them (made on first sight; at most
+        ``_MAX_PATTERNS`` kept)."""
         if self._params is None:
             self._init_params()
         pat = pattern_of(args, self._params)
         d = self._dispatchers.get(pat)
         if d is None:
-            if len(self._dispatchers) >= _MAX_PATTERNS:
-                return NOFAST
-            d = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, {})
-            self._dispatchers[pat] = d
-        self._install(d)
+            with self._lock:
+                d = self._dispatchers.get(pat)
+                if d is None:
+                    if len(self._dispatchers) >= _MAX_PATTERNS:
+                        return NOFAST
+                    d = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, {})
+                    self._dispatchers[pat] = d
+                self._install(d)
+        else:
+            self._install(d)
         r = d(*args)
         return NOFAST if r is OTHER_PATTERN else r
 
@@ -225,22 +236,27 @@ class JitFunction(FlyDSLJitNames):
             else:
                 cls.__call__ = d.entry
 
-    def _register(self, fkey: tuple, entry, vals: list) -> None:
-        """After a launch through the full path: the fast path's entry for the same fast key. The first
-        entry of a dispatcher is also inlined into it (a new dispatcher that checks it first)."""
+    def _register(self, args, fkey: tuple, entry, vals: list) -> None:
+        """After a launch through the full path: the fast path's entry for the same fast key, in the
+        dispatcher of ``args``' pattern (another thread may have installed another one meanwhile). The
+        first entry of a dispatcher is also inlined into it (a new dispatcher that checks it first)."""
         launcher = entry.launcher
         default_stream = getattr(launcher, "default_stream", None)
         if default_stream is None:  # a device without a raw-value launch (the interpreter)
             return
         torch_tensors = any(type(v) is TensorRef and type(v.obj).__module__.startswith("torch") for v in vals)
-        d = self._dispatch
         run, dflt = launcher.run, default_stream(torch_tensors)
-        d.fast[fkey] = (run, dflt)
-        if not d.inlined and len(d.fast) == 1:
-            nd = make_dispatcher(self, self._params, d.pattern, self._implicit_stream, _ENV_FAST, d.fast,
-                                 inline=(fkey, run, dflt))  # fmt: skip
-            self._dispatchers[d.pattern] = nd
-            self._install(nd)
+        pat = pattern_of(args, self._params)
+        with self._lock:
+            d = self._dispatchers.get(pat)
+            if d is None:  # forgotten meanwhile (a global changed)
+                return
+            d.fast[fkey] = (run, dflt)
+            if not d.inlined and len(d.fast) == 1:
+                nd = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, d.fast,
+                                     inline=(fkey, run, dflt))  # fmt: skip
+                self._dispatchers[pat] = nd
+                self._install(nd)
 
     def _prepare(self, args, kwargs, bound: bool = False):
         """(entry, ABI values, COMPILE_ONLY) for one call: the full path up to the launch."""
@@ -269,22 +285,26 @@ class JitFunction(FlyDSLJitNames):
         k = (tuple(key), snap[1:], freeze(self.compile_hints) if self.compile_hints else None)
         entry = self._mem.get(k)
         if entry is None:
-            entry = self._miss(k, args, key, snap)
+            entry = self._miss_once(k, args, key, snap)
         else:
             self.hits += 1
         return entry, vals, snap[0] is not None and _compile_only(snap[0])
 
     def _init_params(self) -> None:
-        sig = self._sig = resolve_signature(self.fn)
-        ps = list(sig.parameters.values())
-        self._params = [Param(p, i == 0) for i, p in enumerate(ps)]
-        self._convs = tuple(p.conv for p in self._params)
-        self._implicit_stream = not any(p.is_stream for p in self._params)
-        self._binder = make_binder(self._params)
-        self._nargs = len(ps)
-        self._deps = collect(self.fn)
-        self._dep_vals = self._deps.current_values()
-        self._watch = self._deps.watcher()
+        with self._lock:  # threads making first calls at once: one builds, the others see it built
+            if self._params is not None:
+                return
+            sig = self._sig = resolve_signature(self.fn)
+            ps = list(sig.parameters.values())
+            params = [Param(p, i == 0) for i, p in enumerate(ps)]
+            self._convs = tuple(p.conv for p in params)
+            self._implicit_stream = not any(p.is_stream for p in params)
+            self._binder = make_binder(params)
+            self._nargs = len(ps)
+            self._deps = collect(self.fn)
+            self._dep_vals = self._deps.current_values()
+            self._watch = self._deps.watcher()
+            self._params = params  # last: the others test it without the lock
 
     def _bind(self, args, kwargs) -> tuple:
         """Every argument in parameter order, defaults filled (Python's own binding: :func:`make_binder`)."""
@@ -315,11 +335,12 @@ class JitFunction(FlyDSLJitNames):
         self._deps_hex = None
 
     def _forget(self) -> None:
-        self._mem.clear()
-        for d in self._dispatchers.values():
-            d.fast.clear()
-        self._dispatchers.clear()  # their inlined entries too
-        self._install(None)
+        with self._lock:
+            self._mem.clear()
+            for d in self._dispatchers.values():
+                d.fast.clear()
+            self._dispatchers.clear()  # their inlined entries too
+            self._install(None)
 
     def deps_hex(self) -> str:
         """The digest of the function's dependencies (source, helpers, compile-time values)."""
@@ -332,8 +353,24 @@ class JitFunction(FlyDSLJitNames):
         return self._deps_hex
 
     # -- compile -----------------------------------------------------------------------------------
+    def _miss_once(self, k, args, key_parts, snap) -> _Entry:
+        """:meth:`_miss` once per key however many threads miss it at once: the first compiles, the
+        others wait on the key's lock and find the entry (different keys compile concurrently)."""
+        with self._lock:
+            gate = self._gates.get(k)
+            if gate is None:
+                gate = self._gates[k] = threading.RLock()  # re-entrant: a trace may compile itself
+        with gate:
+            entry = self._mem.get(k)
+            if entry is not None:
+                with self._lock:
+                    self.hits += 1
+                return entry
+            return self._miss(k, args, key_parts, snap)
+
     def _miss(self, k, args, key_parts, snap) -> _Entry:
-        self.misses += 1
+        with self._lock:
+            self.misses += 1
         env.validate()  # every FLYDSL_* variable, before anything is compiled with a bad one (FLY403)
         target = select_target()
         check_hints(self.compile_hints, target.arch)  # honoured or FLY224, never dropped
@@ -360,7 +397,8 @@ class JitFunction(FlyDSLJitNames):
         return entry
 
     def _compile(self, args, key_parts, target, want_ptx: bool) -> Artifact:
-        self.compiles += 1
+        with self._lock:
+            self.compiles += 1
         module, ctx, names = self._trace_module(args, key_parts, target)
         name = self.fn.__name__
         result = compile_module(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
@@ -390,11 +428,11 @@ class JitFunction(FlyDSLJitNames):
         gmod = gpu.build_gpu_module("kernels")
         module.regions[0].block.append(host)
         module.regions[0].block.append(gmod)
-        ctx = TraceContext(name, module, host, gmod, target)
+        ctx = TraceContext(target, name, module=module, host=host, gpu_module=gmod)
+        ctx.fastmath_default = default_from_hints(self.compile_hints) if self.compile_hints else None
         entry = host.regions[0].blocks[0]
-        fm_default = default_from_hints(self.compile_hints) if self.compile_hints else None
         try:
-            with tracing(ctx), InsertionPoint(entry), compile_default(fm_default):
+            with tracing(ctx), InsertionPoint(entry):
                 dsl_args, pos = [], 0
                 for part, a in zip(key_parts, args):
                     n = len(param_types(part))

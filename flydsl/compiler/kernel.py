@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
-from ..expr.gpu import known_block_size_scope, reset_shared_usage
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.smem import DYNAMIC_SMEM_ATTR
 from ..expr.typing import Constexpr, Stream, Tensor
@@ -32,8 +32,6 @@ __all__ = ["KernelFunction", "KernelLauncher", "kernel"]
 
 
 def _caller_loc():
-    import sys
-
     f = user_frame(sys._getframe(2))
     return frame_location(f) if f is not None else None
 
@@ -290,15 +288,17 @@ class KernelLauncher:
             args.append(p.rebuild(entry.args[pos : pos + n]))
             pos += n
         ctx.kernel_stack.append(KernelScope(name, kbs, fop))
-        reset_shared_usage()
+        saved = ctx.known_block, ctx.smem_used
+        ctx.known_block, ctx.smem_used = kbs, 0  # the kernel's own block size and shared-memory count
         try:
-            with InsertionPoint(entry), known_block_size_scope(kbs):
+            with InsertionPoint(entry):
                 ret = self.kfn.body()(*args)
                 if ret is not None:
                     raise error(E.KERNEL_RETURNS, _def_loc(self.kfn.fn), name=name, got=_got(ret))
                 gpu.return_(loc=_def_loc(self.kfn.fn))
         finally:
             ctx.kernel_stack.pop()
+            ctx.known_block, ctx.smem_used = saved
         return name
 
 

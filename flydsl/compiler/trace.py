@@ -1,93 +1,48 @@
-"""The trace in progress: its module, host function, kernels, and the guards every trace runs under.
+"""Running a jit trace: the guards every trace runs under, and the choice of its architecture.
 
-:func:`tracing` installs, for the duration of one jit trace: the target (``use_target``), the
-source-location provider (every op gets the user's file:line:col), the op budget
-(``FLYDSL_TRACE_MAX_OPS``: past it tracing stops with :data:`~flydsl.compiler.errors.TRACE_BUDGET`
-at the line of the last op), the target check (an op whose definition ``requires`` a capability the
-target lacks stops tracing with :data:`~flydsl.compiler.errors.TARGET_FEATURE` at the op's line, so
-it never reaches the interpreter or LLVM) and, if ``FLYDSL_TRACE_MAX_DEPTH`` is set, Python's
-recursion limit.
-:func:`current` is the innermost :class:`TraceContext` (None outside a trace); kernels ask it for the
-enclosing jit trace, the jit asks it to know whether it was called from inside another trace.
+The state of a trace is one :class:`~flydsl.expr._sem.context.TraceContext` (module, host function,
+kernels, target, fast-math scopes, known block size, shared memory, IR builder state). :func:`tracing`
+enters it on the calling thread and adds, for the duration: the source-location provider (every op
+gets the user's file:line:col), the op budget (``FLYDSL_TRACE_MAX_OPS``: past it tracing stops with
+:data:`~flydsl.compiler.errors.TRACE_BUDGET` at the line of the last op), the target check (an op whose
+definition ``requires`` a capability the target lacks stops tracing with
+:data:`~flydsl.compiler.errors.TARGET_FEATURE` at the op's line, so it never reaches the interpreter or
+LLVM) and, if ``FLYDSL_TRACE_MAX_DEPTH`` is set, Python's recursion limit. :func:`current` is the
+innermost trace of the calling thread (None outside a trace); kernels ask it for the enclosing jit
+trace, the jit asks it to know whether it was called from inside another trace.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import linecache
 import sys
 import threading
 
 from .. import ir
 from ..dialects.capabilities import capability_gap, requirements
-from ..ir import Op, Value
+from ..expr._sem.context import (
+    ANY_TRACE,
+    KernelScope,
+    TraceContext,
+    current,
+    current_kernel,
+    current_target,
+    entered,
+)
+from ..ir import Op
+from ..runtime.arch import hardware_arch
 from ..utils.env import env
-from ..utils.target import Target, current_target, use_target
+from ..utils.target import DEFAULT_ARCH, ArchInfo, get_arch
 from .errors import TARGET_FEATURE, TRACE_BUDGET, TRACE_TIME, error
 from .frames import current_location, traceback_location
 
 __all__ = [
+    "ANY_TRACE",
     "TraceContext", "KernelScope", "current", "current_kernel", "tracing", "select_target", "TraceTimeout",
     "timeout_error", "run_traced",
 ]  # fmt: skip
-
-
-class KernelScope:
-    """The kernel body being traced: its name and known block size (None when dynamic)."""
-
-    __slots__ = ("name", "known_block_size", "func_op")
-
-    def __init__(self, name: str, known_block_size, func_op: Op):
-        self.name = name
-        self.known_block_size = known_block_size
-        self.func_op = func_op
-
-
-class TraceContext:
-    """One jit specialization being traced into ``module`` (host ``func.func`` + ``gpu.module``)."""
-
-    def __init__(self, name: str, module: Op, host: Op, gpu_module: Op, target: Target):
-        self.name = name
-        self.module = module
-        self.host = host
-        self.gpu_module = gpu_module
-        self.target = target
-        self.stream: Value | None = None  # the host stream used when launch(stream=None)
-        self.kernels: dict = {}  # specialization key -> kernel name
-        self.kernel_names: set[str] = set()
-        self.kernel_arg_names: dict[str, list[str]] = {}
-        self.kernel_ops: dict = {}  # kernel name -> its gpu.func op
-        self.kernel_counter = 0
-        self.kernel_stack: list[KernelScope] = []
-
-    def unique_kernel_name(self, base: str, explicit: bool) -> str:
-        """``base_<id>`` (``base`` itself when given explicitly), never reused within the module."""
-        if explicit:
-            name, k = base, 0
-            while name in self.kernel_names:
-                k += 1
-                name = f"{base}_{k}"
-        else:
-            name = f"{base}_{self.kernel_counter}"
-            self.kernel_counter += 1
-            while name in self.kernel_names:
-                name = f"{base}_{self.kernel_counter}"
-                self.kernel_counter += 1
-        self.kernel_names.add(name)
-        return name
-
-
-_stack: list[TraceContext] = []
-
-
-def current() -> TraceContext | None:
-    return _stack[-1] if _stack else None
-
-
-def current_kernel() -> KernelScope | None:
-    """The kernel whose body is being traced (None in a host function or outside a trace)."""
-    t = current()
-    return t.kernel_stack[-1] if t is not None and t.kernel_stack else None
 
 
 def _on_budget(op: Op) -> None:
@@ -103,37 +58,60 @@ def _check_target(op: Op) -> None:
             raise error(TARGET_FEATURE, op.loc, what=gap.what, need=gap.need, arch=gap.arch, fix=gap.fix)
 
 
+class _RecursionLimit:
+    """``FLYDSL_TRACE_MAX_DEPTH`` while any trace that asked for it runs (the limit is per process, so
+    concurrent traces share one setting: the first sets it, the last restores the original)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.users = 0
+        self.saved = 0
+
+    @contextlib.contextmanager
+    def __call__(self, depth: int):
+        if not depth:
+            yield
+            return
+        with self.lock:
+            if self.users == 0:
+                self.saved = sys.getrecursionlimit()
+                sys.setrecursionlimit(depth)
+            self.users += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if self.users == 0:
+                    sys.setrecursionlimit(self.saved)
+
+
+_recursion_limit = _RecursionLimit()
+
+
 @contextlib.contextmanager
 def tracing(ctx: TraceContext):
-    """Run a trace of ``ctx`` under the target (and its check), location provider, op budget, time budget
-    and depth limit.
+    """Run a trace of ``ctx`` on this thread under the location provider, target check, op budget, time
+    budget and depth limit.
 
     Past ``FLYDSL_TRACE_MAX_SECONDS`` a :class:`TraceTimeout` is raised in the tracing thread wherever it
     is (a Python loop that builds no op included); the caller turns it into FLY303 (:func:`timeout_error`).
     """
-    depth = env.trace_max_depth
-    old_depth = sys.getrecursionlimit()
     seconds = env.trace_max_seconds
-    prev_loc = ir.set_location_provider(current_location)
-    prev_check = ir.set_requirement_check(_check_target)
-    _stack.append(ctx)
-    dog = _Watchdog(seconds) if seconds else None
-    try:
-        if depth:
-            sys.setrecursionlimit(depth)
-        with use_target(ctx.target), ir.TraceBudget(env.trace_max_ops, _on_budget) as budget:
-            try:
-                yield ctx
-            finally:
-                ctx.ops_traced = budget.count
-    finally:
-        if dog is not None:
-            dog.stop()
-        if depth:
-            sys.setrecursionlimit(old_depth)
-        _stack.pop()
-        ir.set_location_provider(prev_loc)
-        ir.set_requirement_check(prev_check)
+    with entered(ctx), _recursion_limit(env.trace_max_depth):
+        # ctx's own builder state: nothing to restore
+        ir.set_location_provider(current_location)
+        ir.set_requirement_check(_check_target)
+        dog = _Watchdog(seconds) if seconds else None
+        try:
+            with ir.TraceBudget(env.trace_max_ops, _on_budget) as budget:
+                try:
+                    yield ctx
+                finally:
+                    ctx.ops_traced = budget.count
+        finally:
+            if dog is not None:
+                dog.stop()
 
 
 class TraceTimeout(BaseException):
@@ -148,7 +126,7 @@ def timeout_error(e: TraceTimeout, ctx: TraceContext):
     if loc is not None:  # the statement, not the instruction the interruption happened to land on
         text = linecache.getline(loc[0], loc[1])
         loc = (loc[0], loc[1], len(text) - len(text.lstrip()) + 1)
-    return error(TRACE_TIME, loc, seconds=seconds, count=getattr(ctx, "ops_traced", 0), suggest=max(1, seconds) * 4)
+    return error(TRACE_TIME, loc, seconds=seconds, count=ctx.ops_traced, suggest=max(1, seconds) * 4)
 
 
 class _Watchdog:
@@ -181,8 +159,6 @@ class _Watchdog:
 
 
 def _set_async_exc(tid: int, exc) -> None:
-    import ctypes
-
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(exc) if exc else None)
 
 
@@ -217,17 +193,13 @@ def run_traced(fn, *args):
     return value
 
 
-def select_target() -> Target:
+def select_target() -> ArchInfo:
     """``ARCH`` / ``FLYDSL_GPU_ARCH``, else the CUDA device's arch, else ``sm_90a``."""
-    from ..utils.target import get_target
-
     arch = env.arch or env.gpu_arch
     if not arch:
-        arch = _device_arch() or "sm_90a"
-    return get_target(arch)
+        arch = _device_arch() or DEFAULT_ARCH
+    return get_arch(arch)
 
 
 def _device_arch() -> str | None:
-    from ..runtime.arch import hardware_arch
-
     return hardware_arch()

@@ -9,7 +9,8 @@
     t.count("ptr.store")     # 1
 
 The kernel is a ``gpu.func`` (``kernel = true``) in a fresh module; leaving the block appends
-``gpu.return``, verifies the module and resets the per-trace shared-memory counter first.
+``gpu.return`` and verifies the module. The kernel is traced in a context of its own (for the target
+of the enclosing one), so its shared-memory count and fast-math blocks start empty.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import contextlib
 
 from .. import ir
 from ..dialects import func, gpu
-from .gpu import reset_shared_usage
+from ._sem.context import TraceContext, context, entered
 
 __all__ = ["trace_kernel", "Trace", "evaluate"]
 
@@ -53,8 +54,7 @@ def trace_kernel(arg_types, name: str = "kernel", **attrs):
     kernel = func.build_func(gpu.func, name, list(arg_types), kernel=True, **attrs)
     module.regions[0].block.append(kernel)
     t = Trace(module, kernel)
-    reset_shared_usage()
-    with ir.InsertionPoint(kernel.regions[0].blocks[0]):
+    with entered(TraceContext(context().target, name)), ir.InsertionPoint(kernel.regions[0].blocks[0]):
         yield t
         gpu.return_()
     ir.verify(module)

@@ -6,8 +6,9 @@ shared memory.
 (:func:`set_known_block_size`), ``block_dim.x`` folds to a compile-time Int32 and ``thread_idx`` of a
 dimension of size 1 folds to 0.
 
-Static shared memory is counted per trace: :func:`alloc_shared` checks the running total against the
-target's ``smem_static_max``; the compiler calls :func:`reset_shared_usage` when a kernel trace starts.
+Static shared memory is counted per kernel trace: :func:`alloc_shared` checks the running total against
+the target's ``smem_static_max``. The known block size and the count live in the trace context
+(:mod:`flydsl.expr._sem.context`); the compiler sets both when a kernel trace starts.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import contextlib
 from ..dialects import gpu as _g
 from ..dialects import ptr as _p
 from ..ir import AddressSpace, PointerType
-from ..utils.target import current_target
+from ._sem.context import context, current_target
 from ._sem.numeric import Boolean, Int32, Numeric, resolve_dtype, shuffle_i32
 from ._sem.pointer import Pointer
 from ._sem.vector import Vector, as_vector_operand
@@ -31,12 +32,11 @@ __all__ = [
 ]  # fmt: skip
 
 _DIM_INDEX = {"x": 0, "y": 1, "z": 2}
-_known_block: list = [None]
 
 
 def known_block_size():
     """The block size ``(x, y, z)`` the compiler installed for the kernel being traced, or None."""
-    return _known_block[-1]
+    return context().known_block
 
 
 def set_known_block_size(size):
@@ -49,8 +49,9 @@ def set_known_block_size(size):
         size = tuple(int(s) for s in size)
         if len(size) != 3 or any(s <= 0 for s in size):
             raise ValueError(f"a known block size is three positive ints, got {size}")
-    prev = _known_block[-1]
-    _known_block[-1] = size
+    ctx = context()
+    prev = ctx.known_block
+    ctx.known_block = size
     return prev
 
 
@@ -61,7 +62,7 @@ def known_block_size_scope(size):
     try:
         yield
     finally:
-        _known_block[-1] = prev
+        context().known_block = prev
 
 
 def _check_dim(dim: str) -> str:
@@ -79,7 +80,7 @@ class _Dim3:
         self._op, self._name = op, name
 
     def _get(self, dim: str) -> Int32:
-        known = _known_block[-1]
+        known = context().known_block
         if known is not None:
             n = known[_DIM_INDEX[dim]]
             if self._name == "block_dim":
@@ -318,17 +319,14 @@ class SharedMemoryError(ValueError):
     """A kernel's static shared memory exceeds the target's limit."""
 
 
-_smem = {"used": 0}
-
-
 def reset_shared_usage() -> None:
-    """Start counting static shared memory from zero (the compiler calls it per kernel trace)."""
-    _smem["used"] = 0
+    """Start counting static shared memory from zero (the compiler does it per kernel trace)."""
+    context().smem_used = 0
 
 
 def shared_usage() -> int:
     """Bytes of static shared memory allocated in the current trace (alignment padding included)."""
-    return _smem["used"]
+    return context().smem_used
 
 
 def alloc_shared(dtype, count, align: int = 16) -> Pointer:
@@ -353,10 +351,11 @@ def alloc_shared(dtype, count, align: int = 16) -> Pointer:
     if align <= 0 or align & (align - 1):
         raise ValueError(f"align must be a power of two, got {align}")
     nbytes = count * max(1, d.width // 8)
-    used = _smem["used"]
+    ctx = context()
+    used = ctx.smem_used
     start = (used + align - 1) // align * align
     end = start + nbytes
-    tgt = current_target()
+    tgt = ctx.target
     if end > tgt.smem_static_max:
         raise SharedMemoryError(
             f"static shared memory: alloc_shared({d.__name__}, {count}) needs {nbytes} bytes (align {align}); "
@@ -365,7 +364,7 @@ def alloc_shared(dtype, count, align: int = 16) -> Pointer:
             "with a dynamic shared-memory size at launch (up to "
             f"{tgt.smem_dynamic_max} bytes)"
         )
-    _smem["used"] = end
+    ctx.smem_used = end
     t = PointerType(d.ir_type, AddressSpace.SHARED)
     return Pointer._make(_p.shared_alloc(count=count, align=align, result_types=[t]), d)
 

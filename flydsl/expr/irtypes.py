@@ -8,7 +8,7 @@ default 8-bit float: ``f8E4M3FNUZ`` where the target uses the FNUZ encoding (gfx
 from __future__ import annotations
 
 from .. import ir
-from ..utils.target import current_target
+from ._sem.context import current_target
 
 __all__ = ["Types", "T", "default_f8_type"]
 

@@ -19,8 +19,8 @@ per kernel):
 from __future__ import annotations
 
 from .. import ir
-from ..utils.target import current_target
 from . import gpu as _gpu
+from ._sem.context import current_target
 from ._sem.numeric import Int8, Uint8
 from .struct import Array, Storage, dsl_align_of, dsl_size_of, is_storable
 

@@ -18,6 +18,7 @@ active-lane mask (``None`` = all lanes active), the shared/local arenas and the 
 from __future__ import annotations
 
 import gc
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -225,15 +226,17 @@ def _unsupported(op: Op):
 
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 128
+_CACHE_LOCK = threading.Lock()  # the LRU bookkeeping; two threads may build the same code (one wins)
 
 
 def cached_code(kind: str, op: Op, build: Callable):
     """``build(op)`` once per (kind, op); the IR must not be mutated after its first run."""
     key = (kind, id(op))
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is op:
-        _CACHE.move_to_end(key)
-        return hit[1]
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is op:
+            _CACHE.move_to_end(key)
+            return hit[1]
     # NOTE: compiling allocates many small objects and no cycles worth collecting; without the cyclic
     # GC rescanning the IR graph it runs twice as fast
     enabled = gc.isenabled()
@@ -243,15 +246,17 @@ def cached_code(kind: str, op: Op, build: Callable):
     finally:
         if enabled:
             gc.enable()
-    _CACHE[key] = (op, code)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        _CACHE[key] = (op, code)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return code
 
 
 def clear_cache() -> None:
     """Forget every compiled kernel and host function (after mutating IR in place)."""
-    _CACHE.clear()
+    with _CACHE_LOCK:
+        _CACHE.clear()
 
 
 # -- execution ------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ parser, verifier. Imports nothing else from flydsl."""
 
 from . import types
 from .builder import (
+    BuilderState,
     InsertionPoint,
     TraceBudget,
     create,
@@ -10,10 +11,12 @@ from .builder import (
     location,
     set_location_provider,
     set_requirement_check,
+    use_builder,
 )
 from .builtin import ModuleOp, new_module
-from .core import OPS, Block, I32Array, IRError, Location, Op, OpDef, Region, SymbolRef, Trait, Value, lookup_op
+from .core import Block, I32Array, IRError, Location, Op, Region, SymbolRef, Trait, Value
 from .numpy_types import numpy_dtype, unsigned_dtype
+from .opdef import OPS, OpDef, lookup_op
 from .parser import ParseError, parse_module, register_parse_format
 from .printer import Printer, format_attr, print_op, register_format
 from .types import (
@@ -47,6 +50,8 @@ from .verifier import VerifyError, verify
 
 __all__ = [
     "types",
+    "BuilderState",
+    "use_builder",
     "InsertionPoint",
     "TraceBudget",
     "create",

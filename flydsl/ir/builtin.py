@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .core import Op, OpDef, Trait
+from .core import Op, Trait
+from .opdef import OpDef
 
 __all__ = ["ModuleOp", "new_module"]
 

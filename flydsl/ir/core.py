@@ -1,9 +1,9 @@
-"""The IR's data structures: Value, Op, Block, Region, and OpDef (an op declared as data).
+"""The IR's data structures: Value, Op, Block, Region.
 
 One ``Op`` class serves every operation; what distinguishes ``arith.addi`` from ``scf.for`` is its
-``OpDef``: name, operand/result/region counts, traits, and hooks (result-type inference, verify,
-fold/evaluate, print format). Dialects declare ``OpDef``s; the printer, verifier, passes,
-interpreter and LLVM emitter are generic dispatchers over them.
+``OpDef`` (:mod:`.opdef`): name, operand/result/region counts, traits, and hooks (result-type
+inference, verify, fold/evaluate, print format). Dialects declare ``OpDef``s; the printer, verifier,
+passes, interpreter and LLVM emitter are generic dispatchers over them.
 
 There are no use lists: passes that replace values carry a substitution map instead, which keeps
 building ops cheap (a few hundred nanoseconds each).
@@ -11,24 +11,15 @@ building ops cheap (a few hundred nanoseconds each).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from .types import Type
 
-__all__ = [
-    "Value",
-    "Op",
-    "Block",
-    "Region",
-    "OpDef",
-    "Location",
-    "SymbolRef",
-    "Trait",
-    "OPS",
-    "lookup_op",
-    "IRError",
-]
+if TYPE_CHECKING:  # annotations only: opdef.py builds Ops through builder.py, which imports this module
+    from .opdef import OpDef
+
+__all__ = ["Value", "Op", "Block", "Region", "Location", "SymbolRef", "Trait", "IRError"]
 
 # (filename, line, column); None when unknown.
 Location = tuple
@@ -70,118 +61,6 @@ class Trait:
     SYMBOL = "symbol"  # has a `sym_name` attribute
     SAME_TYPE = "same_type"  # all operands and results share one type
     CONSTANT = "constant"  # materializes its `value` attribute
-
-
-class OpDef:
-    """Declaration of an operation.
-
-    Args:
-        name: ``dialect.opname``.
-        operands: number of operands, or ``-1`` for any number (variadic).
-        results: number of results, or ``-1`` when given at build time.
-        regions: number of regions.
-        traits: names from :class:`Trait`.
-        attrs: names of required attributes.
-        infer: ``infer(operand_types, attrs) -> list[Type]`` when result types are not given.
-        verify: ``verify(op) -> str | None``: an error message, or None when valid.
-        fold: ``fold(op, consts) -> list | None`` where ``consts[i]`` is the numpy constant of operand i
-            or None; returns per result a numpy constant or an existing ``Value``, or None.
-        evaluate: elementwise semantics on numpy arrays (``evaluate(attrs, *arrays) -> array``); used by
-            the interpreter and, through the default folder, by constant folding. One semantics.
-        fmt: print/parse format name (see :mod:`flydsl.ir.printer`).
-        doc: one-line description.
-        requires: the target capabilities the op needs (names of
-            :data:`flydsl.dialects.capabilities.CAPABILITIES`): a name, a tuple of names, or
-            ``requires(op) -> name | tuple`` when they depend on the op's types. None: every target has it.
-    """
-
-    __slots__ = (
-        "name",
-        "dialect",
-        "num_operands",
-        "num_results",
-        "num_regions",
-        "traits",
-        "attrs",
-        "infer",
-        "verify",
-        "fold",
-        "evaluate",
-        "fmt",
-        "doc",
-        "requires",
-        "is_pure",
-        "is_terminator",
-        "extra",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        operands: int = -1,
-        results: int = 1,
-        regions: int = 0,
-        traits: tuple | frozenset = (),
-        attrs: tuple = (),
-        infer: Callable | None = None,
-        verify: Callable | None = None,
-        fold: Callable | None = None,
-        evaluate: Callable | None = None,
-        fmt: str = "generic",
-        doc: str = "",
-        requires: str | tuple | Callable | None = None,
-        **extra: Any,
-    ):
-        self.name = name
-        self.dialect = name.split(".", 1)[0]
-        self.num_operands = operands
-        self.num_results = results
-        self.num_regions = regions
-        self.traits = frozenset(traits)
-        self.attrs = tuple(attrs)
-        self.infer = infer
-        self.verify = verify
-        self.fold = fold
-        self.evaluate = evaluate
-        self.fmt = fmt
-        self.doc = doc
-        self.requires = requires
-        self.is_pure = Trait.PURE in self.traits
-        self.is_terminator = Trait.TERMINATOR in self.traits
-        self.extra = extra
-        if name in OPS:
-            raise ValueError(f"op {name} is declared twice")
-        OPS[name] = self
-
-    def __repr__(self) -> str:
-        return f"OpDef({self.name})"
-
-    def has(self, trait: str) -> bool:
-        return trait in self.traits
-
-    def __call__(self, *operands: Value, result_types=None, loc=None, **attrs):
-        """Build this op at the current insertion point; returns its result(s) (None if none)."""
-        from .builder import create
-
-        op = create(self, list(operands), result_types, attrs, loc=loc)
-        res = op.results
-        n = len(res)
-        if n == 1:
-            return res[0]
-        if n == 0:
-            return None
-        return tuple(res)
-
-
-OPS: dict[str, OpDef] = {}
-
-
-def lookup_op(name: str) -> OpDef:
-    try:
-        return OPS[name]
-    except KeyError:
-        raise IRError(f"unknown op '{name}' (is its dialect imported?)") from None
 
 
 class Value:
@@ -328,7 +207,7 @@ class Op:
                     yield from o.walk()
 
     def __repr__(self) -> str:
-        from .printer import print_op
+        from .printer import print_op  # cycle: the printer prints Ops (imports this module)
 
         try:
             return print_op(self)

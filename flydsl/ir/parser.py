@@ -12,7 +12,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .core import Block, I32Array, IRError, Op, OpDef, Region, SymbolRef, Value, lookup_op
+from .core import Block, I32Array, IRError, Op, Region, SymbolRef, Value
+from .numpy_types import numpy_dtype
+from .opdef import OpDef, lookup_op
 from .types import FunctionType, Type, parse_type
 
 __all__ = ["Parser", "parse_module", "parse_op_text", "register_parse_format", "ParseError"]
@@ -46,8 +48,6 @@ class _Dense:
 
 
 def dense_to_array(d: _Dense, t: Type) -> np.ndarray:
-    from .numpy_types import numpy_dtype
-
     dt = numpy_dtype(t.element_type)
     if isinstance(d.items, (list, tuple)):
         arr = np.array(list(d.items), dtype=np.float64 if t.element_type.is_float else object).astype(dt)

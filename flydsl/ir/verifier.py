@@ -4,6 +4,7 @@ each op's own ``verify`` hook. Errors print the offending op (and its source loc
 from __future__ import annotations
 
 from .core import IRError, Op, Trait
+from .printer import print_op
 
 __all__ = ["verify", "VerifyError"]
 
@@ -13,8 +14,6 @@ class VerifyError(IRError):
 
 
 def _fail(op: Op, msg: str):
-    from .printer import print_op
-
     try:
         text = print_op(op).split("\n", 1)[0]
     except Exception:  # pragma: no cover

@@ -12,6 +12,7 @@ sees an aligned pointer. Interpreter faults (out-of-bounds, misaligned, …) pro
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def register_raw(address: int, mem: Memory, name: str) -> int:
 class CpuLauncher:
     """Launches one compiled specialization on the interpreter: ``launcher(abi_values)``."""
 
-    __slots__ = ("host", "kernels", "arg_names", "warp_size", "param_names", "_mem")
+    __slots__ = ("host", "kernels", "arg_names", "warp_size", "param_names")
 
     def __init__(self, artifact, warp_size: int):
         self.host = launch_plan(artifact.host_op()) or compile_host(artifact.host_op())
@@ -95,10 +96,9 @@ class CpuLauncher:
         self.arg_names = {name: info.get("arg_names") for name, info in artifact.kernels.items()}
         self.param_names = artifact.param_names
         self.warp_size = warp_size
-        self._mem = None
 
     def __call__(self, vals: list) -> None:
-        mem = Memory()
+        mem = Memory()  # per call: threads may launch the same specialization at once
         args = list(vals)
         for i, v in enumerate(args):
             if type(v) is TensorRef:
@@ -108,13 +108,9 @@ class CpuLauncher:
                 args[i] = 0
             elif type(v) is RawAddress:
                 args[i] = register_raw(v, mem, self.param_names[i] if i < len(self.param_names) else f"arg{i}")
-        self._mem = mem
-        try:
-            self.host(args, self._launch)
-        finally:
-            self._mem = None
+        self.host(args, functools.partial(self._launch, mem))
 
-    def _launch(self, kernel, grid, block, smem, stream, kargs) -> None:
+    def _launch(self, mem, kernel, grid, block, smem, stream, kargs) -> None:
         check_launch_dims(grid, block)
         name = str(kernel)
         run_kernel(
@@ -122,7 +118,7 @@ class CpuLauncher:
             grid=grid,
             block=block,
             args=kargs,
-            memory=self._mem,
+            memory=mem,
             smem_bytes=int(smem),
             warp_size=self.warp_size,
             arg_names=self.arg_names.get(name),

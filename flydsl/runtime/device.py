@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..interp import compile_host
 from ..utils.env import env
-from ..utils.target import Target
+from ..utils.target import ArchInfo
 from .arch import (
     bf16_global_atomics_arch_description,
     default_fp8_format,
@@ -65,7 +65,7 @@ class Device:
         self.kind = kind
         self.kernel_factory = kernel_factory
 
-    def launcher(self, artifact, target: Target):
+    def launcher(self, artifact, target: ArchInfo):
         """A callable ``launcher(abi_values)`` for one compiled specialization."""
         if self.kind == "cpu":
             return CpuLauncher(artifact, target.warp_size)
@@ -220,7 +220,7 @@ class StandInCudaDevice(Device):
 
         super().__init__("cuda", factory)
 
-    def launcher(self, artifact, target: Target):
+    def launcher(self, artifact, target: ArchInfo):
         return _StandInLauncher(artifact, self.kernel_factory)
 
 

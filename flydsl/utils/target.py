@@ -1,23 +1,29 @@
-"""Compilation targets as the front end sees them: warp size, shared-memory limits, the default fp8 format.
+"""What the front end knows about a GPU architecture: warp size, shared-memory limits, the default fp8 format.
 
-The compiler picks the target before tracing (``ARCH``/``FLYDSL_GPU_ARCH``, else the CUDA device's
-compute capability, else ``sm_90a``) and installs it with :func:`use_target`; the front end reads it with
-:func:`current_target`. What each architecture's *instructions* need (minimum sm and PTX versions) is
-one table read by the trace-time check and by codegen (``flydsl/dialects/capabilities.py``); the PTX
-version each architecture starts at is codegen's (``flydsl/codegen/nvptx.py``: ``ARCH_MIN_PTX``), measured
-against LLVM 22 — one source of truth each.
+:class:`ArchInfo` is one architecture's facts (``get_arch("sm_90a")``). The compiler picks the
+architecture of a trace before tracing (``ARCH``/``FLYDSL_GPU_ARCH``, else the CUDA device's compute
+capability, else ``sm_90a``) and keeps it in the trace's context, where the front end reads it
+(:func:`flydsl.expr._sem.context.current_target`). What each architecture's *instructions* need (minimum
+sm and PTX versions) is one table read by the trace-time check and by codegen
+(``flydsl/dialects/capabilities.py``); the PTX version each architecture starts at is codegen's
+(``flydsl/codegen/nvptx.py``: ``ARCH_MIN_PTX``), measured against LLVM 22; and what to compile for
+(PTX version, math mode, optimization levels) is :class:`flydsl.codegen.Target` — one source of truth
+each.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
-__all__ = ["Target", "get_target", "current_target", "use_target", "KNOWN_ARCHS"]
+__all__ = ["ArchInfo", "get_arch", "KNOWN_ARCHS", "DEFAULT_ARCH"]
+
+DEFAULT_ARCH = "sm_90a"
 
 
 @dataclass(frozen=True)
-class Target:
+class ArchInfo:
+    """The front end's facts about one GPU architecture."""
+
     backend: str  # "nvptx" | "amdgcn"
     arch: str  # "sm_90a", "gfx942", …
     warp_size: int
@@ -39,36 +45,24 @@ class Target:
         return f"{self.backend}:{self.arch}"
 
 
-KNOWN_ARCHS: dict[str, Target] = {
-    "sm_80": Target("nvptx", "sm_80", 32, 48 * 1024, 163 * 1024),
-    "sm_86": Target("nvptx", "sm_86", 32, 48 * 1024, 99 * 1024),
-    "sm_89": Target("nvptx", "sm_89", 32, 48 * 1024, 99 * 1024),
-    "sm_90": Target("nvptx", "sm_90", 32, 48 * 1024, 227 * 1024),
-    "sm_90a": Target("nvptx", "sm_90a", 32, 48 * 1024, 227 * 1024),
-    "gfx942": Target("amdgcn", "gfx942", 64, 64 * 1024, 64 * 1024, frozenset({"fp8_fnuz"})),
-    "gfx950": Target("amdgcn", "gfx950", 64, 160 * 1024, 160 * 1024),
+KNOWN_ARCHS: dict[str, ArchInfo] = {
+    "sm_80": ArchInfo("nvptx", "sm_80", 32, 48 * 1024, 163 * 1024),
+    "sm_86": ArchInfo("nvptx", "sm_86", 32, 48 * 1024, 99 * 1024),
+    "sm_89": ArchInfo("nvptx", "sm_89", 32, 48 * 1024, 99 * 1024),
+    "sm_90": ArchInfo("nvptx", "sm_90", 32, 48 * 1024, 227 * 1024),
+    "sm_90a": ArchInfo("nvptx", "sm_90a", 32, 48 * 1024, 227 * 1024),
+    "gfx942": ArchInfo("amdgcn", "gfx942", 64, 64 * 1024, 64 * 1024, frozenset({"fp8_fnuz"})),
+    "gfx950": ArchInfo("amdgcn", "gfx950", 64, 160 * 1024, 160 * 1024),
 }
 
 
-def get_target(arch: str) -> Target:
+def get_arch(arch: str) -> ArchInfo:
+    """The facts of ``arch`` (``"sm_90a"``, ``"gfx942"``…).
+
+    Raises:
+        ValueError: an unknown architecture.
+    """
     try:
         return KNOWN_ARCHS[arch]
     except KeyError:
         raise ValueError(f"unknown target architecture {arch!r}; known: {', '.join(KNOWN_ARCHS)}") from None
-
-
-_stack: list[Target] = [KNOWN_ARCHS["sm_90a"]]
-
-
-def current_target() -> Target:
-    """The target of the trace in progress (sm_90a outside any trace)."""
-    return _stack[-1]
-
-
-@contextlib.contextmanager
-def use_target(t: Target | str):
-    _stack.append(get_target(t) if isinstance(t, str) else t)
-    try:
-        yield _stack[-1]
-    finally:
-        _stack.pop()

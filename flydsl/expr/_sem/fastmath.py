@@ -5,8 +5,12 @@ emit nothing). The flags of one op come from, highest first:
 
 1. the op's explicit ``fastmath=`` keyword (``fastmath="none"`` switches them off for that op);
 2. the innermost ``with fx.fastmath(...)`` block;
-3. the compilation default the compiler installs with :func:`compile_default` (``flyc.compile``
-   hint ``fastmath``, else ``"fast"`` when ``fast_fp_math=True``: see :func:`default_from_hints`).
+3. the compilation default (``flyc.compile`` hint ``fastmath``, else ``"fast"`` when
+   ``fast_fp_math=True``: see :func:`default_from_hints`), which the compiler stores in the trace
+   context (``with compile_default(flags):`` sets it for a block).
+
+The open blocks and the default belong to the trace in progress (:mod:`.context`): a trace started inside
+a ``with fx.fastmath(...)`` block of another one does not see it.
 
 In the IR the flags are the op attribute ``fastmath`` holding the canonical text (``"fast"``,
 ``"reassoc,contract"``); no attribute means none.
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 import enum
 from functools import reduce
+
+from .context import context
 
 __all__ = ["FastMathFlags", "fastmath", "parse_fastmath", "resolve_fastmath", "compile_default", "default_from_hints"]
 
@@ -83,11 +89,6 @@ def parse_fastmath(spec) -> FastMathFlags:
     raise TypeError(f"fastmath flags must be fx.FastMathFlags, a string or a list of them, got {spec!r}")
 
 
-# innermost `with fx.fastmath(...)` last; the compile default has its own stack
-_scopes: list[FastMathFlags] = []
-_defaults: list[FastMathFlags | None] = []
-
-
 class fastmath:
     """``with fx.fastmath(flags):`` sets the ambient flags of every run-time float op built inside.
 
@@ -98,17 +99,18 @@ class fastmath:
     ``fastmath=`` keyword still wins over the block.
     """
 
-    __slots__ = ("flags",)
+    __slots__ = ("flags", "_scopes")
 
     def __init__(self, flags):
         self.flags = parse_fastmath(flags)
 
     def __enter__(self) -> FastMathFlags:
-        _scopes.append(self.flags)
+        self._scopes = context().fastmath_scopes  # the trace's own list (innermost block last)
+        self._scopes.append(self.flags)
         return self.flags
 
     def __exit__(self, *exc) -> None:
-        _scopes.pop()
+        self._scopes.pop()
 
 
 class compile_default:
@@ -118,17 +120,19 @@ class compile_default:
         flags: a flag specification or None (no default). See :func:`default_from_hints`.
     """
 
-    __slots__ = ("flags",)
+    __slots__ = ("flags", "_ctx", "_prev")
 
     def __init__(self, flags):
         self.flags = None if flags is None else parse_fastmath(flags)
 
     def __enter__(self):
-        _defaults.append(self.flags)
+        ctx = self._ctx = context()
+        self._prev = ctx.fastmath_default
+        ctx.fastmath_default = self.flags
         return self.flags
 
     def __exit__(self, *exc) -> None:
-        _defaults.pop()
+        self._ctx.fastmath_default = self._prev
 
 
 def default_from_hints(hints: dict) -> FastMathFlags | None:
@@ -149,12 +153,14 @@ def resolve_fastmath(explicit=None) -> str | None:
     """
     if explicit is not None:
         flags = parse_fastmath(explicit)
-    elif _scopes:
-        flags = _scopes[-1]
-    elif _defaults and _defaults[-1] is not None:
-        flags = _defaults[-1]
     else:
-        return None
+        ctx = context()
+        if ctx.fastmath_scopes:
+            flags = ctx.fastmath_scopes[-1]
+        elif ctx.fastmath_default is not None:
+            flags = ctx.fastmath_default
+        else:
+            return None
     return str(flags) if flags else None
 
 

@@ -26,8 +26,8 @@ from ...dialects import gpu as _g
 from ...dialects import math as dmath
 from ...ir import Value
 from ...ir import types as irt
-from ...utils.target import current_target
 from .casts import cast_ir, check_rounding_mode, fold_cast
+from .context import current_target
 from .errors import RuntimeValueError, StaticValueProtocol, runtime_value_error
 from .fastmath import fastmath_attrs
 from .fold import fold, wrap_int

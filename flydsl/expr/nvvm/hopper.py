@@ -38,7 +38,7 @@ from ...dialects import gpu as _g
 from ...dialects import nvvm_sm90 as _d
 from ...dialects.capabilities import capability_gap
 from ...ir import AddressSpace
-from ...utils.target import current_target
+from .._sem.context import current_target
 from .._sem.iterators import MemIter
 from ..gpu import thread_idx
 from ..numeric import Boolean, Int8, Int32, Int64, as_numeric
