@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import FloatType, Op, OpDef, Trait, Type, VectorType, numpy_dtype
-from ._base import as_unsigned, from_unsigned, to_dtype
+from ._base import ScalarSource, as_unsigned, from_unsigned, source_fn, to_dtype
 
 __all__ = [
     "extsi", "extui", "trunci", "sitofp", "uitofp", "fptosi", "fptoui", "extf", "truncf", "bitcast",
@@ -244,7 +244,9 @@ def _from_bits(bits, t):
 
 
 def _index_cast(op, a):
-    return to_dtype(a, _t(op)) if _elem(_t(op)).bitwidth != 1 else (a & 1).astype(np.bool_)
+    if _elem(_t(op)).bitwidth == 1:
+        return (a & 1).astype(np.bool_)
+    return _extsi(op, a)  # sign-extends (an i1 true is -1) or truncates
 
 
 def _index_castui(op, a):
@@ -280,13 +282,37 @@ def _cast_verify(kind):
     return verify
 
 
-def _cast(name, ev, kind, doc):
-    return OpDef(name, operands=1, traits=(P,), evaluate=ev, verify=_cast_verify(kind), fmt="cast", doc=doc)
+def _int_cast_scalar(zero_extend_below: int):
+    """The scalar hook of an integer cast: the source's value wrapped to the result's width — its unsigned
+    value when the source is narrower than ``zero_extend_below`` bits, else its signed value (an i1 source:
+    true is -1). ``scalar.source(op)`` is the same as a :class:`~flydsl.dialects._base.ScalarSource`."""
+
+    def source(op) -> ScalarSource | None:
+        st, dt = op.operands[0].type, op.results[0].type
+        if isinstance(st, VectorType):
+            return None
+        sw = st.bitwidth
+        if sw < zero_extend_below:
+            return ScalarSource("a & sm", {"sm": (1 << sw) - 1}, dt.bitwidth)
+        return ScalarSource("-a" if sw == 1 else "a", {}, dt.bitwidth)
+
+    def scalar(op):
+        src = source(op)
+        return source_fn(src, 1) if src is not None else None
+
+    scalar.source = lambda op: None if op.operands[0].type.bitwidth == 1 else source(op)  # plans: no i1 sources
+    return scalar
 
 
-extsi = _cast("arith.extsi", _extsi, "iext", "sign-extend")
-extui = _cast("arith.extui", _extui, "iext", "zero-extend")
-trunci = _cast("arith.trunci", _trunci, "itrunc", "truncate to the low bits")
+def _cast(name, ev, kind, doc, scalar=None):
+    return OpDef(
+        name, operands=1, traits=(P,), evaluate=ev, scalar=scalar, verify=_cast_verify(kind), fmt="cast", doc=doc
+    )
+
+
+extsi = _cast("arith.extsi", _extsi, "iext", "sign-extend", _int_cast_scalar(0))
+extui = _cast("arith.extui", _extui, "iext", "zero-extend", _int_cast_scalar(65))
+trunci = _cast("arith.trunci", _trunci, "itrunc", "truncate to the low bits", _int_cast_scalar(0))
 sitofp = _cast("arith.sitofp", _sitofp, "itof", "signed int → float (RNE)")
 uitofp = _cast("arith.uitofp", _uitofp, "itof", "unsigned int → float (RNE)")
 fptosi = _cast("arith.fptosi", _fptoi(True), "ftoi", "float → signed int, toward zero, saturating, NaN → 0")
@@ -317,5 +343,13 @@ def _truncf_verify(op: Op):
 
 truncf.verify = _truncf_verify
 bitcast = _cast("arith.bitcast", _bitcast, "bitcast", "reinterpret bits (same total width)")
-index_cast = _cast("arith.index_cast", _index_cast, "index", "index ↔ integer (sign-extend or truncate)")
-index_castui = _cast("arith.index_castui", _index_castui, "index", "index ↔ integer (zero-extend or truncate)")
+index_cast = _cast(
+    "arith.index_cast", _index_cast, "index", "index ↔ integer (sign-extend or truncate)", _int_cast_scalar(0)
+)
+index_castui = _cast(
+    "arith.index_castui",
+    _index_castui,
+    "index",
+    "index ↔ integer (zero-extend or truncate)",
+    _int_cast_scalar(64),
+)

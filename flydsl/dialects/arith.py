@@ -35,13 +35,16 @@ from ._arith_casts import (
     uitofp,
 )
 from ._base import (
+    ScalarSource,
     as_unsigned,
     bool_like,
     check_same_types,
     from_unsigned,
+    int_scalar,
     rows_like,
     same_as_first,
     same_as_second,
+    source_fn,
 )
 
 P, C = Trait.PURE, Trait.COMMUTATIVE
@@ -139,8 +142,8 @@ def _safe(b):
 
 
 def _divsi(op, a, b):
-    if a.dtype == np.bool_:
-        return a & b
+    if a.dtype == np.bool_:  # as signed 1-bit ints: x / -1 is x (true is -1), x / 0 is -1 (true)
+        return np.where(b, a, True)
     q = np.floor_divide(a, _safe(b))
     r = np.subtract(a, np.multiply(q, _safe(b)))
     adj = (r != 0) & ((a < 0) != (b < 0))
@@ -150,14 +153,14 @@ def _divsi(op, a, b):
 
 def _floordivsi(op, a, b):
     if a.dtype == np.bool_:
-        return a & b
+        return np.where(b, a, True)
     q = np.floor_divide(a, _safe(b))
     return np.where(b == 0, np.full_like(q, -1), q)
 
 
 def _ceildivsi(op, a, b):
     if a.dtype == np.bool_:
-        return a & b
+        return np.where(b, a, True)
     sb = _safe(b)
     q = np.floor_divide(a, sb)  # NOTE: not -floor(-a/b): -INT_MIN overflows
     q = q + (np.remainder(a, sb) != 0).astype(q.dtype)
@@ -165,8 +168,8 @@ def _ceildivsi(op, a, b):
 
 
 def _remsi(op, a, b):
-    if a.dtype == np.bool_:
-        return np.zeros_like(a)
+    if a.dtype == np.bool_:  # x % -1 is 0, x % 0 is x
+        return np.where(b, False, a)
     r = np.fmod(a, _safe(b))
     return np.where(b == 0, a, r)
 
@@ -217,18 +220,65 @@ def _shrsi(op, a, b):
     return r.astype(a.dtype)
 
 
-def _binop(name, ev, traits=(P,), fold=None, doc=""):
+def _signed_max(op, a, b):
+    if a.dtype == np.bool_:  # as signed 1-bit ints true (-1) is the smaller
+        return a & b
+    return np.maximum(a, b)
+
+
+def _signed_min(op, a, b):
+    if a.dtype == np.bool_:
+        return a | b
+    return np.minimum(a, b)
+
+
+def _binop(name, ev, traits=(P,), fold=None, doc="", scalar=None):
     return OpDef(
         name,
         operands=2,
         traits=traits + (Trait.SAME_TYPE,),
         infer=same_as_first,
         evaluate=ev,
+        scalar=scalar,
         fold=fold,
         verify=check_same_types,
         fmt="binary",
         doc=doc,
     )
+
+
+# The integer ops on host scalars: the value before wrapping to the width, of the operands a, b as
+# signed ints (w: the width, m: its mask). Division by zero gives what ``evaluate`` gives: -1 (all ones)
+# for the quotients, the dividend for the remainders; shift amounts are unsigned, and >= w shift out
+# every bit (shrsi: the sign).
+INT_SCALAR_EXPR = {
+    "arith.addi": "a + b",
+    "arith.subi": "a - b",
+    "arith.muli": "a * b",
+    "arith.andi": "a & b",
+    "arith.ori": "a | b",
+    "arith.xori": "a ^ b",
+    "arith.divsi": "-1 if b == 0 else (a // b if (a < 0) == (b < 0) else -(-a // b))",
+    "arith.remsi": "a if b == 0 else a - b * _tdiv(a, b)",
+    "arith.floordivsi": "-1 if b == 0 else a // b",
+    "arith.ceildivsi": "-1 if b == 0 else -((-a) // b)",
+    "arith.divui": "-1 if b & m == 0 else (a & m) // (b & m)",
+    "arith.remui": "a if b & m == 0 else (a & m) % (b & m)",
+    "arith.ceildivui": "-1 if b & m == 0 else -(-(a & m) // (b & m))",
+    "arith.shli": "0 if b & m >= w else a << (b & m)",
+    "arith.shrui": "0 if b & m >= w else (a & m) >> (b & m)",
+    "arith.shrsi": "a >> min(b & m, w - 1)",
+    "arith.maxsi": "a if a >= b else b",
+    "arith.minsi": "a if a <= b else b",
+    "arith.maxui": "max(a & m, b & m)",
+    "arith.minui": "min(a & m, b & m)",
+    "arith.mulhisi": "(a * b) >> w",
+    "arith.mulhiui": "((a & m) * (b & m)) >> w",
+}
+
+
+def _ibinop(name, ev, traits=(P,), fold=None, doc=""):
+    return _binop(name, ev, traits, fold, doc, int_scalar(INT_SCALAR_EXPR[name]))
 
 
 def _fold_identity(identity_rhs=None, absorb=None, idempotent=False, zero_if_same=False):
@@ -260,26 +310,26 @@ def _all_eq(arr, v) -> bool:
     return bool(np.all(np.asarray(arr) == v))
 
 
-addi = _binop("arith.addi", _int_wrap(np.add), (P, C), _fold_identity(0), "integer add (wraps)")
-subi = _binop("arith.subi", _int_wrap(np.subtract), (P,), _fold_identity(0, zero_if_same=True), "integer sub")
-muli = _binop("arith.muli", _int_wrap(np.multiply), (P, C), _fold_identity(1, absorb=0), "integer mul (low bits)")
-divsi = _binop("arith.divsi", _divsi, doc="signed division rounding toward zero")
-divui = _binop("arith.divui", _unsigned(_udiv), doc="unsigned division")
-floordivsi = _binop("arith.floordivsi", _floordivsi, doc="signed division rounding toward -inf")
-ceildivsi = _binop("arith.ceildivsi", _ceildivsi, doc="signed division rounding toward +inf")
-ceildivui = _binop("arith.ceildivui", _unsigned(_uceildiv), doc="unsigned division rounding up")
-remsi = _binop("arith.remsi", _remsi, doc="signed remainder, sign of the dividend (C %)")
-remui = _binop("arith.remui", _unsigned(_urem), doc="unsigned remainder")
-andi = _binop("arith.andi", lambda op, a, b: np.bitwise_and(a, b), (P, C), _fold_identity(idempotent=True))
-ori = _binop("arith.ori", lambda op, a, b: np.bitwise_or(a, b), (P, C), _fold_identity(0, idempotent=True))
-xori = _binop("arith.xori", lambda op, a, b: np.bitwise_xor(a, b), (P, C), _fold_identity(0, zero_if_same=True))
-shli = _binop("arith.shli", _shli, fold=_fold_identity(0), doc="shift left; amounts >= width give 0")
-shrui = _binop("arith.shrui", _shrui, fold=_fold_identity(0), doc="logical shift right")
-shrsi = _binop("arith.shrsi", _shrsi, fold=_fold_identity(0), doc="arithmetic shift right")
-maxsi = _binop("arith.maxsi", lambda op, a, b: np.maximum(a, b), (P, C), _fold_identity(idempotent=True))
-minsi = _binop("arith.minsi", lambda op, a, b: np.minimum(a, b), (P, C), _fold_identity(idempotent=True))
-maxui = _binop("arith.maxui", _unsigned(np.maximum), (P, C), _fold_identity(idempotent=True))
-minui = _binop("arith.minui", _unsigned(np.minimum), (P, C), _fold_identity(idempotent=True))
+addi = _ibinop("arith.addi", _int_wrap(np.add), (P, C), _fold_identity(0), "integer add (wraps)")
+subi = _ibinop("arith.subi", _int_wrap(np.subtract), (P,), _fold_identity(0, zero_if_same=True), "integer sub")
+muli = _ibinop("arith.muli", _int_wrap(np.multiply), (P, C), _fold_identity(1, absorb=0), "integer mul (low bits)")
+divsi = _ibinop("arith.divsi", _divsi, doc="signed division rounding toward zero")
+divui = _ibinop("arith.divui", _unsigned(_udiv), doc="unsigned division")
+floordivsi = _ibinop("arith.floordivsi", _floordivsi, doc="signed division rounding toward -inf")
+ceildivsi = _ibinop("arith.ceildivsi", _ceildivsi, doc="signed division rounding toward +inf")
+ceildivui = _ibinop("arith.ceildivui", _unsigned(_uceildiv), doc="unsigned division rounding up")
+remsi = _ibinop("arith.remsi", _remsi, doc="signed remainder, sign of the dividend (C %)")
+remui = _ibinop("arith.remui", _unsigned(_urem), doc="unsigned remainder")
+andi = _ibinop("arith.andi", lambda op, a, b: np.bitwise_and(a, b), (P, C), _fold_identity(idempotent=True))
+ori = _ibinop("arith.ori", lambda op, a, b: np.bitwise_or(a, b), (P, C), _fold_identity(0, idempotent=True))
+xori = _ibinop("arith.xori", lambda op, a, b: np.bitwise_xor(a, b), (P, C), _fold_identity(0, zero_if_same=True))
+shli = _ibinop("arith.shli", _shli, fold=_fold_identity(0), doc="shift left; amounts >= width give 0")
+shrui = _ibinop("arith.shrui", _shrui, fold=_fold_identity(0), doc="logical shift right")
+shrsi = _ibinop("arith.shrsi", _shrsi, fold=_fold_identity(0), doc="arithmetic shift right")
+maxsi = _ibinop("arith.maxsi", _signed_max, (P, C), _fold_identity(idempotent=True))
+minsi = _ibinop("arith.minsi", _signed_min, (P, C), _fold_identity(idempotent=True))
+maxui = _ibinop("arith.maxui", _unsigned(np.maximum), (P, C), _fold_identity(idempotent=True))
+minui = _ibinop("arith.minui", _unsigned(np.minimum), (P, C), _fold_identity(idempotent=True))
 
 
 def _mulhi(signed: bool):
@@ -300,8 +350,8 @@ def _mulhi(signed: bool):
     return ev
 
 
-mulhisi = _binop("arith.mulhisi", _mulhi(True), (P, C), doc="high half of the signed product")
-mulhiui = _binop("arith.mulhiui", _mulhi(False), (P, C), doc="high half of the unsigned product")
+mulhisi = _ibinop("arith.mulhisi", _mulhi(True), (P, C), doc="high half of the signed product")
+mulhiui = _ibinop("arith.mulhiui", _mulhi(False), (P, C), doc="high half of the unsigned product")
 
 # ---------------------------------------------------------------------------------------------
 # float binary ops (attribute `fastmath`: e.g. "fast", "contract,afn")
@@ -416,6 +466,32 @@ def _cmpf_eval(op, a, b):
     return (r & ~unordered) if p[0] == "o" else (r | unordered)
 
 
+# arith.cmpi on host scalars: operands as signed ints wrapped to their width, m the width's mask
+CMPI_SCALAR_EXPR = {
+    "eq": "a == b", "ne": "a != b",
+    "slt": "a < b", "sle": "a <= b", "sgt": "a > b", "sge": "a >= b",
+    "ult": "(a & m) < (b & m)", "ule": "(a & m) <= (b & m)", "ugt": "(a & m) > (b & m)", "uge": "(a & m) >= (b & m)",
+}  # fmt: skip
+
+
+def _cmpi_source(op) -> ScalarSource | None:
+    t = op.operands[0].type
+    if isinstance(t, VectorType):
+        return None
+    return ScalarSource(CMPI_SCALAR_EXPR[op.attrs["predicate"]], {"m": (1 << t.bitwidth) - 1}, None)
+
+
+def _cmpi_scalar(op):
+    src = _cmpi_source(op)
+    if src is None:
+        return None
+    # i1 operands are bools: unsigned they compare as 0/1; signed, true is -1
+    return source_fn(src, 2, negate_i1=op.operands[0].type.bitwidth == 1 and op.attrs["predicate"][0] == "s")
+
+
+_cmpi_scalar.source = lambda op: None if op.operands[0].type.bitwidth == 1 else _cmpi_source(op)
+
+
 def _cmp_infer(types, attrs):
     return [bool_like(types[0])]
 
@@ -438,6 +514,7 @@ cmpi = OpDef(
     attrs=("predicate",),
     infer=_cmp_infer,
     evaluate=_cmpi_eval,
+    scalar=_cmpi_scalar,
     verify=_cmp_verify(CMPI_PREDICATES),
     fmt="cmp",
     doc="integer comparison → i1",
@@ -457,6 +534,14 @@ cmpf = OpDef(
 
 def _select_eval(op, c, a, b):
     return np.where(rows_like(c, isinstance(op.results[0].type, VectorType)), a, b)
+
+
+def _select_pick(c, a, b):
+    return a if c else b
+
+
+def _select_scalar(op):
+    return None if isinstance(op.results[0].type, VectorType) else _select_pick
 
 
 def _select_verify(op):
@@ -484,6 +569,7 @@ select = OpDef(
     traits=(P,),
     infer=same_as_second,
     evaluate=_select_eval,
+    scalar=_select_scalar,
     verify=_select_verify,
     fold=_select_fold,
     doc="cond ? a : b (lane-wise for an i1 vector condition)",
@@ -512,5 +598,5 @@ __all__ = [
     "minimumf", "maxnumf", "minnumf", "negf", "cmpi", "cmpf", "select", "extsi", "extui", "trunci", "sitofp",
     "uitofp", "fptosi", "fptoui", "extf", "truncf", "bitcast", "index_cast", "index_castui",
     "CMPI_PREDICATES", "CMPF_PREDICATES", "FP8_MAX", "float_round", "float_round_directed", "ROUNDING_MODES",
-    "ieee_maximum", "ieee_minimum", "ieee_maxnum", "ieee_minnum", "IntegerType",
+    "ieee_maximum", "ieee_minimum", "ieee_maxnum", "ieee_minnum", "IntegerType", "INT_SCALAR_EXPR",
 ]  # fmt: skip

@@ -12,8 +12,8 @@ import math as _pymath
 
 import numpy as np
 
-from ..ir import OpDef, Trait, VectorType
-from ._base import bool_like, same_as_first
+from ..ir import OpDef, Trait, VectorType, unsigned_dtype
+from ._base import as_unsigned, bool_like, int_scalar, same_as_first
 
 P = Trait.PURE
 
@@ -86,8 +86,8 @@ def _round_half_away(x):
         return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(t), x), t).astype(x.dtype)
 
 
-def _unary(name, ev, doc=""):
-    return OpDef(name, operands=1, traits=(P,), infer=same_as_first, evaluate=ev, fmt="unary", doc=doc)
+def _unary(name, ev, doc="", scalar=None):
+    return OpDef(name, operands=1, traits=(P,), infer=same_as_first, evaluate=ev, scalar=scalar, fmt="unary", doc=doc)
 
 
 def _binary(name, ev, doc=""):
@@ -145,8 +145,6 @@ def _absi(op, a):
 
 
 def _popcount(op, a):
-    from ..ir import unsigned_dtype
-
     t = op.results[0].type
     u = np.asarray(a).view(unsigned_dtype(t)) if a.dtype != np.bool_ else a.astype(np.uint8)
     bits = np.unpackbits(np.ascontiguousarray(u).view(np.uint8).reshape(u.shape + (-1,)), axis=-1)
@@ -157,8 +155,6 @@ def _count_zeros(op, a, leading: bool):
     """Zero bits before the first one, from the top (``leading``) or the bottom; the width for 0."""
     t = op.results[0].type
     w = t.element_type.bitwidth
-    from ._base import as_unsigned
-
     u = as_unsigned(a, t).astype(np.uint64)
     n = np.zeros(u.shape, dtype=np.int64)
     for k in range(w):
@@ -176,10 +172,17 @@ def _cttz(op, a):
     return _count_zeros(op, a, leading=False)
 
 
-absi = _unary("math.absi", _absi)
-ctpop = _unary("math.ctpop", _popcount, "number of set bits")
-ctlz = _unary("math.ctlz", _ctlz, "count leading zeros")
-cttz = _unary("math.cttz", _cttz, "count trailing zeros")
+# the integer ops on host scalars (see flydsl.dialects._base.int_scalar): a as a signed int, w its width
+INT_SCALAR_EXPR = {
+    "math.absi": "abs(a)",
+    "math.ctpop": "bin(a & m).count('1')",
+    "math.ctlz": "w - (a & m).bit_length()",
+    "math.cttz": "w if a & m == 0 else ((a & m) & -(a & m)).bit_length() - 1",
+}
+absi = _unary("math.absi", _absi, scalar=int_scalar(INT_SCALAR_EXPR["math.absi"], 1))
+ctpop = _unary("math.ctpop", _popcount, "number of set bits", int_scalar(INT_SCALAR_EXPR["math.ctpop"], 1))
+ctlz = _unary("math.ctlz", _ctlz, "count leading zeros", int_scalar(INT_SCALAR_EXPR["math.ctlz"], 1))
+cttz = _unary("math.cttz", _cttz, "count trailing zeros", int_scalar(INT_SCALAR_EXPR["math.cttz"], 1))
 
 
 def _class_op(name, fn):

@@ -13,7 +13,7 @@ Public surface:
 """
 
 from .errors import InterpError
-from .host import HostFunction, compile_host, run_host
+from .host import build_host_function, compile_host, run_host
 from .kernel import compile_kernel, run_kernel
 from .machine import IMPLS, clear_cache, impl
 from .memory import Memory
@@ -24,7 +24,7 @@ __all__ = [
     "compile_kernel",
     "compile_host",
     "run_host",
-    "HostFunction",
+    "build_host_function",
     "InterpError",
     "IMPLS",
     "impl",

@@ -1,35 +1,45 @@
-"""Host functions: :func:`compile_host` / :func:`run_host` execute a ``func.func`` that computes launch
-parameters with scalar arithmetic and launches kernels with ``gpu.launch_func``.
+"""Host functions: :func:`compile_host` turns a ``func.func`` (launch arithmetic, control flow, calls,
+``gpu.launch_func``) into one generated Python function; :func:`run_host` runs it.
 
-A host function runs on every kernel call, so it is precompiled once into a list of closures over a
-flat environment. Values are plain Python objects: integers, index values and pointers are Python
-ints wrapped to their width (signed), i1 is bool, floats are numpy scalars of their type, vectors are
-``(1, N)`` arrays, buffer resources ``(base, num_records)`` tuples. The common integer ops (add,
-mul, div, rem, shifts, compares, select, casts, pointer offsets) have exact Python-int
-implementations (a few hundred ns each); every other op with an ``evaluate`` runs through it on 0-d
-arrays — the same semantics as on the device.
+A host function runs on every kernel call, so it is compiled once, per function, into straight Python:
+each op is one line that calls the op's scalar semantics (``OpDef.scalar_fn``: its scalar hook, the
+one the compiler folds with; else its ``evaluate`` on 0-d arrays), ``scf.if``/``scf.for``/``scf.while``
+become Python ``if``/``for``/``while``, ``func.call`` calls the callee's compiled function. A typical
+launcher (``(n + 127) // 128`` and a launch) costs about a microsecond.
+
+Values are host scalars (see :mod:`flydsl.ir.numpy_types`): integers and index values are Python ints
+wrapped to their width (signed), ``i1`` is a bool, floats are numpy scalars of their type, pointers are
+ints, vectors ``(1, N)`` arrays, buffer resources ``(base, num_records)`` tuples.
 
 ``gpu.launch_func`` calls ``launch(kernel, grid, block, smem, stream, args)`` with ``kernel`` the
 symbol (a str), ``grid``/``block`` 3-tuples of ints, ``smem`` and ``stream`` ints, and ``args`` the
-host values of the kernel arguments (ints for integers and pointers, numpy scalars for floats).
+host values of the kernel arguments. A failure in an op is an :class:`InterpError` naming that op
+(its source line); whatever a launch raises passes through, located at the launch's source line
+(``e.loc``) unless it carries a location of its own.
+
+The jit's cached calls run straight-line launchers as *launch plans* (:mod:`flydsl.runtime.launch_plan`:
+the same scalar semantics, specialized further with value ranges); this executor runs every host
+function, and is what a launch plan falls back to.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from ..dialects.arith import float_round
-from ..ir import FloatType, Op, PointerType, VectorType
+from ..ir import FloatType, Op, PointerType, VectorType, int_wrapper, to_array
 from .errors import InterpError
 from .impl_ptr import elem_size
 from .machine import cached_code, lookup_symbol, value_dtype
+from .printf import format_lane_values
 
-__all__ = ["compile_host", "run_host", "HostFunction", "HOST_IMPLS"]
+__all__ = ["compile_host", "run_host", "build_host_function", "HOST_IMPLS"]
 
-# op name -> builder(op, compiler) -> closure(env) | None
+# op name -> writer(op, gen, indent) of the op's lines; every other op computes through its scalar_fn
 HOST_IMPLS: dict[str, Callable] = {}
 
 
@@ -42,51 +52,8 @@ def _host(*names):
     return deco
 
 
-# -- value conversion -------------------------------------------------------------------------------
-
-
 def _width(t) -> int:
-    if isinstance(t, PointerType):
-        return 64
-    return t.bitwidth
-
-
-def _wrapper(t):
-    """Python int -> the signed value of ``t``'s width (i1: bool)."""
-    w = _width(t)
-    if w == 1:
-        return lambda x: bool(x & 1)
-    mask, half, full = (1 << w) - 1, 1 << (w - 1), 1 << w
-
-    def wrap(x):
-        x &= mask
-        return x - full if x >= half else x
-
-    return wrap
-
-
-def to_host(t, a):
-    """A numpy value of type ``t`` as a host value."""
-    if isinstance(t, VectorType):
-        return np.asarray(a).reshape(1, t.numel)
-    if isinstance(t, FloatType):
-        return np.asarray(a).reshape(()).astype(value_dtype(t))[()]
-    a = np.asarray(a).reshape(())
-    if a.dtype == np.bool_:
-        return bool(a)
-    return int(a)
-
-
-def to_numpy(t, v) -> np.ndarray:
-    """A host value of type ``t`` as a numpy value (0-d, or ``(1, N)`` for a vector)."""
-    if isinstance(t, VectorType):
-        return np.asarray(v).reshape(1, t.numel)
-    if isinstance(t, FloatType):
-        return np.asarray(v).astype(value_dtype(t))
-    dt = value_dtype(t)
-    if dt == np.bool_:
-        return np.asarray(bool(v))
-    return np.asarray(_wrapper(t)(int(v))).astype(dt)
+    return 64 if isinstance(t, PointerType) else t.bitwidth
 
 
 def arg_converter(t) -> Callable:
@@ -95,7 +62,7 @@ def arg_converter(t) -> Callable:
         return lambda v: float_round(np.asarray(v, np.float64), t)[()]
     if isinstance(t, VectorType):
         return lambda v: np.asarray(v).astype(value_dtype(t)).reshape(1, t.numel)
-    wrap = _wrapper(t)
+    wrap = int_wrapper(_width(t))
 
     def conv(v):
         if isinstance(v, (float, np.floating)):
@@ -105,446 +72,297 @@ def arg_converter(t) -> Callable:
     return conv
 
 
-# -- compiler ---------------------------------------------------------------------------------------
+class _Gen:
+    """Writes the Python source of one host function; ``ns`` holds what the source refers to."""
 
-
-class _Block:
-    __slots__ = ("steps", "arg_slots", "yields")
-
-    def __init__(self, steps, arg_slots, yields):
-        self.steps = steps
-        self.arg_slots = arg_slots
-        self.yields = yields
-
-
-class _HostCompiler:
-    def __init__(self, fop: Op, functions: dict):
+    def __init__(self, fop: Op):
         self.fop = fop
-        self.slots: dict = {}
-        self.consts: list = []
-        self.functions = functions
+        self.unsupported: list[str] = []  # ops with no host meaning (they raise when reached)
+        self.lines: list[str] = []
+        self.ns: dict = {"InterpError": InterpError, "_bad_step": _bad_step, "_no_launcher": _no_launcher}
+        self.names: dict = {}
+        self.line_ops: dict[int, Op] = {}  # line number (1-based) -> the op it computes
+        self.passthrough: set[int] = set()  # lines whose exceptions are not ours (launch, calls)
 
-    def slot(self, v) -> int:
-        s = self.slots.get(v)
-        if s is None:
-            s = self.slots[v] = len(self.slots)
-        return s
+    def emit(self, indent: int, text: str, op: Op | None = None, passthrough: bool = False) -> None:
+        self.lines.append("    " * indent + text)
+        if op is not None:
+            self.line_ops[len(self.lines) + 1] = op  # +1: the ``def`` line comes first
+            if passthrough:
+                self.passthrough.add(len(self.lines) + 1)
 
-    def slots_of(self, vals) -> tuple:
-        return tuple([self.slot(v) for v in vals])
+    def bind(self, obj, prefix: str) -> str:
+        name = f"{prefix}{len(self.ns)}"
+        self.ns[name] = obj
+        return name
 
-    def block(self, block) -> _Block:
+    def define(self, v) -> str:
+        n = self.names[v] = f"v{len(self.names)}"
+        return n
+
+    def ref(self, v) -> str:
+        return self.names[v]
+
+    def refs(self, vals) -> str:
+        return ", ".join(self.names[v] for v in vals)
+
+    def assign(self, indent: int, targets: list[str], exprs: list[str], op: Op | None = None) -> None:
+        if targets:
+            self.emit(indent, f"{', '.join(targets)}, = {', '.join(exprs)},", op)
+
+    def block(self, block, indent: int) -> list[str]:
+        """Write a block's ops (its arguments already named); returns the terminator's operand names."""
         ops = block.ops
         term = ops[-1] if ops and ops[-1].defn.is_terminator else None
-        steps = []
+        start = len(self.lines)
         for op in ops[:-1] if term is not None else ops:
-            b = HOST_IMPLS.get(op.defn.name)
-            if b is None:
-                b = _evaluate if op.defn.evaluate is not None else _unsupported
-            fn = b(op, self)
-            if fn is not None:
-                steps.append((fn, op))
-        return _Block(steps, self.slots_of(block.args), self.slots_of(term.operands) if term is not None else ())
+            writer = HOST_IMPLS.get(op.defn.name)
+            (writer or _scalar_op)(op, self, indent)
+        if len(self.lines) == start:
+            self.emit(indent, "pass")
+        return [self.ref(v) for v in term.operands] if term is not None else []
 
 
-def _run(blk: _Block, env: list) -> list:
-    op = None
-    try:
-        for fn, op in blk.steps:  # noqa: B007 - `op` names the failing op below
-            fn(env)
-    except InterpError:
-        raise
-    except Exception as e:
-        if getattr(e, "loc", None) is not None:  # a launch's error, already located at the user's line
-            raise
-        raise InterpError(f"{type(e).__name__}: {e}", op=op) from e
-    return [env[s] for s in blk.yields]
+def _scalar_op(op: Op, g: _Gen, indent: int) -> None:
+    """An op computed through its scalar semantics (constants are computed now)."""
+    f = op.defn.scalar_fn(op) if len(op.results) == 1 else None
+    if f is None:
+        g.unsupported.append(op.defn.name)
+        msg = g.bind(f"op {op.defn.name} is not supported in host functions", "M")
+        g.emit(indent, f"raise InterpError({msg}, op={g.bind(op, 'OP')})", op)
+        for r in op.results:
+            g.define(r)
+        return
+    if not op.operands:
+        value = f()
+        literal = repr(value) if type(value) in (int, bool) else g.bind(value, "C")
+        g.names[op.results[0]] = literal
+        return
+    fn = g.bind(f, "F")
+    args = g.refs(op.operands)
+    g.emit(indent, f"{g.define(op.results[0])} = {fn}({args})", op)
 
 
-class HostFunction:
-    """A compiled host function: ``fn(args, launch=None) -> list of results``."""
-
-    __slots__ = ("op", "name", "proto", "body", "arg_slots", "arg_types", "arg_conv", "launch")
-
-    def __init__(self, fop: Op, functions: dict | None = None):
-        functions = {} if functions is None else functions
-        functions[id(fop)] = self
-        self.op = fop
-        self.name = str(fop.attrs.get("sym_name", "?"))
-        self.launch = None
-        hc = _HostCompiler(fop, functions)
-        entry = fop.regions[0].blocks[0]
-        self.arg_types = [a.type for a in entry.args]
-        self.arg_conv = [arg_converter(t) for t in self.arg_types]
-        self.arg_slots = hc.slots_of(entry.args)
-        self.body = hc.block(entry)
-        proto = [None] * len(hc.slots)
-        for s, v in hc.consts:
-            proto[s] = v
-        self.proto = proto
-
-    def __call__(self, args: Sequence, launch: Callable | None = None) -> list:
-        conv = self.arg_conv
-        if len(args) != len(conv):
-            raise InterpError(f"host function '{self.name}' takes {len(conv)} arguments, got {len(args)}")
-        env = self.proto.copy()
-        for s, c, v in zip(self.arg_slots, conv, args):
-            env[s] = c(v)
-        return self.invoke(env, launch or self.launch)
-
-    def invoke(self, env: list, launch) -> list:
-        saved = self.launch
-        self.launch = launch
-        try:
-            return _run(self.body, env)
-        finally:
-            self.launch = saved
+def _bad_step(step, op) -> InterpError:
+    return InterpError(f"scf.for step must be positive, got {step}", op=op)
 
 
-def compile_host(func_op: Op, launch: Callable | None = None) -> HostFunction:
-    """The compiled (cached) host function; ``launch`` is the default launcher for its calls."""
+def _no_launcher(op) -> InterpError:
+    return InterpError("gpu.launch_func needs a launcher: run_host(func, args, launch)", op=op)
+
+
+def _arg_line(g: _Gen, a, name: str) -> None:
+    """Convert an argument the function computes on to a host value of its type (ints inline: they are
+    the common case of a launch's arithmetic)."""
+    t = a.type
+    if isinstance(t, (FloatType, VectorType, PointerType)) or t.bitwidth == 1:
+        g.emit(2, f"{name} = {g.bind(arg_converter(t), 'A')}({name})")
+        return
+    w = t.bitwidth
+    half, mask = 1 << (w - 1), (1 << w) - 1
+    g.emit(2, f"if type({name}) is not int:")
+    g.emit(3, f"{name} = {g.bind(arg_converter(t), 'A')}({name})")
+    g.emit(2, f"{name} = (({name} + {half}) & {mask}) - {half}")
+
+
+def build_host_function(fop: Op) -> Callable:
+    """The Python function ``host(args, launch=None) -> list of results`` of host function ``fop``, with its
+    source as ``host.source`` and the ops it cannot run (they raise when reached) as ``host.unsupported``."""
+    name = str(fop.attrs.get("sym_name", "?"))
+    filename = f"<host function {name}>"
+    g = _Gen(fop)
+    entry = fop.regions[0].blocks[0]
+    params = [g.define(a) for a in entry.args]
+    computed = _computed_args(entry)
+    n = len(params)
+    g.emit(1, f"if len(args) != {n}:")
+    msg = f"host function '{name}' takes {n} arguments, got {{len(args)}}"
+    g.emit(2, f"raise InterpError(f{msg!r})")
+    g.emit(1, "try:")
+    if params:
+        g.emit(2, f"{', '.join(params)}, = args")
+    for a, p in zip(entry.args, params):
+        if a in computed:  # pass-through arguments reach the launcher as the caller gave them
+            _arg_line(g, a, p)
+    results = g.block(entry, 2)
+    g.emit(2, f"return [{', '.join(results)}]")
+    g.emit(1, "except Exception as e:")
+    g.emit(2, "err = _fault(e)")
+    g.emit(2, "if err is e:")
+    g.emit(3, "raise")
+    g.emit(2, "raise err from e")
+    g.ns["_fault"] = functools.partial(_fault, filename, g.line_ops, g.passthrough)
+    source = "def host(args, launch=None):\n" + "\n".join(g.lines) + "\n"
+    exec(compile(source, filename, "exec"), g.ns)  # noqa: S102 - our own generated code
+    host = g.ns["host"]
+    host.source, host.op, host.unsupported = source, fop, g.unsupported
+    return host
+
+
+def _fault(filename: str, line_ops: dict, passthrough: set, e: Exception) -> Exception:
+    """``e`` as the caller sees it: an InterpError naming the op that failed, unless it came out of a
+    launch or a callee (those pass through, a launch's located at its line unless located already)."""
+    line = None
+    tb = e.__traceback__
+    while tb is not None:  # the innermost line of the function's own code
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    op = line_ops.get(line)
+    if op is None:
+        return e
+    if line in passthrough:
+        if op.defn.name == "gpu.launch_func" and getattr(e, "loc", None) is None:
+            try:  # reported at the user's `.launch(...)` line
+                e.loc = op.loc
+            except AttributeError:  # an exception type with __slots__: keep it as it is
+                pass
+        return e
+    if isinstance(e, InterpError):
+        if e.op is None:
+            e.op, e.loc = op, op.loc
+        return e
+    return InterpError(f"{type(e).__name__}: {e}", op=op)
+
+
+def _computed_args(entry) -> set:
+    """The entry-block arguments used by an op other than a launch (launchers convert what they pass)."""
+    out = set()
+    for op in entry.ops:
+        _uses(op, out)
+    return out
+
+
+def _uses(op: Op, out: set) -> None:
+    if op.defn.name != "gpu.launch_func":
+        out.update(op.operands)
+    for r in op.regions:
+        for b in r.blocks:
+            for o in b.ops:
+                _uses(o, out)
+
+
+def compile_host(func_op: Op) -> Callable:
+    """The compiled (cached) host function of ``func_op``: ``fn(args, launch=None) -> list of results``."""
     if func_op.defn.name != "func.func":
         raise TypeError(f"compile_host takes a func.func op, got {func_op.defn.name}")
-    hf = cached_code("host", func_op, HostFunction)
-    if launch is not None:
-        hf.launch = launch
-    return hf
+    return cached_code("host", func_op, build_host_function)
 
 
-def run_host(func_op: Op, args: Sequence, launch: Callable) -> list:
+def run_host(func_op: Op, args: Sequence, launch: Callable | None) -> list:
     """Execute host function ``func_op`` with ``args``; ``gpu.launch_func`` calls ``launch``."""
     return compile_host(func_op)(args, launch)
 
 
-# -- op implementations -----------------------------------------------------------------------------
-
-
-def _unsupported(op: Op, hc):
-    def step(env):
-        raise InterpError(f"op {op.defn.name} is not supported in host functions", op=op)
-
-    return step
-
-
-def _evaluate(op: Op, hc):
-    """Any op with ``evaluate``: run on 0-d numpy values, convert back (constants fold now)."""
-    ev = op.defn.evaluate
-    ins = hc.slots_of(op.operands)
-    in_t = [v.type for v in op.operands]
-    rt = op.results[0].type
-    r = hc.slot(op.results[0])
-    if not ins:
-        hc.consts.append((r, to_host(rt, ev(op))))
-        return None
-
-    def step(env):
-        env[r] = to_host(rt, ev(op, *[to_numpy(t, env[i]) for t, i in zip(in_t, ins)]))
-
-    return step
-
-
-def _tdiv(a, b):
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-_INT_BIN = {
-    "arith.addi": lambda a, b, u: a + b,
-    "arith.subi": lambda a, b, u: a - b,
-    "arith.muli": lambda a, b, u: a * b,
-    "arith.andi": lambda a, b, u: a & b,
-    "arith.ori": lambda a, b, u: a | b,
-    "arith.xori": lambda a, b, u: a ^ b,
-    "arith.maxsi": lambda a, b, u: max(a, b),
-    "arith.minsi": lambda a, b, u: min(a, b),
-    "arith.maxui": lambda a, b, u: max(a & u, b & u),
-    "arith.minui": lambda a, b, u: min(a & u, b & u),
-    "arith.divsi": lambda a, b, u: -1 if b == 0 else _tdiv(a, b),
-    "arith.remsi": lambda a, b, u: a if b == 0 else a - b * _tdiv(a, b),
-    "arith.floordivsi": lambda a, b, u: -1 if b == 0 else a // b,
-    "arith.ceildivsi": lambda a, b, u: -1 if b == 0 else -((-a) // b),
-    "arith.divui": lambda a, b, u: u if (b & u) == 0 else (a & u) // (b & u),
-    "arith.remui": lambda a, b, u: a if (b & u) == 0 else (a & u) % (b & u),
-    "arith.ceildivui": lambda a, b, u: u if (b & u) == 0 else -(-(a & u) // (b & u)),
-}
-
-
-@_host(*_INT_BIN)
-def _int_binary(op: Op, hc):
-    t = op.results[0].type
-    if isinstance(t, VectorType) or _width(t) == 1:
-        return _evaluate(op, hc)
-    f = _INT_BIN[op.defn.name]
-    wrap = _wrapper(t)
-    u = (1 << _width(t)) - 1
-    a, b = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-
-    def step(env):
-        env[r] = wrap(f(env[a], env[b], u))
-
-    return step
-
-
-@_host("arith.shli", "arith.shrsi", "arith.shrui")
-def _shift(op: Op, hc):
-    t = op.results[0].type
-    if isinstance(t, VectorType) or _width(t) == 1:
-        return _evaluate(op, hc)
-    w = _width(t)
-    u = (1 << w) - 1
-    wrap = _wrapper(t)
-    a, b = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-    kind = op.defn.name
-
-    def step(env):
-        x, n = env[a], env[b] & u
-        if kind == "arith.shli":
-            v = 0 if n >= w else x << n
-        elif kind == "arith.shrui":
-            v = 0 if n >= w else (x & u) >> n
-        else:
-            v = x >> min(n, w - 1)
-        env[r] = wrap(v)
-
-    return step
-
-
-_CMP = {
-    "eq": lambda a, b: a == b,
-    "ne": lambda a, b: a != b,
-    "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b,
-    "ge": lambda a, b: a >= b,
-}
-
-
-@_host("arith.cmpi")
-def _cmpi(op: Op, hc):
-    t = op.operands[0].type
-    if isinstance(t, VectorType) or _width(t) == 1:
-        return _evaluate(op, hc)
-    p = op.attrs["predicate"]
-    f = _CMP[p if p in ("eq", "ne") else p[1:]]
-    u = (1 << _width(t)) - 1 if p[0] == "u" else -1
-    a, b = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-
-    def step(env):
-        env[r] = f(env[a] & u, env[b] & u)
-
-    return step
-
-
-@_host("arith.select")
-def _select(op: Op, hc):
-    if isinstance(op.operands[0].type, VectorType):
-        return _evaluate(op, hc)
-    c, a, b = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-
-    def step(env):
-        env[r] = env[a] if env[c] else env[b]
-
-    return step
-
-
-@_host("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui")
-def _int_cast(op: Op, hc):
-    st, rt = op.operands[0].type, op.results[0].type
-    if isinstance(rt, VectorType):
-        return _evaluate(op, hc)
-    zext = op.defn.name == "arith.extui" or (op.defn.name == "arith.index_castui" and _width(st) < _width(rt))
-    src_u = (1 << _width(st)) - 1 if zext else -1
-    wrap = _wrapper(rt)
-    sext_i1 = _width(st) == 1 and not zext
-    a = hc.slot(op.operands[0])
-    r = hc.slot(op.results[0])
-
-    def step(env):
-        x = int(env[a])
-        env[r] = wrap(-x if sext_i1 else x & src_u)
-
-    return step
+# -- ops with a host meaning of their own ---------------------------------------------------------
 
 
 @_host("ptr.add")
-def _ptr_add(op: Op, hc):
-    size = elem_size(op.operands[0].type.elem)
-    p, o = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-
-    def step(env):
-        env[r] = env[p] + int(env[o]) * size
-
-    return step
+def _ptr_add(op: Op, g: _Gen, indent: int) -> None:
+    p, o = (g.ref(x) for x in op.operands)
+    g.emit(indent, f"{g.define(op.results[0])} = {p} + {o} * {elem_size(op.operands[0].type.elem)}", op)
 
 
 @_host("ptr.cast", "ptr.to_int", "ptr.from_int")
-def _ptr_same(op: Op, hc):
-    a = hc.slot(op.operands[0])
-    r = hc.slot(op.results[0])
-    wrap = _wrapper(op.results[0].type)
-
-    def step(env):
-        env[r] = wrap(int(env[a]))
-
-    return step
+def _ptr_same(op: Op, g: _Gen, indent: int) -> None:
+    wrap = g.bind(int_wrapper(_width(op.results[0].type)), "W")
+    g.emit(indent, f"{g.define(op.results[0])} = {wrap}(int({g.ref(op.operands[0])}))", op)
 
 
 @_host("ptr.buffer_rsrc")
-def _buffer_rsrc(op: Op, hc):
+def _buffer_rsrc(op: Op, g: _Gen, indent: int) -> None:
     """A buffer resource on the host: the tuple ``(base, num_records)`` (what ``run_kernel`` takes)."""
-    b, n = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-
-    def step(env):
-        env[r] = (int(env[b]), int(env[n]))
-
-    return step
+    b, n = (g.ref(v) for v in op.operands)
+    g.emit(indent, f"{g.define(op.results[0])} = (int({b}), int({n}))", op)
 
 
 @_host("gpu.launch_func")
-def _launch_func(op: Op, hc):
-    ins = hc.slots_of(op.operands)
-    kernel = op.attrs["kernel"]
-    fn = hc.functions[id(hc.fop)]
-    g, bl, sm, st, rest = ins[0:3], ins[3:6], ins[6], ins[7], ins[8:]
+def _launch_func(op: Op, g: _Gen, indent: int) -> None:
+    v = [g.ref(x) for x in op.operands]
+    grid, block, rest = ", ".join(v[0:3]), ", ".join(v[3:6]), ", ".join(v[8:])
+    g.emit(indent, "if launch is None:")
+    g.emit(indent + 1, f"raise _no_launcher({g.bind(op, 'OP')})")
+    kernel = repr(str(op.attrs["kernel"]))
+    g.emit(indent, f"launch({kernel}, ({grid}), ({block}), {v[6]}, {v[7]}, [{rest}])", op, passthrough=True)
 
-    def step(env):
-        launch = fn.launch
-        if launch is None:
-            raise InterpError("gpu.launch_func needs a launcher: run_host(func, args, launch)", op=op)
-        try:
-            launch(
-                kernel,
-                (env[g[0]], env[g[1]], env[g[2]]),
-                (env[bl[0]], env[bl[1]], env[bl[2]]),
-                env[sm],
-                env[st],
-                [env[i] for i in rest],
-            )
-        except Exception as e:  # reported at the user's `.launch(...)` line unless it knows better
-            if getattr(e, "loc", None) is None:
-                try:
-                    e.loc = op.loc
-                except AttributeError:
-                    pass
-            raise
 
-    return step
+class _Callee:
+    """A ``func.call`` target, compiled on its first call (so a function may call itself)."""
+
+    __slots__ = ("op", "fn")
+
+    def __init__(self, op: Op):
+        self.op = op
+        self.fn: Callable | None = None
+
+    def __call__(self, args: list, launch) -> list:
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = compile_host(self.op)
+        return fn(args, launch)
 
 
 @_host("func.call")
-def _call(op: Op, hc):
-    callee = lookup_symbol(op, op.attrs["callee"])
-    functions = hc.functions
-    caller = functions[id(hc.fop)]
-    ins = hc.slots_of(op.operands)
-    outs = hc.slots_of(op.results)
-
-    def step(env):
-        f = functions.get(id(callee))
-        if f is None:
-            f = HostFunction(callee, functions)
-        sub = f.proto.copy()
-        for s, i in zip(f.arg_slots, ins):
-            sub[s] = env[i]
-        for s, v in zip(outs, f.invoke(sub, caller.launch)):
-            env[s] = v
-
-    return step
+def _call(op: Op, g: _Gen, indent: int) -> None:
+    callee = g.bind(_Callee(lookup_symbol(op, op.attrs["callee"])), "CALL")
+    call = f"{callee}([{g.refs(op.operands)}], launch)"
+    outs = [g.define(r) for r in op.results]
+    g.emit(indent, f"{', '.join(outs)}, = {call}" if outs else call, op, passthrough=True)
 
 
 @_host("scf.if")
-def _if(op: Op, hc):
-    c = hc.slot(op.operands[0])
-    then_b = hc.block(op.regions[0].blocks[0])
-    else_b = hc.block(op.regions[1].blocks[0]) if op.regions[1].blocks else None
-    outs = hc.slots_of(op.results)
-
-    def step(env):
-        blk = then_b if env[c] else else_b
-        if blk is not None:
-            for s, v in zip(outs, _run(blk, env)):
-                env[s] = v
-
-    return step
+def _if(op: Op, g: _Gen, indent: int) -> None:
+    outs = [g.define(r) for r in op.results]
+    g.emit(indent, f"if {g.ref(op.operands[0])}:", op)
+    g.assign(indent + 1, outs, g.block(op.regions[0].blocks[0], indent + 1))
+    if op.regions[1].blocks:
+        g.emit(indent, "else:")
+        g.assign(indent + 1, outs, g.block(op.regions[1].blocks[0], indent + 1))
 
 
 @_host("scf.for")
-def _for(op: Op, hc):
-    lb, ub, st = hc.slots_of(op.operands[:3])
-    inits = hc.slots_of(op.operands[3:])
-    body = hc.block(op.regions[0].blocks[0])
-    iv, args = body.arg_slots[0], body.arg_slots[1:]
-    outs = hc.slots_of(op.results)
-
-    def step(env):
-        vals = [env[i] for i in inits]
-        s = env[st]
-        if s <= 0:
-            raise InterpError(f"scf.for step must be positive, got {s}", op=op)
-        for i in range(env[lb], env[ub], s):
-            env[iv] = i
-            for a, v in zip(args, vals):
-                env[a] = v
-            vals = _run(body, env)
-        for o, v in zip(outs, vals):
-            env[o] = v
-
-    return step
+def _for(op: Op, g: _Gen, indent: int) -> None:
+    lb, ub, st = (g.ref(v) for v in op.operands[:3])
+    body = op.regions[0].blocks[0]
+    iv, *carried = [g.define(a) for a in body.args]
+    g.emit(indent, f"if {st} <= 0:", op)
+    g.emit(indent + 1, f"raise _bad_step({st}, {g.bind(op, 'OP')})", op)
+    g.assign(indent, carried, [g.ref(v) for v in op.operands[3:]])
+    g.emit(indent, f"for {iv} in range({lb}, {ub}, {st}):", op)
+    g.assign(indent + 1, carried, g.block(body, indent + 1))
+    g.assign(indent, [g.define(r) for r in op.results], carried)
 
 
 @_host("scf.while")
-def _while(op: Op, hc):
-    inits = hc.slots_of(op.operands)
-    before = hc.block(op.regions[0].blocks[0])
-    after = hc.block(op.regions[1].blocks[0])
-    outs = hc.slots_of(op.results)
-
-    def step(env):
-        vals = [env[i] for i in inits]
-        while True:
-            for a, v in zip(before.arg_slots, vals):
-                env[a] = v
-            cond, *fwd = _run(before, env)
-            if not cond:
-                break
-            for a, v in zip(after.arg_slots, fwd):
-                env[a] = v
-            vals = _run(after, env)
-        for o, v in zip(outs, fwd):
-            env[o] = v
-
-    return step
+def _while(op: Op, g: _Gen, indent: int) -> None:
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    bargs = [g.define(a) for a in before.args]
+    aargs = [g.define(a) for a in after.args]
+    outs = [g.define(r) for r in op.results]
+    g.assign(indent, bargs, [g.ref(v) for v in op.operands])
+    g.emit(indent, "while True:", op)
+    cond, *fwd = g.block(before, indent + 1)
+    g.emit(indent + 1, f"if not {cond}:")
+    g.assign(indent + 2, outs, fwd)
+    g.emit(indent + 2, "break")
+    g.assign(indent + 1, aargs, fwd)
+    g.assign(indent + 1, bargs, g.block(after, indent + 1))
 
 
 @_host("gpu.printf")
-def _printf(op: Op, hc):
+def _printf(op: Op, g: _Gen, indent: int) -> None:
     """``fx.printf`` in a ``@flyc.jit`` function: printed on the host at every call, formatted exactly as
     the device formats it (one line per call)."""
-    from .printf import format_lane_values
-
     fmt = op.attrs["format"]
-    ins = hc.slots_of(op.operands)
     types = [v.type for v in op.operands]
     kinds = []
     for t in types:
         e = t.elem if isinstance(t, VectorType) else t
         kinds.append((isinstance(t, VectorType), e, isinstance(e, PointerType)))
 
-    def step(env):
-        cols = []
-        for s, t in zip(ins, types):
-            v = env[s]
-            cols.append(
-                np.asarray(v, dtype=np.int64).reshape(1)
-                if isinstance(t, PointerType)
-                else np.asarray(to_numpy(t, v)).reshape((1, -1) if isinstance(t, VectorType) else (1,))
-            )
+    def show(*values):
+        shapes = [(1, -1) if isinstance(t, VectorType) else (1,) for t in types]
+        cols = [np.asarray(to_array(t, v)).reshape(sh) for t, v, sh in zip(types, values, shapes)]
         sys.stdout.write(format_lane_values(op, fmt, kinds, cols, 1)[0])
 
-    return step
+    g.emit(indent, f"{g.bind(show, 'P')}({g.refs(op.operands)})", op)

@@ -305,15 +305,11 @@ def desc_maker(op: Op):
     return make
 
 
-def _host_make_desc(op: Op, hc):
-    ins = hc.slots_of(op.operands)
-    r = hc.slot(op.results[0])
-    make = desc_maker(op)
-
-    def step(env):
-        env[r] = make(*[int(env[i]) for i in ins])
-
-    return step
+def _host_make_desc(op: Op, g, indent: int) -> None:
+    """``nvvm.tma_make_desc`` in a host function: the op's cached descriptor maker (:func:`desc_maker`)."""
+    make = g.bind(desc_maker(op), "D")
+    args = ", ".join(f"int({g.ref(x)})" for x in op.operands)
+    g.emit(indent, f"{g.define(op.results[0])} = {make}({args})", op)
 
 
 HOST_IMPLS["nvvm.tma_make_desc"] = _host_make_desc

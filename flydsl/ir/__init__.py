@@ -15,7 +15,7 @@ from .builder import (
 )
 from .builtin import ModuleOp, new_module
 from .core import Block, I32Array, IRError, Location, Op, Region, SymbolRef, Trait, Value
-from .numpy_types import numpy_dtype, unsigned_dtype
+from .numpy_types import from_array, int_wrapper, numpy_dtype, to_array, unsigned_dtype, wrap_signed
 from .opdef import OPS, OpDef, lookup_op
 from .parser import ParseError, parse_module, register_parse_format
 from .printer import Printer, format_attr, print_op, register_format
@@ -75,6 +75,10 @@ __all__ = [
     "lookup_op",
     "numpy_dtype",
     "unsigned_dtype",
+    "to_array",
+    "from_array",
+    "wrap_signed",
+    "int_wrapper",
     "ParseError",
     "parse_module",
     "register_parse_format",

@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .builder import create
 from .core import IRError, Trait, Value
+from .numpy_types import from_array, to_array
 
 __all__ = ["OpDef", "OPS", "lookup_op"]
 
@@ -30,8 +33,12 @@ class OpDef:
         verify: ``verify(op) -> str | None``: an error message, or None when valid.
         fold: ``fold(op, consts) -> list | None`` where ``consts[i]`` is the numpy constant of operand i
             or None; returns per result a numpy constant or an existing ``Value``, or None.
-        evaluate: elementwise semantics on numpy arrays (``evaluate(attrs, *arrays) -> array``); used by
+        evaluate: elementwise semantics on numpy arrays (``evaluate(op, *arrays) -> array``); used by
             the interpreter and, through the default folder, by constant folding. One semantics.
+        scalar: ``scalar(op) -> f | None``: the same semantics on host scalars (see
+            :mod:`flydsl.ir.numpy_types`): ``f(*values)`` computes one result for ``op``'s types and
+            attributes (None: not for these types). Ops without one compute on host scalars through
+            ``evaluate`` (:meth:`scalar_fn`).
         fmt: print/parse format name (see :mod:`flydsl.ir.printer`).
         doc: one-line description.
         requires: the target capabilities the op needs (names of
@@ -51,6 +58,7 @@ class OpDef:
         "verify",
         "fold",
         "evaluate",
+        "scalar",
         "fmt",
         "doc",
         "requires",
@@ -72,6 +80,7 @@ class OpDef:
         verify: Callable | None = None,
         fold: Callable | None = None,
         evaluate: Callable | None = None,
+        scalar: Callable | None = None,
         fmt: str = "generic",
         doc: str = "",
         requires: str | tuple | Callable | None = None,
@@ -88,6 +97,7 @@ class OpDef:
         self.verify = verify
         self.fold = fold
         self.evaluate = evaluate
+        self.scalar = scalar
         self.fmt = fmt
         self.doc = doc
         self.requires = requires
@@ -103,6 +113,19 @@ class OpDef:
 
     def has(self, trait: str) -> bool:
         return trait in self.traits
+
+    def scalar_fn(self, op) -> Callable | None:
+        """``f(*host_values)``: ``op``'s (one-result) semantics on host scalars — the op's scalar hook, else
+        its ``evaluate`` on 0-d arrays; None when the op has neither. The host executor and
+        compile-time folding compute through it, the interpreter through ``evaluate``; a property test
+        holds the two equal."""
+        if self.scalar is not None:
+            f = self.scalar(op)
+            if f is not None:
+                return f
+        if self.evaluate is None:
+            return None
+        return _evaluate_on_scalars(self.evaluate, op)
 
     def __call__(self, *operands: Value, result_types=None, loc=None, **attrs):
         """Build this op at the current insertion point; returns its result(s) (None if none)."""
@@ -124,3 +147,15 @@ def lookup_op(name: str) -> OpDef:
         return OPS[name]
     except KeyError:
         raise IRError(f"unknown op '{name}' (is its dialect imported?)") from None
+
+
+def _evaluate_on_scalars(ev: Callable, op) -> Callable:
+    """``op``'s ``evaluate`` as a function of host scalars (0-d arrays in, a host scalar out)."""
+    in_types = [v.type for v in op.operands]
+    rt = op.results[0].type
+
+    def f(*values):
+        with np.errstate(all="ignore"):
+            return from_array(rt, ev(op, *[to_array(t, v) for t, v in zip(in_types, values)]))
+
+    return f

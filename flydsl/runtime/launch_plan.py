@@ -7,42 +7,26 @@ straight-line Python (about a microsecond), built once per specialization.
 
 Only straight-line host functions of scalar integer arithmetic, comparisons, selects, integer casts,
 constants and ``gpu.launch_func`` get a plan; anything else (loops, branches, floats, calls) returns
-None and the caller uses :func:`flydsl.interp.compile_host`. Integer semantics are the interpreter's
-own (:data:`flydsl.interp.host._INT_BIN`: wrap-around at the result width, C division, …), so a plan and
-the interpreter agree on every input (tests/unit/test_jit_launch_plan.py checks it).
+None and the caller uses :func:`flydsl.interp.compile_host` (the host executor). Integer semantics are
+the ops' own scalar hooks, pasted in as source (:func:`flydsl.dialects.int_source` of
+``scalar.source(op)``: wrap-around at the result width, C division, shifts past the width, …) — the
+same ones the host executor and compile-time folding run — so a plan and the executor agree on every
+input (tests/unit/test_jit_launch_plan.py checks it).
 """
 
 from __future__ import annotations
 
 import re
 
-from ..interp.host import _INT_BIN
+from ..dialects import int_source, scalar_source
+from ..interp.impl_tma import desc_maker
 from ..ir import FloatType, IndexType, IntegerType, Op, PointerType
 from .args import ArgError
 
 __all__ = ["launch_plan", "located", "check_launch_dims"]
 
-_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _SIGNED_CASTS = ("arith.extsi", "arith.trunci", "arith.index_cast")
 _UNSIGNED_CASTS = ("arith.extui", "arith.index_castui")
-
-
-def _shl(x, n, w):
-    n &= (1 << w) - 1
-    return 0 if n >= w else x << n
-
-
-def _shrui(x, n, w):
-    n &= (1 << w) - 1
-    return 0 if n >= w else (x & ((1 << w) - 1)) >> n
-
-
-def _shrsi(x, n, w):
-    return x >> min(n & ((1 << w) - 1), w - 1)
-
-
-# the interpreter's shift semantics (flydsl.interp.host._shift): over-wide shifts give 0 (or the sign)
-_SHIFTS = {"arith.shli": _shl, "arith.shrui": _shrui, "arith.shrsi": _shrsi}
 
 
 def _width(t) -> int | None:
@@ -77,11 +61,6 @@ def _bad_dims(grid, block, loc) -> BaseException:
     except ArgError as e:
         return located(e, loc)
     raise AssertionError("launch dimensions flagged but valid")  # pragma: no cover
-
-
-# ops whose Python operator is the interpreter's semantics on operands already wrapped to the width
-_INLINE_BIN = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.andi": "&", "arith.ori": "|",
-               "arith.xori": "^"}  # fmt: skip
 
 
 def _int_literal(expr: str) -> int | None:
@@ -162,22 +141,14 @@ class _Gen:
         self.emit(n, f"        {n} = (({n} + {half}) & {(1 << w) - 1}) - {half}")
         return (-half, half - 1)
 
-    def binary(self, n: str, a: str, b: str, w: int) -> str:
-        """The expression of integer op ``n`` on wrapped operands (its result not yet wrapped)."""
-        if n in _INLINE_BIN:
-            return f"({a} {_INLINE_BIN[n]} {b})"
-        lit = _int_literal(b)
-        if n in ("arith.maxsi", "arith.minsi"):
-            return f"({a} if {a} {'>=' if n == 'arith.maxsi' else '<='} {b} else {b})"
-        if lit and n == "arith.floordivsi":
-            return f"({a} // {lit})"
-        if lit and n == "arith.ceildivsi":
-            return f"(-((-{a}) // {lit}))"
-        if lit and lit > 0 and n == "arith.divsi":  # C division: toward zero
-            return f"({a} // {lit} if {a} >= 0 else -((-{a}) // {lit}))"
-        f = self.glob(f"F_{n.replace('.', '_')}", _INT_BIN[n] if n in _INT_BIN else _SHIFTS[n])
-        # the binary ops take the result's mask, the shifts its width
-        return f"{f}({a}, {b}, {(1 << w) - 1 if n in _INT_BIN else w})"
+    def helper(self, name: str, fn) -> str:
+        return self.glob(name, fn)
+
+    def source(self, o: Op, operands: list[str]) -> str:
+        """The expression of ``o``'s scalar semantics on the named operands (its result not yet wrapped)."""
+        src = scalar_source(o)
+        assert src is not None  # tested by op()
+        return int_source(src, operands, self.helper)
 
     def int_op(self, o: Op, n: str, w: int) -> None:
         x, y = o.operands
@@ -198,7 +169,7 @@ class _Gen:
         if lb == 1 and n in ("arith.floordivsi", "arith.ceildivsi", "arith.divsi", "arith.muli"):
             self.alias(r, x)
             return
-        self.define(r, self.binary(n, a, b, w), w, _range_of(n, self.ranges.get(x), self.ranges.get(y), lb))
+        self.define(r, self.source(o, [a, b]), w, _range_of(o, self.ranges.get(x), self.ranges.get(y), lb))
 
     def op(self, o: Op) -> bool:
         n = o.defn.name
@@ -216,22 +187,16 @@ class _Gen:
             if type(c) is int:
                 self.ranges[o.results[0]] = (c, c)
             return True
-        if n in _INT_BIN or n in _SHIFTS:
+        if n.startswith("arith.") and n in _INT_BINARY:
             w = _width(o.results[0].type)
-            if w is None or w == 1:
+            if w is None or w == 1 or scalar_source(o) is None:
                 return False
             self.int_op(o, n, w)
             return True
         if n == "arith.cmpi":
-            w = _width(o.operands[0].type)
-            if w is None or w == 1:
+            if _width(o.operands[0].type) is None or scalar_source(o) is None:
                 return False
-            p = o.attrs["predicate"]
-            a, b = (self.name(x) for x in o.operands)
-            if p[0] == "u":
-                u = (1 << w) - 1
-                a, b = f"({a} & {u})", f"({b} & {u})"
-            self.define(o.results[0], f"({a} {_CMP[p if p in _CMP else p[1:]]} {b})")
+            self.define(o.results[0], self.source(o, [self.name(x) for x in o.operands]))
             return True
         if n == "arith.select":
             w = _width(o.results[0].type)
@@ -253,17 +218,10 @@ class _Gen:
             if (n in _SIGNED_CASTS and ws <= wr) or (fits and (n in _SIGNED_CASTS or rng[0] >= 0)):
                 self.alias(r, src)  # sign extension, or a value its new width holds: the value itself
                 return True
-            x = self.name(src)
-            if n in _UNSIGNED_CASTS and ws < wr:
-                x = f"({x} & {(1 << ws) - 1})"
-                rng = (0, (1 << ws) - 1)
-            else:
-                rng = None
-            self.define(r, x, wr, rng)
+            rng = (0, (1 << ws) - 1) if n in _UNSIGNED_CASTS and ws < wr else None
+            self.define(r, self.source(o, [self.name(src)]), wr, rng)
             return True
         if n == "nvvm.tma_make_desc":  # a TMA descriptor (Hopper): the interpreter's cached maker
-            from ..interp.impl_tma import desc_maker
-
             f = self.glob(f"D{len(self.ns)}", desc_maker(o))
             i = self.glob("int", int)
             self.define(o.results[0], f"{f}({', '.join(f'{i}({self.name(x)})' for x in o.operands)})")
@@ -351,10 +309,11 @@ class _Gen:
         self.lines = [ln for i, ln in enumerate(self.lines) if i not in dead]
 
 
-def _range_of(n: str, ra, rb, lit: int | None):
-    """The interval of ``a <n> b`` from the operands' intervals (None: unknown)."""
+def _range_of(o: Op, ra, rb, lit: int | None):
+    """The interval of ``o``'s result from the operands' intervals (None: unknown)."""
     if ra is None or rb is None:
         return None
+    n = o.defn.name
     if n == "arith.addi":
         return (ra[0] + rb[0], ra[1] + rb[1])
     if n == "arith.subi":
@@ -365,16 +324,19 @@ def _range_of(n: str, ra, rb, lit: int | None):
     if n in ("arith.maxsi", "arith.minsi"):
         f = max if n == "arith.maxsi" else min
         return (f(ra[0], rb[0]), f(ra[1], rb[1]))
-    if lit is not None and lit > 0 and n in _DIV:  # each division is monotonic in its dividend
-        return (_DIV[n](ra[0], lit), _DIV[n](ra[1], lit))
+    if lit is not None and lit > 0 and n in _DIVISIONS:  # monotonic in the dividend: the op at the ends
+        div = o.defn.scalar_fn(o)
+        return (div(ra[0], lit), div(ra[1], lit))
     return None
 
 
-_DIV = {
-    "arith.floordivsi": lambda a, b: a // b,
-    "arith.ceildivsi": lambda a, b: -((-a) // b),
-    "arith.divsi": lambda a, b: a // b if a >= 0 else -((-a) // b),
-}
+_DIVISIONS = ("arith.floordivsi", "arith.ceildivsi", "arith.divsi")
+# the integer binary ops a plan computes (each through its scalar hook's source)
+_INT_BINARY = frozenset((
+    "arith.addi", "arith.subi", "arith.muli", "arith.andi", "arith.ori", "arith.xori", "arith.divsi",
+    "arith.remsi", "arith.floordivsi", "arith.ceildivsi", "arith.divui", "arith.remui", "arith.ceildivui",
+    "arith.shli", "arith.shrui", "arith.shrsi", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui",
+))  # fmt: skip
 
 
 def _plan_args(fop: Op) -> list[str] | None:

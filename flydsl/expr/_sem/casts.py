@@ -16,7 +16,7 @@ import numpy as np
 from ... import ir
 from ...dialects import arith
 from ...ir import Value, VectorType
-from .fold import wrap_int
+from .fold import fold_ir, host_value
 
 __all__ = ["RoundingMode", "check_rounding_mode", "cast_plan", "cast_ir", "fold_cast", "NONZERO"]
 
@@ -122,27 +122,15 @@ def cast_ir(v: Value, S, D, rounding_mode=None, lanes=None) -> Value:
     return v
 
 
-class _CastOp:
-    """Stands in for a cast op when folding one step (``evaluate`` reads the operand and result types)."""
-
-    __slots__ = ("attrs", "operands", "results")
-
-    def __init__(self, src: ir.Type, dst: ir.Type):
-        self.attrs = {}
-        self.operands = [Value(src, None, 0)]
-        self.results = [Value(dst, None, 0)]
-
-
 def fold_cast(pv, S, D):
-    """The compile-time conversion of the Python value ``pv`` of ``S`` to ``D`` (the steps of
-    :func:`cast_plan` through each op's ``evaluate``)."""
-    a = np.asarray(wrap_int(pv, S.width, True) if S.is_integer and S.width > 1 else pv, dtype=S.numpy_dtype)
+    """The compile-time conversion of the Python value ``pv`` of ``S`` to ``D``: the steps of
+    :func:`cast_plan` through each op's scalar semantics."""
+    v = host_value(S, pv)
     cur = S.ir_type
-    with np.errstate(all="ignore"):
-        for op, t in cast_plan(S, D):
-            if op == NONZERO:
-                a = np.asarray(a != 0)
-            elif op is not None:
-                a = np.asarray(op.evaluate(_CastOp(cur, t), a)).astype(ir.numpy_dtype(t), copy=False)
-            cur = t
-    return D._py_from_np(a)
+    for op, t in cast_plan(S, D):
+        if op == NONZERO:
+            v = bool(v != 0)
+        elif op is not None:
+            v = fold_ir(op, [cur], t, [v])
+        cur = t
+    return D._py_from_np(np.asarray(v))

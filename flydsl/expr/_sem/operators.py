@@ -8,8 +8,6 @@ dtypes always produce the same op. Types are only read for ``is_float``, ``is_in
 
 from __future__ import annotations
 
-import operator
-
 from ...dialects import arith
 from ...dialects import math as dmath
 from ...ir import Value
@@ -41,9 +39,6 @@ _FLOAT = {"add": arith.addf, "sub": arith.subf, "mul": arith.mulf, "truediv": ar
 _CMP_S = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _CMP_U = {"lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge", "eq": "eq", "ne": "ne"}
 _CMP_F = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
-# exact on Python ints once wrapped to the width (faster than a numpy fold)
-_PY_EXACT = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
-_PY_BITS = {"and": operator.and_, "or": operator.or_, "xor": operator.xor}
 
 
 def is_unsigned(C) -> bool:
@@ -89,15 +84,9 @@ def fold_binary(kind: str, C, R, av, bv):
             return fold(dmath.floor, C, [C], [q])
         if kind == "pow":
             return fold(dmath.powf, C, [C, C], [av, bv])
-        f = _PY_EXACT.get(kind)
-        if f is not None and C.width == 64:  # f64: Python floats are exact
-            return f(av, bv)
         return fold(_FLOAT[kind], C, [C, C], [av, bv])
     if kind in ("floordiv", "mod") and bv == 0:
         raise ZeroDivisionError(f"integer {SYMBOL[kind]} by zero in a compile-time {C.__name__} expression")
-    f = _PY_EXACT.get(kind) or _PY_BITS.get(kind)
-    if f is not None and C.width > 1:
-        return C.from_py(f(av, bv))
     return fold((_INT_UNSIGNED if is_unsigned(C) else _INT_SIGNED)[kind], C, [C, C], [av, bv])
 
 
