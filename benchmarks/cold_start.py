@@ -50,7 +50,7 @@ def _tensors(n: int):
 
 def big_kernel() -> dict:
     from flydsl.codegen import Target, compile_module
-    from flydsl.codegen.synthetic import branchy_kernel
+    from flydsl.testing import branchy_kernel
 
     mod = branchy_kernel(800)
     t0 = time.perf_counter()

@@ -17,8 +17,8 @@ import numpy as np
 
 from flydsl.dialects import arith, gpu, math, ptr, vector
 from flydsl.interp import Memory, run_kernel
-from flydsl.interp.testing import KernelBuilder, const
 from flydsl.ir import PointerType, VectorType, f32
+from flydsl.testing import KernelBuilder, const
 
 
 def straight_line(n_ops: int = 1000):

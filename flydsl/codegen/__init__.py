@@ -12,6 +12,17 @@ never given IR that would make it abort the process.
 
 from __future__ import annotations
 
+from . import (  # noqa: F401 - each registers its ops' emitters
+    emit_arith,
+    emit_control,
+    emit_gpu,
+    emit_math,
+    emit_memory,
+    emit_nvvm,
+    emit_sm90,
+    emit_vector,
+)
+from .backends import BACKENDS, hooks_for
 from .compile import (
     CompiledKernels,
     choose_opt_levels,
@@ -22,12 +33,15 @@ from .compile import (
     run_ptxas,
 )
 from .errors import CodegenError
+from .kernel_info import KernelInfo, ParamSpec, param_kind
 from .libdevice import find_libdevice
-from .llvm_emitter import EMITTERS, KernelInfo, ParamSpec, emit_llvm, emitter
+from .llvm_emitter import EMITTERS, emit_llvm, emitter
 from .target import Target, TargetHooks
 
 __all__ = [
     "Target",
+    "BACKENDS",
+    "hooks_for",
     "TargetHooks",
     "CodegenError",
     "emit_llvm",
@@ -36,6 +50,7 @@ __all__ = [
     "CompiledKernels",
     "KernelInfo",
     "ParamSpec",
+    "param_kind",
     "EMITTERS",
     "emitter",
     "choose_opt_levels",
@@ -44,17 +59,3 @@ __all__ = [
     "run_ptxas",
     "find_libdevice",
 ]
-
-_LOADED = False
-
-
-def _load_emitters() -> None:
-    """Import the dialect emitters (each registers its ops in EMITTERS on import)."""
-    global _LOADED
-    if not _LOADED:
-        from . import emit_arith, emit_control, emit_gpu, emit_math, emit_memory, emit_nvvm, emit_sm90, emit_vector  # noqa: F401
-
-        _LOADED = True
-
-
-_load_emitters()

@@ -28,9 +28,12 @@ import time
 from dataclasses import dataclass, field
 
 from . import llvm_options
+from .backends import hooks_for
 from .errors import CodegenError
+from .isolated import run_isolated
+from .kernel_info import KernelInfo
 from .libdevice import find_libdevice, link_libdevice
-from .llvm_emitter import KernelInfo, emit_module
+from .llvm_emitter import emit_module
 from .nvptx import min_ptx_for_arch
 from .target import Target
 
@@ -80,7 +83,7 @@ class CompiledKernels:
 
 def _llvm():
     global _INIT
-    import llvmlite.binding as llvm
+    import llvmlite.binding as llvm  # lazy: loading LLVM takes ~50 ms, and only compiling needs it
 
     if not _INIT:
         with _LOCK:
@@ -224,48 +227,6 @@ def _codegen(mod, triple: str, arch: str, ptx: int, cg: int, lsv: bool) -> str:
         return _target_machine(triple, arch, ptx, cg).emit_assembly(mod)
 
 
-_CHILD_ERROR = "\0CodegenError\0"
-
-
-def run_isolated(fn, *args) -> str:
-    """Run ``fn(*args) -> str`` in a forked child: an LLVM fatal error becomes a CodegenError, and LLVM
-    state the child changes (command-line options) stays there. The child's stderr goes to a file (a pipe
-    could fill up and stall it); a CodegenError raised in the child is re-raised here with its text."""
-    r, w = os.pipe()
-    err = tempfile.TemporaryFile()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
-        try:
-            import faulthandler
-
-            faulthandler.disable()
-            os.close(r)
-            os.dup2(err.fileno(), 2)
-            out = fn(*args).encode()
-            with os.fdopen(w, "wb") as f:
-                f.write(out)
-            os._exit(0)
-        except CodegenError as e:
-            os.write(2, f"{_CHILD_ERROR}{e.raw_message}\0{e.fix or ''}".encode())
-            os._exit(4)
-        except BaseException as e:  # noqa: BLE001
-            os.write(2, f"{type(e).__name__}: {e}".encode())
-            os._exit(3)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    err.seek(0)
-    text = err.read().decode(errors="replace")
-    err.close()
-    if status != 0:
-        if _CHILD_ERROR in text:
-            message, fix = text.split(_CHILD_ERROR, 1)[1].split("\0", 1)
-            raise CodegenError(message, fix=fix or None)
-        raise CodegenError(f"LLVM failed in the isolated code generator (status {status}): {text.strip()[-2000:]}")
-    return data.decode()
-
-
 def _optimize(mod, tm, mid: int, linked: bool) -> None:
     llvm = _llvm()
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=mid))
@@ -294,7 +255,7 @@ def compile_ptx(
     """Compile LLVM IR text to PTX for ``target`` (see the module docstring for the levels)."""
     target = target or Target()
     llvm = _llvm()
-    hooks = target.hooks()
+    hooks = hooks_for(target)
     st = stats if stats is not None else {}
     t0 = time.perf_counter()
     ptx = ptx_version if ptx_version is not None else _resolve_ptx_version(target, {})
@@ -383,7 +344,7 @@ def compile_module(module_op, target: Target | None = None, *, isolate: bool = F
 def ptx_to_cubin(ptx: str, arch: str, options: tuple[str, ...] = ("-O3",)) -> bytes | None:
     """Assemble PTX into a cubin with nvJitLink (no GPU needed); None when nvJitLink is missing."""
     try:
-        from cuda.bindings import nvjitlink
+        from cuda.bindings import nvjitlink  # optional dependency (the cuda extra)
     except ImportError:
         return None
     opts = [f"-arch={arch}", *options]
@@ -412,7 +373,7 @@ def ptx_to_cubin(ptx: str, arch: str, options: tuple[str, ...] = ("-O3",)) -> by
 def find_ptxas() -> str | None:
     """Path of a ``ptxas`` (pip ``nvidia-cuda-nvcc`` wheel, CUDA toolkit, or PATH), or None."""
     try:
-        import cuda.pathfinder as pf
+        import cuda.pathfinder as pf  # optional dependency (cuda-bindings' locator)
 
         p = pf.find_nvidia_binary_utility("ptxas")
         if p:

@@ -10,6 +10,7 @@ NaN to 0 (``llvm.fptosi.sat``). fp8 conversions go through the target hooks.
 from __future__ import annotations
 
 from ..ir import FloatType, IntegerType, Op, VectorType
+from .emit_math import emit_transcendental
 from .emit_rounding import f64_to_f32_round_odd, int_to_f64_round_odd, truncf_directed
 from .errors import CodegenError
 from .intrinsics import constant_int, fastmath_flags, mangle, reject_fp8, vector_parts
@@ -171,8 +172,6 @@ def emit_float_binary(fe: FunctionEmitter, op: Op) -> None:
 @emitter("arith.remf")
 def emit_remf(fe: FunctionEmitter, op: Op) -> None:
     """C ``fmod``: exact, through the target's math library (LLVM's ``frem`` is inexact on NVPTX)."""
-    from .emit_math import emit_transcendental
-
     reject_fp8(op, op.operands[0].type)
     emit_transcendental(fe, op, "fmod")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..ir import Op, Type, Value, VectorType
 from .errors import CodegenError
 from .llvm_types import is_fp8, llvm_type
@@ -61,8 +63,6 @@ def constant_int(v: Value) -> int | None:
     d = v.owner
     if not isinstance(d, Op) or d.defn.name != "arith.constant":
         return None
-    import numpy as np
-
     a = np.asarray(d.attrs["value"])
     if a.ndim and a.size > 1 and not (a == a.reshape(-1)[0]).all():
         return None

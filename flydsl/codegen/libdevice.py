@@ -14,6 +14,8 @@ import importlib.util
 import os
 import sys
 
+from .errors import CodegenError
+
 __all__ = ["find_libdevice", "link_libdevice", "LIBDEVICE_NAME"]
 
 LIBDEVICE_NAME = "libdevice.10.bc"
@@ -26,7 +28,7 @@ def _candidates(explicit: str | None):
         yield explicit
         return
     try:
-        import cuda.pathfinder as pf
+        import cuda.pathfinder as pf  # optional dependency (cuda-bindings' locator)
 
         finder = getattr(pf, "find_bitcode_lib", None)
         if finder is not None:
@@ -59,7 +61,7 @@ def find_libdevice(explicit: str | None = None) -> str | None:
 
 def link_libdevice(module, path: str) -> None:
     """Link libdevice into an llvmlite module and internalize its functions."""
-    import llvmlite.binding as llvm
+    import llvmlite.binding as llvm  # lazy: loading LLVM takes ~50 ms, and only compiling needs it
 
     data = _BYTES.get(path)
     if data is None:
@@ -71,8 +73,6 @@ def link_libdevice(module, path: str) -> None:
     try:
         lib = llvm.parse_bitcode(data)
     except RuntimeError as e:  # a corrupt or truncated file: never a silent fallback to approximations
-        from .errors import CodegenError
-
         raise CodegenError(
             f"libdevice at {path} is not valid LLVM bitcode ({str(e).strip().splitlines()[0]})",
             fix="point FLYDSL_LIBDEVICE at an intact libdevice.10.bc (from the CUDA toolkit or the nvidia-cuda-nvcc "

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..dialects.capabilities import requirements
 from ..ir import Block, FunctionType, Op, PointerType, TmaDescType, Type, Value
+from .backends import hooks_for
 from .errors import CodegenError
+from .kernel_info import KernelInfo, ParamSpec, param_kind
 from .llvm_types import llvm_type, natural_align, store_size
 from .target import Target
 
@@ -82,57 +83,12 @@ def symbol(name: str) -> str:
     return '@"' + name.replace("\\", "\\5C").replace('"', "\\22") + '"'
 
 
-@dataclass
-class ParamSpec:
-    """One kernel parameter as the launcher must pack it."""
-
-    name: str
-    ir_type: str  # printed IR type
-    llvm_type: str
-    kind: str  # "ptr", "i32", "f32", "bf16", "rsrc", "bytes" …
-    size: int
-    align: int
-
-
-@dataclass
-class KernelInfo:
-    """What the runtime needs to launch one kernel."""
-
-    name: str
-    symbol: str = ""  # the PTX entry name (``name`` made a valid PTX identifier)
-    params: list[ParamSpec] = field(default_factory=list)
-    static_smem: int = 0
-    uses_dynamic_smem: bool = False
-    block_size: tuple | None = None
-
-
-def param_kind(t: Type) -> str:
-    """The launcher's packing kind of a kernel parameter type (``ptr``, ``i32``, ``bf16``, ``rsrc`` …)."""
-    from ..ir import BufferRsrcType, FloatType, IndexType, IntegerType, VectorType
-
-    if isinstance(t, PointerType):
-        return "ptr"
-    if isinstance(t, IndexType):
-        return "i64"
-    if isinstance(t, IntegerType):
-        return f"i{t.width}" if t.width in (1, 8, 16, 32, 64) else "bytes"
-    if isinstance(t, FloatType):
-        return t.name if t.width != 8 else "i8"
-    if isinstance(t, BufferRsrcType):
-        return "rsrc"
-    if isinstance(t, TmaDescType):
-        return "tmap"
-    if isinstance(t, VectorType):
-        return "bytes"
-    return "bytes"
-
-
 class ModuleEmitter:
     """Module-level state: declarations, globals, metadata, kernels, target requirements."""
 
     def __init__(self, target: Target):
         self.target = target
-        self.hooks = target.hooks()
+        self.hooks = hooks_for(target)
         self.decls: dict[str, str] = {}
         self.globals: list[str] = []
         self.global_names: set[str] = set()
@@ -459,9 +415,6 @@ def _device_modules(top: Op) -> list[Op]:
 
 def emit_module(top: Op, target: Target) -> ModuleEmitter:
     """Lower every device function under ``top``; returns the filled :class:`ModuleEmitter`."""
-    from . import _load_emitters
-
-    _load_emitters()
     me = ModuleEmitter(target)
     me.hooks.begin_module(me)
     mods = _device_modules(top)

@@ -20,6 +20,7 @@ import os
 import tempfile
 
 from .errors import CodegenError
+from .isolated import run_isolated
 
 __all__ = ["normalize", "check", "problems", "apply"]
 
@@ -82,8 +83,6 @@ def problems(options: tuple) -> str:
         return ""
     why = _CHECKED.get(options)
     if why is None:
-        from .compile import run_isolated
-
         why = _CHECKED[options] = "; ".join(run_isolated(_problems, options).splitlines())
     return why
 

@@ -26,6 +26,7 @@ from .intrinsics import constant_int, vector_parts
 from .libdevice import find_libdevice
 from .llvm_types import is_fp8, llvm_type, store_size
 from .nvptx_math import lower_math
+from .nvptx_printf import emit_printf
 from .target import Target, TargetHooks
 
 __all__ = ["NVPTXHooks", "ARCH_MIN_PTX", "NVPTX_DATALAYOUT", "min_ptx_for_arch"]
@@ -188,8 +189,6 @@ class NVPTXHooks(TargetHooks):
         fe.define(op.results[0], r)
 
     def printf(self, fe, op) -> None:
-        from .nvptx_printf import emit_printf
-
         emit_printf(self, fe, op)
 
     # -- math -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 __all__ = ["Target", "TargetHooks", "MATH_MODES"]
 
@@ -52,7 +52,6 @@ class Target:
     cubin: bool = False
     maxnreg: int | None = None
     llvm_options: tuple = ()
-    _hooks: object = field(default=None, init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self):
         if self.math not in MATH_MODES:
@@ -90,19 +89,6 @@ class Target:
             f"O{self.opt_level}|cg{self.codegen_opt}|ld={self.libdevice}|cubin={self.cubin}|maxnreg={self.maxnreg}|"
             f"llvm={self.llvm_options}"
         )
-
-    def hooks(self) -> TargetHooks:
-        """The back end's hook object (created once per target)."""
-        h = self._hooks
-        if h is None:
-            if self.backend == "nvptx":
-                from .nvptx import NVPTXHooks
-
-                h = NVPTXHooks(self)
-            else:
-                raise NotImplementedError(f"no code generator for {self.arch} yet (AMD targets come later)")
-            object.__setattr__(self, "_hooks", h)
-        return h
 
 
 class TargetHooks(abc.ABC):

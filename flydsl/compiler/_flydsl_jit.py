@@ -9,6 +9,9 @@ Python function), ``_mem_cache`` (the in-memory specializations as ``{key: artif
 
 from __future__ import annotations
 
+from .deps import freeze
+from .kernel_function import _tls, ambient_hints, merge_compile_hints
+
 __all__ = ["FlyDSLJitNames"]
 
 
@@ -65,13 +68,9 @@ class FlyDSLJitNames:
         own = self._own_hints
         if own is None:
             own = self._own_hints = {}
-        from .kernel_function import _tls
-
         amb = _tls.hints
         if amb is None or self._hinted_copy:
             return own
-        from .kernel_function import merge_compile_hints
-
         return merge_compile_hints(own, amb)
 
     @compile_hints.setter
@@ -99,14 +98,10 @@ class FlyDSLJitNames:
             raise AttributeError("_last_compiled is set by compiling; assign None to forget it")
 
     def _effective_compile_hints(self) -> dict:
-        from .kernel_function import ambient_hints, merge_compile_hints
-
         return merge_compile_hints(self._own_hints or {}, ambient_hints())
 
     def _under_hints(self, ambient: dict):
         """The copy of this function compiled under ``ambient`` hints (one per distinct hint set)."""
-        from .deps import freeze
-
         k = freeze(ambient)
         copies = self._hint_copies
         if copies is None:

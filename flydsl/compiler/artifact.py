@@ -9,7 +9,9 @@ names of parameters (for messages) complete it. Launching never needs the Python
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
+from ..codegen.kernel_info import KernelInfo
 from ..ir import Op, parse_module, print_op
 
 __all__ = ["Artifact"]
@@ -18,11 +20,13 @@ __all__ = ["Artifact"]
 class Artifact:
     __slots__ = ("name", "module", "host_name", "kernels", "param_names", "ptx", "cubin", "target", "_ops")
 
-    def __init__(self, name: str, module: Op, host_name: str, kernels: dict, param_names: list, target: str):
+    def __init__(
+        self, name: str, module: Op, host_name: str, kernels: dict[str, KernelInfo], param_names: list, target: str
+    ):
         self.name = name
         self.module = module
         self.host_name = host_name
-        self.kernels = kernels  # kernel name -> {"arg_names": [...], "param_types": [...] (optional)}
+        self.kernels = kernels  # kernel name -> its KernelInfo (params filled once device code exists)
         self.param_names = param_names  # names of the host function's parameters
         self.ptx: str | None = None
         self.cubin: bytes | None = None
@@ -44,6 +48,14 @@ class Artifact:
     def kernel_op(self, name: str) -> Op:
         return self._index()[name]
 
+    def set_device_code(self, ptx: str | None, cubin: bytes | None, kernels: dict[str, KernelInfo]) -> None:
+        """The device code and each kernel's metadata from the code generator (the user's parameter names
+        are kept)."""
+        self.ptx, self.cubin = ptx, cubin
+        for name, info in kernels.items():
+            old = self.kernels.get(name)
+            self.kernels[name] = replace(info, arg_names=old.arg_names) if old is not None else info
+
     def ir_text(self) -> str:
         return print_op(self.module, locs=True)
 
@@ -62,7 +74,7 @@ class Artifact:
             "name": self.name,
             "ir": print_op(self.module, locs=True, generic=True),
             "host": self.host_name,
-            "kernels": self.kernels,
+            "kernels": {n: k.to_dict() for n, k in self.kernels.items()},
             "param_names": self.param_names,
             "target": self.target,
             "ptx": self.ptx,
@@ -71,8 +83,8 @@ class Artifact:
 
     @classmethod
     def from_body(cls, body: dict) -> Artifact:
-        art = cls(body["name"], parse_module(body["ir"]), body["host"], body["kernels"], body["param_names"],
-                  body["target"])  # fmt: skip
+        kernels = {n: KernelInfo.from_dict(k) for n, k in body["kernels"].items()}
+        art = cls(body["name"], parse_module(body["ir"]), body["host"], kernels, body["param_names"], body["target"])
         art.ptx = body.get("ptx")
         cub = body.get("cubin")
         art.cubin = base64.b64decode(cub) if cub else None

@@ -21,7 +21,8 @@ import traceback
 from dataclasses import dataclass, field
 
 from ..ir import IRError
-from .frames import traceback_location
+from ..utils.env import env
+from .frames import FLYDSL_DIR, traceback_location
 
 __all__ = [
     "FlyDSLError",
@@ -212,8 +213,6 @@ class DSLCompileError(FlyDSLError, RuntimeError):
 
 def _is_framework_file(filename: str) -> bool:
     """True for flydsl's own source files (hidden from the user's traceback by the excepthook)."""
-    from .frames import FLYDSL_DIR
-
     return not filename or filename.startswith("<") or filename.startswith(FLYDSL_DIR)
 
 
@@ -230,8 +229,6 @@ def install_excepthook() -> None:
     previous = sys.excepthook
 
     def hook(exc_type, exc, tb):
-        from ..utils.env import env
-
         if env.debug_show_stacktrace or not isinstance(exc, FlyDSLError):
             return previous(exc_type, exc, tb)
         frames = [f for f in traceback.extract_tb(tb) if not mod._is_framework_file(f.filename)]

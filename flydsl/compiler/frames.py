@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
+import warnings
 from types import CodeType, FrameType, TracebackType
 
 import flydsl
@@ -32,8 +34,6 @@ _positions: dict[CodeType, list] = {}
 
 
 def _library_dirs() -> tuple:
-    import sysconfig
-
     paths = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return tuple(os.path.abspath(p) + os.sep for p in paths if p and not FLYDSL_DIR.startswith(os.path.abspath(p)))
 
@@ -117,8 +117,6 @@ def traceback_location(tb: TracebackType | None) -> tuple | None:
 
 def warn_at_user(text: str, category: type = RuntimeWarning) -> None:
     """``warnings.warn`` located at the innermost user frame (the user's call), not inside flydsl."""
-    import warnings
-
     f = user_frame(sys._getframe(1))
     if f is None:
         warnings.warn(text, category, stacklevel=2)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 
+from ..codegen import llvm_options
 from . import errors as E
 from .errors import error
 from .frames import warn_at_user
@@ -32,8 +33,6 @@ _WARNED: set = set()
 
 def llvm_options_of(hints: dict | None) -> tuple:
     """The normalized ``llvm_options`` of ``hints`` (``()`` when absent)."""
-    from ..codegen import llvm_options
-
     opts = (hints or {}).get("llvm_options")
     return llvm_options.normalize(opts) if opts else ()
 
@@ -43,8 +42,6 @@ def check_hints(hints: dict | None, arch: str) -> None:
     AMD-only hint on a target where it has no effect."""
     if not hints:
         return
-    from ..codegen import llvm_options
-
     for key in hints:
         if key not in HINTS:
             close = difflib.get_close_matches(str(key).lower(), HINTS, n=1)

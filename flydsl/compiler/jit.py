@@ -14,16 +14,19 @@ as a helper. ``COMPILE_ONLY=1`` does everything but launch and returns None.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import weakref
 from collections import namedtuple
 
+from ..codegen import KernelInfo
 from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._sem.fastmath import default_from_hints
 from ..ir import InsertionPoint, i64, new_module
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
+from ..runtime.device import get_device
 from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
 from . import errors as E
 from ._flydsl_jit import FlyDSLJitNames
@@ -39,7 +42,7 @@ from .frontend import rewrite_function
 from .hints import check_hints
 from .kernel import resolve_signature
 from .kernel_function import _tls as _tls_hints
-from .pipeline import codegen, compile_module
+from .pipeline import CompileResult, codegen, compile_traced
 from .specialize import Param
 from .trace import ANY_TRACE as _ANY_TRACE
 from .trace import TraceContext, TraceTimeout, current, run_traced, select_target, timeout_error, tracing
@@ -88,8 +91,6 @@ class _Entry:
     def run(self, vals: list) -> None:
         launcher = self.launcher
         if launcher is None:
-            from ..runtime.device import get_device
-
             launcher = self.launcher = get_device().launcher(self.artifact, self.target)
         launcher(vals)
 
@@ -387,7 +388,8 @@ class JitFunction(FlyDSLJitNames):
             if disk is not None:
                 disk.store(dk, art.to_body())
         elif want_ptx and not art.ptx:
-            _set_device_code(art, codegen(_Result(art.module), target.arch, None, self.compile_hints))
+            r = codegen(CompileResult(art.module), target.arch, None, self.compile_hints)
+            art.set_device_code(r.ptx, r.cubin, r.kernel_info)
             disk.store(dk, art.to_body())
         entry = _Entry(art, target)
         self._mem[k] = entry
@@ -401,10 +403,10 @@ class JitFunction(FlyDSLJitNames):
             self.compiles += 1
         module, ctx, names = self._trace_module(args, key_parts, target)
         name = self.fn.__name__
-        result = compile_module(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
-        kernels = {k: {"arg_names": v} for k, v in ctx.kernel_arg_names.items()}
+        result = compile_traced(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
+        kernels = {k: KernelInfo(k, arg_names=v) for k, v in ctx.kernel_arg_names.items()}
         art = Artifact(name, module, name, kernels, names, target.arch)
-        _set_device_code(art, result)
+        art.set_device_code(result.ptx, result.cubin, result.kernel_info)
         return art
 
     def _trace_module(self, args, key_parts, target):
@@ -492,25 +494,7 @@ class JitFunction(FlyDSLJitNames):
         self._forget()
 
 
-class _Result:
-    def __init__(self, module):
-        self.module = module
-        self.llvm_ir = self.ptx = self.cubin = None
-        self.kernel_info = {}
-
-
-def _set_device_code(art: Artifact, result) -> None:
-    """Copy PTX/cubin and each kernel's entry symbol and parameter kinds into the artifact."""
-    art.ptx, art.cubin = result.ptx, result.cubin
-    for name, info in (result.kernel_info or {}).items():
-        entry = art.kernels.setdefault(name, {"arg_names": []})
-        entry["symbol"] = info.symbol or info.name
-        entry["param_types"] = [p.kind for p in info.params]
-
-
 def _device_kind() -> str:
-    from ..runtime.device import get_device
-
     return get_device().kind
 
 
@@ -521,8 +505,6 @@ def _load(disk: DiskCache, key: str) -> Artifact | None:
     try:
         return Artifact.from_body(body)
     except Exception:  # a valid checksum over text we cannot read (older format): rebuild
-        import os
-
         try:
             os.remove(disk.path(key))
         except OSError:

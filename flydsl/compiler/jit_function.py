@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import __version__
 from .cache import compiler_hash
 from .jit import CompiledFunction, JitFunction, compile, jit
-from .pipeline import compile_module
+from .pipeline import compile_traced
 
 __all__ = ["JitFunction", "jit", "compile", "CompiledFunction", "MlirCompiler"]
 
@@ -21,9 +21,10 @@ def _flydsl_key() -> str:
 
 
 class MlirCompiler:
-    """Compile a traced module (FlyDSL's pipeline entry point; ours is :func:`compile_module`)."""
+    """Compile a traced module (FlyDSL's pipeline entry point; ours is
+    :func:`~flydsl.compiler.pipeline.compile_traced`)."""
 
     @classmethod
     def compile(cls, module, *, arch: str = "sm_90a", func_name: str = "", want_ptx: bool = True, **kwargs):
         op = getattr(module, "_op", module)
-        return compile_module(op, func_name or "module", arch, want_ptx=want_ptx, hints=kwargs.get("hints"))
+        return compile_traced(op, func_name or "module", arch, want_ptx=want_ptx, hints=kwargs.get("hints"))

@@ -152,7 +152,7 @@ def _insert(op: Op) -> Op:
 
 def create_gpu_module(name: str = "kernels", targets=None):
     """A ``gpu.module`` at the insertion point (returned as an op view)."""
-    from .._mlir.ir import OpView
+    from .._mlir.ir import OpView  # cycle: flydsl._mlir (the MLIR-bindings facade) is built on the compiler
 
     return OpView(_insert(_dgpu.build_gpu_module(name)))
 
@@ -166,7 +166,7 @@ def get_gpu_module_body(gpu_module):
 def create_gpu_func(name: str, function_type: FunctionType, *, kernel: bool = True):
     """A ``gpu.func`` kernel with an entry block at the insertion point (returned as an op view whose
     ``entry_block``/``arguments`` work as ``func.FuncOp``'s)."""
-    from .._mlir.dialects.func import FuncOp
+    from .._mlir.dialects.func import FuncOp  # cycle: flydsl._mlir is built on the compiler
 
     op = _dfunc.build_func(_dgpu.func, name, list(function_type.inputs), list(function_type.results))
     if kernel:

@@ -15,26 +15,29 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 
 from .. import passes
+from ..codegen import CodegenError, KernelInfo, Target, compile_module
 from ..ir import IRError, Op, print_op, verify
 from ..utils.env import env
 from .cache import warn_unusable
 from .diagnostics import CompileError
 from .hints import llvm_options_of
 
-__all__ = ["CompileResult", "compile_module", "run_passes", "codegen", "Dumper", "dump_name", "kernel_ops"]
+__all__ = ["CompileResult", "compile_traced", "run_passes", "codegen", "Dumper", "dump_name", "kernel_ops"]
 
 
+@dataclass
 class CompileResult:
-    __slots__ = ("module", "llvm_ir", "ptx", "cubin", "kernel_info")
+    """The pipeline's output: the optimized module and, once generated, its device code and each kernel's
+    metadata."""
 
-    def __init__(self, module: Op):
-        self.module = module
-        self.llvm_ir: str | None = None
-        self.ptx: str | None = None
-        self.cubin: bytes | None = None
-        self.kernel_info: dict = {}
+    module: Op
+    llvm_ir: str | None = None
+    ptx: str | None = None
+    cubin: bytes | None = None
+    kernel_info: dict[str, KernelInfo] = field(default_factory=dict)
 
 
 def kernel_ops(module: Op) -> list[Op]:
@@ -112,10 +115,8 @@ def run_passes(module: Op, dumper: Dumper | None, names=None) -> Op:
     return module
 
 
-def codegen_target(arch: str, hints: dict | None = None):
+def codegen_target(arch: str, hints: dict | None = None) -> Target:
     """The code generator's target for ``arch`` under the codegen-affecting environment and hints."""
-    from ..codegen import Target as CgTarget
-
     kw = {}
     level = env.compile_opt_level  # validated: 0-3, or None to choose by kernel size
     if level is not None:
@@ -128,13 +129,11 @@ def codegen_target(arch: str, hints: dict | None = None):
         kw["maxnreg"] = int(hints["maxnreg"])
     if hints and hints.get("llvm_options"):
         kw["llvm_options"] = llvm_options_of(hints)  # checked by check_hints before the trace
-    return CgTarget(arch=arch, **kw)
+    return Target(arch=arch, **kw)
 
 
 def codegen(result: CompileResult, arch: str, dumper: Dumper | None, hints: dict | None = None) -> CompileResult:
     """LLVM IR and PTX of the module's kernels (dumped as ``NN_llvm_ir.ll`` / ``NN_final_isa.ptx``)."""
-    from ..codegen import CodegenError, compile_module
-
     try:
         ck = compile_module(result.module, codegen_target(arch, hints))
     except CodegenError as e:
@@ -147,8 +146,9 @@ def codegen(result: CompileResult, arch: str, dumper: Dumper | None, hints: dict
     return result
 
 
-def compile_module(module: Op, fallback_name: str, arch: str, *, want_ptx: bool, hints=None) -> CompileResult:
-    """The whole pipeline on a traced module (in place)."""
+def compile_traced(module: Op, fallback_name: str, arch: str, *, want_ptx: bool, hints=None) -> CompileResult:
+    """The whole pipeline on a traced module (in place): passes, then device code when ``want_ptx`` (or
+    for the dumps)."""
     dumper = Dumper(os.path.join(env.dump_dir, dump_name(module, fallback_name))) if env.dump_ir else None
     run_passes(module, dumper)
     result = CompileResult(module)

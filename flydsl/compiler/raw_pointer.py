@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from ..expr._sem.numeric import resolve_dtype
 from ..ir import AddressSpace
-from ..runtime.args import ArgError, alignment_of
+from ..runtime.args import alignment_of
 from ..runtime.raw_pointer import RawAddress
-from .specialize import CONVERTERS, convert_arg
 
-__all__ = ["PointerArg", "from_c_void_p", "pointer_conv"]
+__all__ = ["PointerArg", "from_c_void_p", "convert_pointer_arg"]
 
 
 class PointerArg:
@@ -46,34 +45,7 @@ def from_c_void_p(dtype, ptr, *, address_space=AddressSpace.GLOBAL, assumed_alig
     return PointerArg(resolve_dtype(dtype), addr, address_space, align)
 
 
-def _convert(p: PointerArg, key: list, vals: list) -> None:
+def convert_pointer_arg(p: PointerArg, key: list, vals: list) -> None:
+    """The key part and launch value of a :class:`PointerArg` (the specializer's converter of the type)."""
     key.append(("pointer", p.dtype, p.address_space, p.alignment))
     vals.append(RawAddress(p.address))
-
-
-CONVERTERS[PointerArg] = _convert
-
-
-def pointer_conv():
-    """The converter of a launcher parameter annotated ``fx.Pointer``: a :class:`PointerArg`, or — as
-    FlyDSL's compiled functions take them — a plain integer address, which gets the element type, address
-    space and assumed alignment of the pointer last passed to this parameter."""
-    last: list = []
-
-    def conv(a, key, vals):
-        if isinstance(a, int) and not isinstance(a, bool):
-            if not last:
-                raise ArgError(
-                    "UNSUPPORTED_ARG",
-                    got="an integer address before any flyc.from_c_void_p(dtype, address) (no element type yet)",
-                )
-            dtype, space, align = last[0]
-            a = PointerArg(dtype, a, space, min(align, alignment_of(a)) if a else align)
-        if isinstance(a, PointerArg):
-            if not last:
-                last.append((a.dtype, a.address_space, a.alignment))
-            _convert(a, key, vals)
-            return
-        convert_arg(a, key, vals)
-
-    return conv

@@ -63,6 +63,7 @@ from ..runtime.args import (
     unit_axis,
 )
 from .deps import TRACKED_MAX, compile_time_value, freeze, freeze_object
+from .raw_pointer import PointerArg, convert_pointer_arg
 
 __all__ = ["CONVERTERS", "convert_arg", "numeric_of", "Param", "value_conv", "tensor_conv", "const_key"]
 
@@ -211,6 +212,7 @@ CONVERTERS: dict = {
     np.ndarray: _numpy_array,
     TensorAdaptor: _static_tensor,
     Stream: _stream,
+    PointerArg: convert_pointer_arg,
 }
 
 
@@ -248,6 +250,32 @@ def convert_arg(x, key: list, vals: list) -> None:
         if fn is None:
             raise ArgError("UNSUPPORTED_ARG", got=f"a value of type {type(x).__name__}")
     fn(x, key, vals)
+
+
+def pointer_conv():
+    """The converter of a launcher parameter annotated ``fx.Pointer``: a
+    :class:`~flydsl.compiler.raw_pointer.PointerArg`, or — as FlyDSL's compiled functions take them — a
+    plain integer address, which gets the element type, address space and assumed alignment of the pointer
+    last passed to this parameter."""
+    last: list = []
+
+    def conv(a, key, vals):
+        if isinstance(a, int) and not isinstance(a, bool):
+            if not last:
+                raise ArgError(
+                    "UNSUPPORTED_ARG",
+                    got="an integer address before any flyc.from_c_void_p(dtype, address) (no element type yet)",
+                )
+            dtype, space, align = last[0]
+            a = PointerArg(dtype, a, space, min(align, alignment_of(a)) if a else align)
+        if isinstance(a, PointerArg):
+            if not last:
+                last.append((a.dtype, a.address_space, a.alignment))
+            convert_pointer_arg(a, key, vals)
+            return
+        convert_arg(a, key, vals)
+
+    return conv
 
 
 def is_torch_tensor_type(tp) -> bool:
@@ -385,8 +413,6 @@ class Param:
         elif first and p.name == "self":
             self.conv = _self_conv
         elif ann is Pointer:  # flyc.from_c_void_p, or an int address (FlyDSL's compiled functions take them)
-            from .raw_pointer import pointer_conv
-
             self.conv = pointer_conv()
         else:
             self.conv = value_conv

@@ -7,7 +7,10 @@ caller fills them inside ``InsertionPoint(block)``.
 
 from __future__ import annotations
 
-from ..ir import Op, OpDef, Trait, Value, create, i1
+import re
+
+from ..ir import Op, OpDef, Trait, Value, create, i1, register_format, register_parse_format
+from ..ir.printer import GENERIC
 
 T = Trait.TERMINATOR
 
@@ -277,17 +280,11 @@ def _parse_condition(ps, defn, nres) -> Op:
     return Op(condition, [c, *rest], [], {}, 0)
 
 
+_SSA_RX = re.compile(r"%[\w.$-]+(?:#\d+)?")
+
+
 def _register_formats():
-    import re
-
-    from ..ir import register_format, register_parse_format
-    from ..ir.printer import GENERIC as _generic
-
-    global GENERIC
-    GENERIC = _generic
-
-    global _SSA_RX
-    _SSA_RX = re.compile(r"%[\w.$-]+(?:#\d+)?")
+    """The custom assembly of the region ops (printed and parsed as MLIR's scf dialect does)."""
     for name, pr, pa, d in (
         ("scf.for", _print_for, _parse_for, for_),
         ("scf.if", _print_if, _parse_if, if_),
@@ -299,6 +296,4 @@ def _register_formats():
         d.fmt = name
 
 
-_SSA_RX = None
-GENERIC = None
 _register_formats()

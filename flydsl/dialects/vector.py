@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import OpDef, Trait, VectorType, numpy_dtype
+from ._base import as_unsigned, from_unsigned
 from .arith import ieee_maximum, ieee_maxnum, ieee_minimum, ieee_minnum
 
 P = Trait.PURE
@@ -265,8 +266,6 @@ def _reduction_eval(op, v, *acc):
     kind = op.attrs["kind"]
     dt = v.dtype
     if kind in ("maxui", "minui"):
-        from ._base import as_unsigned, from_unsigned
-
         t = op.operands[0].type
         u = as_unsigned(v, t)
         r = (np.max if kind == "maxui" else np.min)(u, axis=1)

@@ -1,9 +1,7 @@
-"""Pure elementwise ops: executed through their dialect's ``evaluate`` (the one shared semantics).
-
-Every op with ``OpDef.evaluate`` and no impl of its own runs here (arith, math, most of vector).
-Constants are evaluated once at compile time into the environment prototype. The two vector ops
-with a run-time index check only the active lanes' indices (masked-off lanes may hold anything).
-"""
+"""Pure ops that need more than their ``evaluate``: constants are evaluated once at compile time into
+the environment prototype; the two vector ops with a run-time index check only the active lanes'
+indices (masked-off lanes may hold anything). Every other op with ``OpDef.evaluate`` and no impl of its
+own runs through ``evaluate`` (:func:`flydsl.interp.machine.build_pure`)."""
 
 from __future__ import annotations
 
@@ -11,46 +9,6 @@ import numpy as np
 
 from ..ir import Op
 from .machine import Compiler, impl
-
-__all__ = ["build_pure"]
-
-
-def build_pure(op: Op, cc: Compiler):
-    """A step computing ``op``'s single result with ``op.defn.evaluate`` (constants fold at compile time)."""
-    ev = op.defn.evaluate
-    ins = cc.slots_of(op.operands)
-    if len(op.results) != 1:
-        raise NotImplementedError(f"{op.defn.name}: evaluate-based ops have exactly one result")
-    r = cc.slot(op.results[0])
-    if not ins:
-        cc.constant(op.results[0], ev(op))
-        return None
-    if len(ins) == 1:
-        (a,) = ins
-
-        def step1(env, lanes):
-            env[r] = ev(op, env[a])
-
-        return step1
-    if len(ins) == 2:
-        a, b = ins
-
-        def step2(env, lanes):
-            env[r] = ev(op, env[a], env[b])
-
-        return step2
-    if len(ins) == 3:
-        a, b, c = ins
-
-        def step3(env, lanes):
-            env[r] = ev(op, env[a], env[b], env[c])
-
-        return step3
-
-    def stepn(env, lanes):
-        env[r] = ev(op, *[env[i] for i in ins])
-
-    return stepn
 
 
 @impl("arith.constant")

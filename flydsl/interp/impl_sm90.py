@@ -21,15 +21,9 @@ from . import impl_cluster, impl_tma, impl_wgmma  # noqa: F401 - register the cl
 from .access import SHARED, cluster_dims, resolve
 from .impl_gpu import _block_id
 from .machine import Compiler, impl
-from .tasks import MBarrier, barrier_table, describe_barrier
+from .tasks import MBarrier, active_lanes, barrier_table, describe_barrier, get_barrier
 
 __all__ = ["active_lanes", "barrier_refs", "get_barrier"]
-
-
-def active_lanes(lanes) -> np.ndarray:
-    """Batch indices of the active lanes, in linear thread order."""
-    m = lanes.mask
-    return lanes.arange() if m is None else np.flatnonzero(m)
 
 
 def barrier_refs(lanes, op, p) -> list[tuple[int, int, np.ndarray]]:
@@ -47,15 +41,6 @@ def barrier_refs(lanes, op, p) -> list[tuple[int, int, np.ndarray]]:
         sel = act[inv == g]
         out.append((int(sel[0]) // lanes.tpb, int(offs[first[g]]), sel))
     return out
-
-
-def get_barrier(lanes, op, blk: int, off: int) -> MBarrier:
-    b = barrier_table(lanes).get((blk, off))
-    if b is None:
-        raise lanes.fault(
-            op, f"{describe_barrier(lanes, off)} is used before mbarrier_init (its state is undefined)", None
-        )
-    return b
 
 
 def _values(env_value, lanes, sel: np.ndarray) -> np.ndarray:

@@ -26,11 +26,13 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..dialects.nvvm_sm90 import TmaFields, tma_desc_decode, tma_desc_encode
+from ..dialects.nvvm_sm90 import TMA_DTYPES, TmaFields, tma_desc_decode, tma_desc_encode
 from ..ir import Op
 from .access import GLOBAL, resolve
+from .errors import InterpError
 from .host import HOST_IMPLS
 from .machine import Compiler, impl
+from .tasks import active_lanes, get_barrier
 
 __all__ = ["swizzle_bytes", "tma_box_copy", "make_desc", "desc_maker"]
 
@@ -161,8 +163,6 @@ def tma_load(op: Op, cc: Compiler):
     d, dst, bar, *cs = cc.slots_of(op.operands)
 
     def step(env, lanes):
-        from .impl_sm90 import active_lanes, get_barrier
-
         for ln in active_lanes(lanes).tolist():
             row = np.asarray(env[d])
             f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
@@ -185,8 +185,6 @@ def tma_store(op: Op, cc: Compiler):
     d, src, *cs = cc.slots_of(op.operands)
 
     def step(env, lanes):
-        from .impl_sm90 import active_lanes
-
         for ln in active_lanes(lanes).tolist():
             row = np.asarray(env[d])
             f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
@@ -215,8 +213,6 @@ def _bulk(op: Op, cc: Compiler, to_smem: bool):
         bar = None
 
     def step(env, lanes):
-        from .impl_sm90 import active_lanes, get_barrier
-
         for ln in active_lanes(lanes).tolist():
             n, d_addr, s_addr = (_at(env[s], lanes, ln) for s in (nb, dst, src))
             if n <= 0 or n % 16:
@@ -267,8 +263,6 @@ def tma_make_desc_in_kernel(op: Op, cc: Compiler):
 
 def make_desc(op: Op, ptr: int, dims: list[int], estrides: list[int]) -> np.ndarray:
     """The canonical descriptor of ``tma_make_desc`` for run-time values (element strides → bytes)."""
-    from ..dialects.nvvm_sm90 import TMA_DTYPES
-
     code, esize = TMA_DTYPES[str(op.operands[0].type.elem)]
     f = TmaFields(
         address=ptr,
@@ -282,8 +276,6 @@ def make_desc(op: Op, ptr: int, dims: list[int], estrides: list[int]) -> np.ndar
     )
     err = f.check()
     if err:
-        from .errors import InterpError
-
         raise InterpError(f"cannot make a TMA descriptor: {err}", op=op)
     return tma_desc_encode(f)
 

@@ -209,8 +209,6 @@ class Compiler:
         if builder is not None:
             return builder(op, self)
         if op.defn.evaluate is not None:
-            from .impl_pure import build_pure
-
             return build_pure(op, self)
         return _unsupported(op)
 
@@ -227,6 +225,44 @@ def _unsupported(op: Op):
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 128
 _CACHE_LOCK = threading.Lock()  # the LRU bookkeeping; two threads may build the same code (one wins)
+
+
+def build_pure(op: Op, cc: Compiler):
+    """A step computing ``op``'s single result with ``op.defn.evaluate`` (constants fold at compile time)."""
+    ev = op.defn.evaluate
+    ins = cc.slots_of(op.operands)
+    if len(op.results) != 1:
+        raise NotImplementedError(f"{op.defn.name}: evaluate-based ops have exactly one result")
+    r = cc.slot(op.results[0])
+    if not ins:
+        cc.constant(op.results[0], ev(op))
+        return None
+    if len(ins) == 1:
+        (a,) = ins
+
+        def step1(env, lanes):
+            env[r] = ev(op, env[a])
+
+        return step1
+    if len(ins) == 2:
+        a, b = ins
+
+        def step2(env, lanes):
+            env[r] = ev(op, env[a], env[b])
+
+        return step2
+    if len(ins) == 3:
+        a, b, c = ins
+
+        def step3(env, lanes):
+            env[r] = ev(op, env[a], env[b], env[c])
+
+        return step3
+
+    def stepn(env, lanes):
+        env[r] = ev(op, *[env[i] for i in ins])
+
+    return stepn
 
 
 def cached_code(kind: str, op: Op, build: Callable):

@@ -35,7 +35,9 @@ import numpy as np
 from .access import _nearest_alloc
 from .errors import InterpError, format_loc
 
-__all__ = ["MBarrier", "Scheduler", "run_block_tasks", "barrier_table", "describe_barrier"]
+__all__ = [
+    "MBarrier", "Scheduler", "run_block_tasks", "barrier_table", "describe_barrier", "active_lanes", "get_barrier",
+]  # fmt: skip
 
 
 class MBarrier:
@@ -322,3 +324,18 @@ def run_block_tasks(lanes, body) -> None:
         tl.sched = sched
         sched.tasks.append(_Task(w, tl, lo, hi))
     sched.run(body)
+
+
+def active_lanes(lanes) -> np.ndarray:
+    """Batch indices of the active lanes, in linear thread order."""
+    m = lanes.mask
+    return lanes.arange() if m is None else np.flatnonzero(m)
+
+
+def get_barrier(lanes, op, blk: int, off: int) -> MBarrier:
+    b = barrier_table(lanes).get((blk, off))
+    if b is None:
+        raise lanes.fault(
+            op, f"{describe_barrier(lanes, off)} is used before mbarrier_init (its state is undefined)", None
+        )
+    return b

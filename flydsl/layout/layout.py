@@ -161,7 +161,7 @@ class Layout:
 
     def with_shape(self, *shape):
         """Reshape: ``composition(self, make_layout(shape))``."""
-        from .algebra import composition
+        from .algebra import composition  # cycle: the algebra computes on these classes
 
         return composition(self, Layout(shape[0] if len(shape) == 1 else shape))
 
@@ -473,5 +473,6 @@ def cosize(layout):
     return product(coshape(layout))
 
 
-# NOTE: imported last and used as a module: access.py needs the classes above, the methods need it.
+# cycle: access.py computes on the classes above and their methods delegate to it; imported last and
+# used only inside the methods (no name is read from it at import time)
 from . import access as _access  # noqa: E402

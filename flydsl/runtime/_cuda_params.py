@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import ctypes
 
+import ml_dtypes
 import numpy as np
+
+from ..codegen.kernel_info import param_kind
 
 __all__ = ["ParamPack", "PARAM_KINDS", "pointer_of"]
 
@@ -112,8 +115,6 @@ def _set_f16(slot, x):
 
 
 def _set_bf16(slot, x):
-    import ml_dtypes
-
     slot.value = int(np.array(x, dtype=ml_dtypes.bfloat16).view(np.uint16))
 
 
@@ -181,6 +182,4 @@ def _kind_of(k) -> str:
         return str(kind)
     if isinstance(k, str):
         return "i64" if k == "index" else k
-    from ..codegen.llvm_emitter import param_kind
-
     return param_kind(k)

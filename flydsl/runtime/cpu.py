@@ -93,7 +93,7 @@ class CpuLauncher:
     def __init__(self, artifact, warp_size: int):
         self.host = launch_plan(artifact.host_op()) or compile_host(artifact.host_op())
         self.kernels = {name: artifact.kernel_op(name) for name in artifact.kernels}
-        self.arg_names = {name: info.get("arg_names") for name, info in artifact.kernels.items()}
+        self.arg_names = {name: info.arg_names for name, info in artifact.kernels.items()}
         self.param_names = artifact.param_names
         self.warp_size = warp_size
 

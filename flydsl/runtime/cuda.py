@@ -20,6 +20,8 @@ import ctypes
 import struct
 import threading
 
+from ..codegen.compile import ptx_to_cubin
+from ..codegen.errors import CodegenError
 from ._cuda_launch import make_launch, raw_params
 from ._cuda_params import ParamPack, pointer_of
 from .streams import stream_handle as _stream_handle
@@ -63,7 +65,7 @@ def _driver():
     d = _STATE.get("driver")
     if d is None:
         try:
-            from cuda.bindings import driver as d
+            from cuda.bindings import driver as d  # optional dependency (the cuda extra)
         except ImportError:
             try:
                 from cuda import cuda as d  # cuda-python < 12.6 layout
@@ -211,9 +213,6 @@ class CudaModule:
 def _ptx_diagnostic(ptx: str) -> str:
     """The assembler's message for PTX the driver refused (through nvJitLink when installed)."""
     try:
-        from ..codegen.compile import ptx_to_cubin
-        from ..codegen.errors import CodegenError
-
         target = ptx.split(".target", 1)[1].split()[0] if ".target" in ptx else "sm_90a"
         ptx_to_cubin(ptx, target)
     except CodegenError as e:

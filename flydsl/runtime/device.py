@@ -11,9 +11,11 @@ built, so a cached call does only argument conversion, packing and the launch it
 
 from __future__ import annotations
 
+from ..codegen.kernel_info import param_kind
 from ..interp import compile_host
 from ..utils.env import env
 from ..utils.target import ArchInfo
+from . import cuda
 from .arch import (
     bf16_global_atomics_arch_description,
     default_fp8_format,
@@ -81,10 +83,6 @@ DEVICE = 0  # the CUDA device ordinal kernels are loaded on (flydsl.runtime.cuda
 
 def _cuda_available() -> bool:
     try:
-        from . import cuda
-    except ImportError:
-        return False
-    try:
         return bool(cuda.is_available())
     except Exception:
         return False
@@ -127,18 +125,16 @@ class CudaLauncher:
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
         if kernel_factory is None:
-            # NOTE: imported at use: tests stand a fake module in for flydsl.runtime.cuda
-            from .cuda import CudaKernel, CudaModule
-
-            module = CudaModule(artifact.cubin or artifact.ptx)
+            module = cuda.CudaModule(artifact.cubin or artifact.ptx)  # through the module: tests replace it
 
             def kernel_factory(image, name, kinds):
-                return CudaKernel(module, name, kinds)
+                return cuda.CudaKernel(module, name, kinds)
 
         self.kernels = {}
         for name, info in artifact.kernels.items():
-            kinds = info.get("param_types") or _param_kinds(artifact.kernel_op(name))
-            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.get("symbol") or name, kinds)
+            sig = artifact.kernel_op(name).attrs["function_type"].inputs
+            kinds = info.param_kinds or [param_kind(t) for t in sig]
+            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.symbol or name, kinds)
         direct = {name: _launch_function(k) for name, k in self.kernels.items()}
         self.run = launch_plan(artifact.host_op(), direct)
         if self.run is None:  # loops or branches in the host function: the interpreter runs it
@@ -207,16 +203,14 @@ class StandInCudaDevice(Device):
     ``driver_call(config, function, params, extra)`` receives what ``cuLaunchKernelEx`` would (addresses of
     the packed ``CUlaunchConfig`` and of the ``void*[]`` of parameters) and returns a ``CUresult``. No module
     is loaded and no pointer is dereferenced, so host tensors can stand for device ones and every stream
-    is 0: the jit's fast path, the launch plans and the packing run exactly as on a GPU. For measuring the
+    is 0: the jit's fast path, the host functions and the packing run exactly as on a GPU. For measuring the
     host path without a GPU (``benchmarks/launch_overhead.py``) and testing what reaches the driver.
     Install it with ``FLYDSL_RUNTIME_KIND=cuda`` and ``_DEVICES["cuda"] = StandInCudaDevice(call)``.
     """
 
     def __init__(self, driver_call, func_handle: int = 0x1000):
-        from .cuda import CudaKernel
-
         def factory(image, name, kinds):
-            return CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle)
+            return cuda.CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle)
 
         super().__init__("cuda", factory)
 
@@ -235,23 +229,6 @@ def _launch_function(kernel):
         kernel.launch((gx, gy, gz), (bx, by, bz), smem, stream, list(params))
 
     return launch
-
-
-def _param_kinds(kernel_op) -> list[str]:
-    """Parameter kinds (``"ptr"``, ``"i32"``, ``"f32"`` …) from a kernel's IR signature."""
-    kinds = []
-    from ..ir import TmaDescType
-
-    for t in kernel_op.attrs["function_type"].inputs:
-        if isinstance(t, TmaDescType):
-            kinds.append("tmap")
-        elif t.is_pointer:
-            kinds.append("ptr")
-        elif t.is_index:
-            kinds.append("i64")
-        else:
-            kinds.append(str(t))
-    return kinds
 
 
 # torch's current stream on a device, as a callable (a module attribute: tests replace it)

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from flydsl.codegen import Target, compile_module
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr, scf, vector
 from flydsl.dialects import math as fm
 from flydsl.ir import InsertionPoint, PointerType, VectorType
 from flydsl.ir import types as T
 from flydsl.runtime import cuda
+from flydsl.testing import build_kernel
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA device")]
@@ -210,9 +210,9 @@ def test_block_reduction_with_shared_memory_and_barrier():
 def test_control_flow_calls_masks_and_cache_hints():
     """scf.while (Collatz steps), a device function with two results, scalar- and lane-masked
     loads/stores, and cache-hinted (inline PTX) loads and stores, against numpy."""
-    from flydsl.codegen.synthetic import kernel_module
     from flydsl.dialects import func
     from flydsl.ir import SymbolRef, verify
+    from flydsl.testing import kernel_module
 
     V4 = VectorType(4, T.f32)
     P32 = PointerType(I32, "global")

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from flydsl.dialects import arith, gpu, math, ptr, scf
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import InsertionPoint, PointerType, bf16, f8E4M3FN, f8E5M2, f16, f32, i8, i16, i32, i64
+from flydsl.testing import KernelBuilder, const, launch
 
 pytestmark = pytest.mark.gpu
 

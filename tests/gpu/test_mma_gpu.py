@@ -13,10 +13,10 @@ import pytest
 
 from flydsl.codegen import Target, compile_module
 from flydsl.dialects import gpu as dgpu
-from flydsl.interp.testing import launch
 from flydsl.ir import new_module
 from flydsl.ir import types as T
 from flydsl.runtime import cuda
+from flydsl.testing import launch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "kernels"))

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from flydsl import ir
 from flydsl.codegen import Target, compile_module
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.dialects import math as dmath
 from flydsl.expr._sem.fold import _FoldOp
 from flydsl.ir import IntegerType, PointerType
 from flydsl.runtime import cuda
+from flydsl.testing import build_kernel
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda.is_available(), reason="no CUDA device")]

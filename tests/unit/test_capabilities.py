@@ -131,10 +131,10 @@ def test_trace_time_error_at_the_users_line(monkeypatch, kernel, marker, arch, m
 
 
 def test_requirements_follow_the_mma_operand_types():
-    from flydsl.codegen.synthetic import build_kernel
     from flydsl.dialects import nvvm, ptr
     from flydsl.ir import FloatType, PointerType, VectorType
     from flydsl.ir import types as T
+    from flydsl.testing import build_kernel
 
     f8 = FloatType("f8E4M3FN")
     kinds = [

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, ptr
 from flydsl.ir import PointerType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 ARCHS = ("sm_90a", "sm_80")
 HAVE_PTXAS = find_ptxas() is not None

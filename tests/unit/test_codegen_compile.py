@@ -9,10 +9,10 @@ import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, compile_ptx, emit_llvm, find_ptxas, ptx_to_cubin
 from flydsl.codegen.compile import check_intrinsics, choose_opt_levels, count_instructions, run_isolated
-from flydsl.codegen.synthetic import branchy_kernel, build_kernel, gemm_like_kernel
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.ir import PointerType, SymbolRef, new_module
 from flydsl.ir import types as T
+from flydsl.testing import branchy_kernel, build_kernel, gemm_like_kernel
 
 HEAD = 'target triple = "nvptx64-nvidia-cuda"\n'
 GOOD = HEAD + "define ptx_kernel void @k(ptr addrspace(1) %p) {\n  store i32 1, ptr addrspace(1) %p\n  ret void\n}\n"

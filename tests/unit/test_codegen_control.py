@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
-from flydsl.codegen.synthetic import build_kernel, kernel_module
 from flydsl.dialects import arith, func, gpu, ptr, scf, vector
 from flydsl.ir import InsertionPoint, PointerType, VectorType, verify
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel, kernel_module
 
 HAVE_PTXAS = find_ptxas() is not None
 F32G = PointerType(T.f32, "global")

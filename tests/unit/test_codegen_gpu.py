@@ -7,10 +7,10 @@ import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
 from flydsl.codegen.printf_format import translate_format
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.ir import BufferRsrcType, PointerType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 HAVE_PTXAS = find_ptxas() is not None
 I32G = PointerType(T.i32, "global")
@@ -167,9 +167,9 @@ def test_kernel_parameters_for_the_runtime():
 
 
 def test_several_kernels_and_names():
-    from flydsl.codegen.synthetic import kernel_module
     from flydsl.dialects import func
     from flydsl.ir import InsertionPoint, verify
+    from flydsl.testing import kernel_module
 
     mod, k1 = kernel_module("first", [I32G])
     gm = mod.regions[0].blocks[0].ops[0]

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_libdevice, find_ptxas, run_ptxas
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, func, gpu, ptr
 from flydsl.dialects import math as fm
 from flydsl.ir import InsertionPoint, PointerType, VectorType, new_module, verify
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 HAVE_PTXAS = find_ptxas() is not None
 HAVE_LIBDEVICE = find_libdevice() is not None

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.ir import PointerType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 HAVE_PTXAS = find_ptxas() is not None
 F32G = PointerType(T.f32, "global")

@@ -11,10 +11,10 @@ import pytest
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.copy import CopyError
 from flydsl.ir import PointerType, bf16, f32, i32
 from flydsl.layout import crd2idx, idx2crd
+from flydsl.testing import trace_kernel
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import pytest
 import flydsl.expr as fx
 from flydsl import ir
 from flydsl.expr._sem import fastmath as _fastmath
-from flydsl.expr._testing import trace_kernel
+from flydsl.testing import trace_kernel
 
 F32, I32, V4F32 = ir.f32, ir.i32, ir.VectorType(4, ir.f32)
 

@@ -6,9 +6,8 @@ import pytest
 
 import flydsl.expr as fx
 from flydsl import ir
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.typing import T
-from flydsl.interp.testing import launch
+from flydsl.testing import launch, trace_kernel
 
 PF32 = ir.PointerType(ir.f32)
 

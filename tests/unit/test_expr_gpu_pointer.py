@@ -7,9 +7,7 @@ import pytest
 import flydsl.expr as fx
 from flydsl import ir
 from flydsl.expr import gpu
-from flydsl.expr._sem.context import use_target
-from flydsl.expr._testing import trace_kernel
-from flydsl.interp.testing import launch
+from flydsl.testing import launch, trace_kernel, use_target
 
 PF32, PI32, PU32 = ir.PointerType(ir.f32), ir.PointerType(ir.i32), ir.PointerType(ir.i32)
 

@@ -12,12 +12,12 @@ import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
 from flydsl.codegen.emit_sm90 import wgmma_asm
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, ptr
 from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.dialects.nvvm_sm90 import wgmma_valid_n
 from flydsl.ir import PointerType, TmaDescType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 HAVE_PTXAS = find_ptxas() is not None
 BAR = PointerType(T.i64, "shared")

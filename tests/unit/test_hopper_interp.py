@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr, scf
 from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.interp import InterpError, Memory, run_kernel
@@ -17,6 +16,7 @@ from flydsl.interp.tc_numerics import fp8_error_bound
 from flydsl.ir import InsertionPoint, PointerType, VectorType
 from flydsl.ir import types as T
 from flydsl.layout.gmma import layout_table, split_swizzle
+from flydsl.testing import build_kernel
 
 sys.path.insert(0, os.path.dirname(__file__))
 import hopper_cases as H  # noqa: E402

@@ -9,8 +9,8 @@ import pytest
 from flydsl import ir
 from flydsl.dialects import arith, func, gpu, ptr, vector
 from flydsl.interp import InterpError, Memory, run_kernel
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import PointerType, VectorType, bf16, f32, i32, i64
+from flydsl.testing import KernelBuilder, const, launch
 
 F32P = PointerType(f32)
 I32P = PointerType(i32)

@@ -8,8 +8,8 @@ import pytest
 from flydsl import ir
 from flydsl.dialects import arith, gpu, ptr, scf
 from flydsl.interp import InterpError
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import PointerType, f32, i32
+from flydsl.testing import KernelBuilder, const, launch
 
 I32P = PointerType(i32)
 F32P = PointerType(f32)

@@ -11,8 +11,8 @@ import pytest
 from flydsl import ir
 from flydsl.dialects import arith, gpu, ptr, scf, vector
 from flydsl.interp import InterpError, Memory, run_kernel
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import PointerType, VectorType, f32, i8, i32
+from flydsl.testing import KernelBuilder, const, launch
 
 F32P = PointerType(f32)
 LOC = ("kern.py", 42, 7)

@@ -8,8 +8,8 @@ import pytest
 from flydsl import ir
 from flydsl.dialects import arith, func, gpu, ptr, scf
 from flydsl.interp import InterpError, Memory, compile_host, run_host, run_kernel
-from flydsl.interp.testing import KernelBuilder
 from flydsl.ir import PointerType, SymbolRef, f32, i32, i64, index
+from flydsl.testing import KernelBuilder
 
 F32P = PointerType(f32)
 

@@ -8,8 +8,8 @@ import pytest
 
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.interp import InterpError
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import PointerType, VectorType, bf16, f32, i8, i32, i64
+from flydsl.testing import KernelBuilder, const, launch
 
 I32P = PointerType(i32)
 F32P = PointerType(f32)

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from flydsl import ir
 from flydsl.dialects import arith, func, ptr
 from flydsl.interp import compile_host
-from flydsl.interp.testing import KernelBuilder, launch
 from flydsl.ir import PointerType, bf16, f8E4M3FN, f8E5M2, f16, f32, f64, i8, i16, i32, i64, index
+from flydsl.testing import KernelBuilder, launch
 
 INT_TYPES = {8: (i8, np.int8), 16: (i16, np.int16), 32: (i32, np.int32), 64: (i64, np.int64)}
 

@@ -16,8 +16,8 @@ from flydsl.dialects import arith, math, ptr, vector
 from flydsl.interp import IMPLS
 from flydsl.interp.host import HOST_IMPLS
 from flydsl.interp.machine import value_dtype
-from flydsl.interp.testing import KernelBuilder, launch
 from flydsl.ir import OPS, PointerType, VectorType, bf16, f8E4M3FN, f16, f32, i1, i8, i16, i32, index
+from flydsl.testing import KernelBuilder, launch
 
 V4I32, V4F32, V4F16, V4I8, V4I1 = (VectorType(4, t) for t in (i32, f32, f16, i8, i1))
 

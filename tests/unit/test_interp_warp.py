@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from flydsl.dialects import arith, gpu, ptr
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import PointerType, f32, i32
+from flydsl.testing import KernelBuilder, const, launch
 
 I32P = PointerType(i32)
 F32P = PointerType(f32)

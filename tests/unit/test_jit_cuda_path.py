@@ -52,6 +52,7 @@ def fake_cuda(monkeypatch):
     fake.device_arch = lambda ordinal=0: "sm_90"
     monkeypatch.setitem(sys.modules, "flydsl.runtime.cuda", fake)
     monkeypatch.setattr(flydsl.runtime, "cuda", fake, raising=False)
+    monkeypatch.setattr(device_mod, "cuda", fake)
     monkeypatch.setattr(device_mod, "_DEVICES", {})
     monkeypatch.setitem(CONVERTERS, FakeCudaTensor, _fake_tensor)
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.copy import CopyError
 from flydsl.expr.mma import MmaError, fit_tv_layout
 from flydsl.expr.typing import Constexpr
 from flydsl.ir import PointerType, f32
+from flydsl.testing import trace_kernel
 
 
 @pytest.fixture(autouse=True)

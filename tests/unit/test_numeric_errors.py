@@ -5,7 +5,7 @@ import pytest
 
 import flydsl.expr as fx
 from flydsl import ir
-from flydsl.expr._testing import trace_kernel
+from flydsl.testing import trace_kernel
 
 BOOL_MSG = (
     "cannot use a run-time Boolean as a Python bool (`if`, `while`, `and`/`or`/`not`, `bool()`): its value is "

@@ -8,8 +8,8 @@ import pytest
 
 import flydsl.expr as fx
 from flydsl import ir
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.numeric import common_type
+from flydsl.testing import trace_kernel
 
 I8, I16, I32, I64, U32 = fx.Int8, fx.Int16, fx.Int32, fx.Int64, fx.Uint32
 F16, BF16, F32, F64 = fx.Float16, fx.BFloat16, fx.Float32, fx.Float64

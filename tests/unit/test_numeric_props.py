@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flydsl.expr as fx
-from flydsl.expr._testing import evaluate, trace_kernel
+from flydsl.testing import evaluate, trace_kernel
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 INT_TYPES = [fx.Int8, fx.Int16, fx.Int32, fx.Int64, fx.Uint8, fx.Uint16, fx.Uint32, fx.Uint64]

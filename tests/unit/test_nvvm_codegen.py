@@ -7,10 +7,10 @@ import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
 from flydsl.codegen.compile import check_intrinsics
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, nvvm, ptr
 from flydsl.ir import FloatType, PointerType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 HAVE_PTXAS = find_ptxas() is not None
 F8E4, F8E5 = FloatType("f8E4M3FN"), FloatType("f8E5M2")

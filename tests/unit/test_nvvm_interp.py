@@ -11,9 +11,9 @@ import pytest
 
 from flydsl.dialects import arith, gpu, nvvm, ptr
 from flydsl.interp import InterpError
-from flydsl.interp.testing import KernelBuilder, const, launch
 from flydsl.ir import FloatType, PointerType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import KernelBuilder, const, launch
 
 F8E4, F8E5 = FloatType("f8E4M3FN"), FloatType("f8E5M2")
 NP = {T.bf16: ml_dtypes.bfloat16, T.f16: np.float16, T.f32: np.float32, T.i32: np.int32, T.i8: np.int8,

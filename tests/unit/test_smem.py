@@ -9,14 +9,13 @@ import pytest
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
-from flydsl.expr._sem.context import use_target
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.smem import DYNAMIC_SMEM_ATTR, SharedMemoryError
 from flydsl.expr.struct import _storage_layout, dsl_align_of, dsl_size_of
 from flydsl.expr.typing import Constexpr
 from flydsl.interp import Memory, run_kernel
 from flydsl.ir import PointerType, f32, i32
 from flydsl.layout import Swizzle
+from flydsl.testing import trace_kernel, use_target
 
 
 @pytest.fixture(autouse=True)

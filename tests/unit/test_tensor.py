@@ -2,7 +2,7 @@
 loads/stores, the value protocol, and the IR a static layout leaves behind (no index arithmetic).
 
 Kernels run on the CPU interpreter through ``@flyc.jit`` and are compared with numpy; IR checks trace
-with ``flydsl.expr._testing.trace_kernel``.
+with ``flydsl.testing.trace_kernel``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.typing import Constexpr
 from flydsl.ir import PointerType, f32, i32
 from flydsl.layout import Swizzle
+from flydsl.testing import trace_kernel
 
 
 @pytest.fixture(autouse=True)

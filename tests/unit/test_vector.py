@@ -6,8 +6,8 @@ import pytest
 
 import flydsl.expr as fx
 from flydsl import ir
-from flydsl.expr._testing import evaluate, trace_kernel
 from flydsl.expr.typing import Float32x4
+from flydsl.testing import evaluate, trace_kernel
 
 V8F32 = ir.VectorType(8, ir.f32)
 V8I32 = ir.VectorType(8, ir.i32)

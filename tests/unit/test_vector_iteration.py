@@ -9,9 +9,9 @@ import pytest
 
 import flydsl.expr as fx
 from flydsl import ir
-from flydsl.expr._testing import trace_kernel
 from flydsl.expr.typing import T
 from flydsl.expr.typing import Vector as Vec
+from flydsl.testing import trace_kernel
 
 PTR_F32 = ir.PointerType(ir.f32)
 
@@ -76,7 +76,7 @@ def test_seed_in_an_unrolled_loop_traces_fast():
 
 
 def test_seed_runs_on_the_interpreter():
-    from flydsl.interp.testing import launch
+    from flydsl.testing import launch
 
     with trace_kernel([PTR_F32, ir.i32, PTR_F32]) as t:
         arg, idx, out = t.args

@@ -24,7 +24,7 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 from ...dialects import scf
-from ...expr.numeric import Boolean, Index, Int32, Numeric, as_numeric
+from ...expr.numeric import Boolean, Index, Int32, Numeric, as_numeric, common_type
 from ...ir import Block, InsertionPoint, Value, create, i1
 from ...utils.env import env
 from .. import errors as E
@@ -507,8 +507,6 @@ def _suggest(a, b) -> str:
         ta, tb = type(as_numeric(a)), type(as_numeric(b))
     except TypeError:
         return "the type you need"
-    from ...expr.numeric import common_type
-
     return f"fx.{common_type(ta, tb).__name__}"
 
 
