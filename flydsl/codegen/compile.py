@@ -198,7 +198,7 @@ def _resolve_ptx_version(target: Target, needs: dict[str, int]) -> int:
     need = max([base, *needs.values()])
     if target.ptx_version is not None:
         if target.ptx_version < need:
-            why = max(needs, key=needs.get) if needs and max(needs.values()) > base else target.arch
+            why = max(needs, key=lambda k: needs[k]) if needs and max(needs.values()) > base else target.arch
             raise CodegenError(
                 f"PTX ISA {target.ptx_version / 10:.1f} is too old for {why} (needs {need / 10:.1f})",
                 fix=f"use Target(ptx_version={need}) or leave ptx_version unset",

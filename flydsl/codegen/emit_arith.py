@@ -9,7 +9,7 @@ NaN to 0 (``llvm.fptosi.sat``). fp8 conversions go through the target hooks.
 
 from __future__ import annotations
 
-from ..ir import FloatType, IntegerType, Op, VectorType
+from ..ir import FloatType, IntegerType, Op, VectorType, bf16, f64
 from .emit_math import emit_transcendental
 from .emit_rounding import f64_to_f32_round_odd, int_to_f64_round_odd, truncf_directed
 from .errors import CodegenError
@@ -281,7 +281,7 @@ def emit_itofp(fe: FunctionEmitter, op: Op) -> None:
         f = fe.assign(f"{instr} {fe.typed(a)} to {llvm_type(_f32_like(r.type))}")
         fe.define(r, fe.hooks.convert_fp8(fe, op, f, _f32_like(r.type), r.type))
         return
-    if r.type.element_type.name == "bf16" and not fe.hooks.supports("bf16_int_cvt"):
+    if r.type.element_type is bf16 and not fe.hooks.supports("bf16_int_cvt"):
         fe.define(r, _int_to_bf16_correctly_rounded(fe, a, r.type, instr == "sitofp"))
         return
     fe.define(r, fe.assign(f"{instr} {fe.typed(a)} to {llvm_type(r.type)}"))
@@ -329,7 +329,7 @@ def _float_convert(fe: FunctionEmitter, op: Op) -> None:
         fe.define(r, truncf_directed(fe, fe.val(a), st, dt, mode))
         return
     sty, dty = llvm_type(st), llvm_type(dt)
-    if st.element_type.name == "f64" and dt.element_type.name == "bf16":
+    if st.element_type is f64 and dt.element_type is bf16:
         x = f64_to_f32_round_odd(fe, fe.val(a), st)
         fe.define(r, fe.assign(f"fptrunc {llvm_type(_f32_like(st))} {x} to {dty}"))
         return

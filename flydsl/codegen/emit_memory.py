@@ -39,7 +39,7 @@ def _align(op: Op, t) -> int:
 @emitter("ptr.add")
 def emit_ptr_add(fe: FunctionEmitter, op: Op) -> None:
     p, off = op.operands
-    elem = p.type.elem
+    elem = PointerType.of(p).elem
     if isinstance(elem, VectorType):
         scaled = fe.assign(f"mul {fe.typed(off)}, {store_size(elem)}")
         gep = f"getelementptr i8, {fe.typed(p)}, {llvm_type(off.type)} {scaled}"
@@ -64,7 +64,7 @@ def emit_load(fe: FunctionEmitter, op: Op) -> None:
     ty, pty = llvm_type(t), _ptr_ty(p)
     align = _align(op, t)
     cache = op.attrs.get("cache", "") or ""
-    space = p.type.space
+    space = PointerType.of(p).space
     if cache and cache != "nc":
         r = fe.hooks.cached_load(fe, op, fe.val(p), ty, space, cache)
         if r is not None:
@@ -79,7 +79,8 @@ def emit_store(fe: FunctionEmitter, op: Op) -> None:
     v, p = op.operands
     ty, pty = llvm_type(v.type), _ptr_ty(p)
     cache = op.attrs.get("cache", "") or ""
-    if cache and cache != "nc" and fe.hooks.cached_store(fe, op, fe.val(v), fe.val(p), ty, p.type.space, cache):
+    space = PointerType.of(p).space
+    if cache and cache != "nc" and fe.hooks.cached_store(fe, op, fe.val(v), fe.val(p), ty, space, cache):
         return
     fe.emit(f"store {ty} {fe.val(v)}, {pty} {fe.val(p)}, align {_align(op, v.type)}")
 
@@ -144,7 +145,7 @@ def emit_from_int(fe: FunctionEmitter, op: Op) -> None:
 
 
 def _alloc_bytes(op: Op) -> tuple[int, int]:
-    t: PointerType = op.results[0].type
+    t = PointerType.of(op.results[0])
     n = op.attrs["count"]
     return n * store_size(t.elem), max(int(op.attrs.get("align", 16)), natural_align(t.elem))
 

@@ -22,7 +22,7 @@ dispatcher before these emitters run (and by the front end while tracing).
 from __future__ import annotations
 
 from ..dialects.nvvm import mma_kind
-from ..ir import Op
+from ..ir import Op, VectorType
 from .llvm_emitter import FunctionEmitter, emitter
 from .llvm_types import llvm_type
 
@@ -56,17 +56,17 @@ def _struct(wty: str, n: int) -> str:
 def emit_mma_sync(fe: FunctionEmitter, op: Op) -> None:
     a, b, c = op.operands
     shape = op.attrs["shape"]
-    ea, eb, ec = a.type.elem, b.type.elem, c.type.elem
+    ea, eb, ec = (VectorType.of(v).elem for v in (a, b, c))
     kind = mma_kind(shape, ea, eb, ec)
     base = f"llvm.nvvm.mma.{shape}.row.col"
-    half_c = ec.name == "f16" if hasattr(ec, "name") else False
-    if kind == "f16bf16" and ea.name == "bf16":
+    na, nb, nc_ = (getattr(t, "name", str(t)) for t in (ea, eb, ec))  # float types' names: "bf16", "f8E4M3FN"
+    half_c = nc_ == "f16"
+    if kind == "f16bf16" and na == "bf16":
         name, areg = f"{base}.bf16", "i32"
     elif kind == "f16bf16":
-        name, areg = f"{base}.{ec.name}.{ec.name}", "<2 x half>"
+        name, areg = f"{base}.{nc_}.{nc_}", "<2 x half>"
     elif kind == "fp8":
-        cn = ec.name
-        name, areg = f"{base}.{cn}.{_FP8[ea.name]}.{_FP8[eb.name]}.{cn}", "i32"
+        name, areg = f"{base}.{nc_}.{_FP8[na]}.{_FP8[nb]}.{nc_}", "i32"
     else:
         sa = "s8" if op.attrs.get("a_signed", True) else "u8"
         sb = "s8" if op.attrs.get("b_signed", True) else "u8"

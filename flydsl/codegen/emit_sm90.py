@@ -34,7 +34,7 @@ select what it cannot — that would abort the process.
 
 from __future__ import annotations
 
-from ..ir import Op
+from ..ir import Op, VectorType
 from .errors import CodegenError
 from .intrinsics import constant_int
 from .llvm_emitter import FunctionEmitter, emitter
@@ -323,9 +323,10 @@ def emit_wgmma_wait(fe: FunctionEmitter, op: Op) -> None:
     """``wgmma.wait_group N`` as inline asm whose register operands are the accumulators (tied in and out):
     a read of an accumulator is data-dependent on the wait and can never be scheduled above it."""
     n = op.attrs["pending"]
-    ins, tys = [], []
+    ins: list[tuple[str, str]] = []
+    tys: list = []
     for v in op.operands:
-        t = v.type
+        t = VectorType.of(v)
         ety = "i32" if t.elem.is_integer else "float"
         k = t.numel
         ins.extend((ety, x) for x in _unpack(fe, fe.val(v), k, ety))

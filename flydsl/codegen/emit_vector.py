@@ -8,7 +8,7 @@ operand is combined after the lanes are reduced: ``acc op reduce(v)``.
 
 from __future__ import annotations
 
-from ..ir import Op
+from ..ir import Op, VectorType
 from .errors import CodegenError
 from .intrinsics import fastmath_flags, mangle, reject_fp8
 from .llvm_emitter import FunctionEmitter, emitter
@@ -18,7 +18,7 @@ from .llvm_types import const_literal, is_fp8, llvm_type
 @emitter("vector.broadcast")
 def emit_broadcast(fe: FunctionEmitter, op: Op) -> None:
     (x,) = op.operands
-    t = op.results[0].type
+    t = VectorType.of(op.results[0])
     vty = llvm_type(t)
     one = fe.assign(f"insertelement {vty} poison, {fe.typed(x)}, i64 0")
     fe.define(op.results[0], fe.assign(f"shufflevector {vty} {one}, {vty} poison, <{t.numel} x i32> zeroinitializer"))
@@ -59,8 +59,8 @@ def _widen(fe: FunctionEmitter, value: str, n: int, to: int, ety: str) -> str:
 def emit_shuffle(fe: FunctionEmitter, op: Op) -> None:
     """``shufflevector``; operands of different lengths are padded to one length first."""
     a, b = op.operands
-    na, nb = a.type.numel, b.type.numel
-    ety = llvm_type(a.type.elem)
+    na, nb = VectorType.of(a).numel, VectorType.of(b).numel
+    ety = llvm_type(VectorType.of(a).elem)
     n = max(na, nb)
     va, vb = fe.val(a), fe.val(b)
     if na < n:
@@ -68,9 +68,10 @@ def emit_shuffle(fe: FunctionEmitter, op: Op) -> None:
     if nb < n:
         vb = _widen(fe, vb, nb, n, ety)
     idx = [i if i < na else i - na + n for i in op.attrs["mask"]]
-    words = _word_mask(idx, n, a.type.elem.bitwidth)
+    abits = VectorType.of(a).elem.bitwidth
+    words = _word_mask(idx, n, abits)
     if words is not None:  # whole 32-bit words move: shuffle i32 lanes (NVPTX splits narrow lanes otherwise)
-        wt = f"<{n * a.type.elem.bitwidth // 32} x i32>"
+        wt = f"<{n * abits // 32} x i32>"
         wa, wb = (fe.cast("bitcast", v, f"<{n} x {ety}>", wt) for v in (va, vb))
         wmask = ", ".join(f"i32 {w}" for w in words)
         r = fe.assign(f"shufflevector {wt} {wa}, {wt} {wb}, <{len(words)} x i32> <{wmask}>")
@@ -152,7 +153,7 @@ _COMBINE = {
 def emit_reduction(fe: FunctionEmitter, op: Op) -> None:
     v = op.operands[0]
     kind = op.attrs["kind"]
-    t = v.type
+    t = VectorType.of(v)
     reject_fp8(op, t, "a reduction")
     e = t.elem
     ety, vty = llvm_type(e), llvm_type(t)

@@ -68,14 +68,16 @@ class NVPTXHooks(TargetHooks):
     def __init__(self, target: Target):
         super().__init__(target)
         self.me = None
-        self._libdevice: str | None | bool = False
+        self._libdevice: str | None = None
+        self._libdevice_found = False
 
     def begin_module(self, me) -> None:
         self.me = me
 
     def libdevice_path(self) -> str | None:
-        if self._libdevice is False:
+        if not self._libdevice_found:
             self._libdevice = None if self.target.math == "approx" else find_libdevice(self.target.libdevice)
+            self._libdevice_found = True
         return self._libdevice
 
     # -- capabilities ---------------------------------------------------------------------------
@@ -92,7 +94,7 @@ class NVPTXHooks(TargetHooks):
 
     # -- functions ------------------------------------------------------------------------------
     def function_attributes(self, me, fn_op, is_kernel: bool) -> tuple[str, list[str]]:
-        attrs = []
+        attrs: list[str] = []
         if not is_kernel:
             return "", attrs
         kbs = fn_op.attrs.get("known_block_size")

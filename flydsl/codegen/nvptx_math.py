@@ -14,6 +14,7 @@ with "no libcall available"), so they are never emitted. Per function and type:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -331,7 +332,7 @@ def _fmod(f: F32, x, y):
     return f.fe.assign(f"frem float {x}, {y}")
 
 
-APPROX = {
+APPROX: dict[str, Callable[..., str]] = {
     "exp": _exp, "exp2": _exp2, "expm1": _expm1, "log": _log, "log2": _log2, "log10": _log10,
     "log1p": _log1p, "rsqrt": _rsqrt, "cbrt": _cbrt, "sin": _sin, "cos": _cos, "tan": _tan, "asin": _asin,
     "acos": _acos, "atan": _atan, "sinh": _sinh, "cosh": _cosh, "tanh": _tanh, "asinh": _asinh,

@@ -54,7 +54,8 @@ P, C = Trait.PURE, Trait.COMMUTATIVE
 # ---------------------------------------------------------------------------------------------
 
 
-def _const_eval(op: Op):
+def const_value(op: Op):
+    """The numpy value of an ``arith.constant`` (a vector's as ``(1, N)``): its ``evaluate``."""
     t = op.results[0].type
     v = op.attrs["value"]
     if isinstance(t, VectorType):
@@ -79,7 +80,7 @@ constant = OpDef(
     operands=0,
     traits=(P, Trait.CONSTANT),
     attrs=("value",),
-    evaluate=_const_eval,
+    evaluate=const_value,
     verify=_const_verify,
     fmt="constant",
     doc="a compile-time constant (scalar, or dense vector: splat or one value per lane)",
@@ -592,7 +593,7 @@ def is_int_type(t: Type) -> bool:
 
 
 __all__ = [
-    "constant", "const", "normalize_constant", "addi", "subi", "muli", "divsi", "divui", "floordivsi",
+    "constant", "const", "const_value", "normalize_constant", "addi", "subi", "muli", "divsi", "divui", "floordivsi",
     "ceildivsi", "ceildivui", "remsi", "remui", "andi", "ori", "xori", "shli", "shrui", "shrsi", "maxsi",
     "minsi", "maxui", "minui", "mulhisi", "mulhiui", "addf", "subf", "mulf", "divf", "remf", "maximumf",
     "minimumf", "maxnumf", "minnumf", "negf", "cmpi", "cmpf", "select", "extsi", "extui", "trunci", "sitofp",

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from ..ir import Op, OpDef, SymbolRef, Trait, i1, i32, i64
+import functools
+import re
+
+from ..ir import (
+    FloatType,
+    IndexType,
+    IntegerType,
+    Op,
+    OpDef,
+    PointerType,
+    SymbolRef,
+    Trait,
+    Type,
+    VectorType,
+    i1,
+    i32,
+    i64,
+)
 from .func import func_verify, return_verify
 
 T, P, ISO, SYM = Trait.TERMINATOR, Trait.PURE, Trait.ISOLATED, Trait.SYMBOL
@@ -118,7 +135,135 @@ vote = OpDef(
     doc="warp vote over an i1 predicate (ballot returns the i32 lane mask)",
 )
 
-printf = OpDef("gpu.printf", operands=-1, results=0, attrs=("format",), doc="device printf ({} placeholders)")
+# -- printf: its format is part of the op ---------------------------------------------------------------
+#
+# The format holds ``{}`` placeholders, one per operand, each with an optional Python format spec
+# (``{:>8.3f}``, ``{:x}``, ``{:+d}``, ``{:e}``); ``{{`` and ``}}`` are literal braces. Each placeholder prints
+# as the C conversion :func:`printf_conversion` maps it to: integers up to 32 bits with ``%d`` (promoted to
+# i32; ``i1`` as 0/1), 64-bit integers and ``index`` with ``%lld``, floats (promoted to double) with
+# ``%f``, pointers with ``%p``; ``<`` alignment is the ``-`` flag; sign, ``#``, ``0``, width and precision
+# carry over; a vector prints as ``[a, b, …]`` with one conversion per lane. The front end checks a format
+# with these functions, the verifier checks the op, and the LLVM back end and the interpreter both print
+# through them.
+
+
+class PrintfFormatError(ValueError):
+    """A printf format the op cannot print."""
+
+
+# Python format spec: [[fill]align][sign][#][0][width][.precision][type]
+_SPEC = re.compile(
+    r"^(?:(?P<fill>.)?(?P<align>[<>^=]))?(?P<sign>[-+ ])?(?P<alt>#)?(?P<zero>0)?(?P<width>\d+)?"
+    r"(?:\.(?P<prec>\d+))?(?P<type>[bcdeEfFgGnosxX%]?)$"
+)
+_INT_CONV = set("dcxXo")
+_FLOAT_CONV = set("eEfFgG")
+
+
+@functools.lru_cache(maxsize=256)
+def parse_printf_format(fmt: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(literals, specs)``: the text around the placeholders (braces unescaped) and each placeholder's spec
+    (``""`` for ``{}``); ``len(literals) == len(specs) + 1``.
+
+    Raises:
+        PrintfFormatError: an unclosed ``{``, a placeholder with a name or index (``{0}``), a single ``}``.
+    """
+    lits, specs, cur, i, n = [], [], [], 0, len(fmt)
+    while i < n:
+        two = fmt[i : i + 2]
+        if two in ("{{", "}}"):
+            cur.append(two[0])
+            i += 2
+        elif fmt[i] == "{":
+            j = fmt.find("}", i)
+            if j < 0:
+                raise PrintfFormatError(f"printf: unclosed '{{' in format {fmt!r}")
+            name, _, spec = fmt[i + 1 : j].partition(":")
+            if name.strip() or (j > i + 1 and fmt[i + 1] != ":"):
+                raise PrintfFormatError(
+                    f"printf: only '{{}}' placeholders are supported, got '{{{fmt[i + 1 : j]}}}' (printf formats use "
+                    "{} or {:spec} placeholders, and {{ }} for braces)"
+                )
+            specs.append(spec)
+            lits.append("".join(cur))
+            cur = []
+            i = j + 1
+        elif fmt[i] == "}":
+            raise PrintfFormatError(f"printf: a single '}}' in {fmt!r}; write '}}}}' for a brace")
+        else:
+            cur.append(fmt[i])
+            i += 1
+    lits.append("".join(cur))
+    return tuple(lits), tuple(specs)
+
+
+def printf_conversion(spec: str, t: Type) -> tuple[str, str]:
+    """``(C conversion, vararg kind)`` of the placeholder ``{:spec}`` for one scalar of type ``t``: e.g.
+    ``("%-8.3f", "f64")``; the kind is how the value is passed (``i32``, ``i64``, ``f64``, ``ptr``).
+
+    Raises:
+        PrintfFormatError: a spec without a C printf equivalent, or one that does not apply to ``t``.
+    """
+    m = _SPEC.match(spec)
+    if m is None:
+        raise PrintfFormatError(f"printf: cannot understand the format spec {{:{spec}}}")
+    conv = m.group("type") or ""
+    if conv in ("b", "n", "s", "%") or m.group("align") in ("^", "="):
+        raise PrintfFormatError(f"printf: the spec {{:{spec}}} has no C printf equivalent")
+    flags = ("-" if m.group("align") == "<" else "") + (m.group("sign") if m.group("sign") in ("+", " ") else "")
+    flags += ("#" if m.group("alt") else "") + ("0" if m.group("zero") else "")
+    width = m.group("width") or ""
+    prec = "." + m.group("prec") if m.group("prec") is not None else ""
+    if isinstance(t, PointerType):
+        if conv and conv not in "xX":
+            raise PrintfFormatError(f"printf: {{:{spec}}} does not apply to a pointer")
+        return (f"%{flags}{width}p", "ptr") if not conv else (f"%{flags}{width}ll{conv}", "i64")
+    if isinstance(t, FloatType):
+        if conv in _INT_CONV:
+            raise PrintfFormatError(f"printf: {{:{spec}}} is an integer format but the value is {t}")
+        return f"%{flags}{width}{prec}{conv or 'f'}", "f64"
+    if isinstance(t, (IntegerType, IndexType)):
+        wide = t.bitwidth > 32
+        if conv in _FLOAT_CONV:
+            return f"%{flags}{width}{prec}{conv}", "f64"
+        c = conv or "d"
+        if c == "c":
+            return f"%{flags}{width}c", "i32"
+        return f"%{flags}{width}{prec}{'ll' if wide else ''}{c}", ("i64" if wide else "i32")
+    raise PrintfFormatError(f"printf: cannot print a value of type {t}")
+
+
+def check_printf(fmt: str, types: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``parse_printf_format(fmt)`` after checking it against the operand types (vectors: their elements).
+
+    Raises:
+        PrintfFormatError: a malformed format, a placeholder count that differs from the operand count, or
+            a spec that does not apply to its operand.
+    """
+    lits, specs = parse_printf_format(fmt)
+    if len(specs) != len(types):
+        raise PrintfFormatError(f"printf: format {fmt!r} has {len(specs)} placeholders but {len(types)} operands")
+    for spec, t in zip(specs, types):
+        printf_conversion(spec, t.elem if isinstance(t, VectorType) else t)
+    return lits, specs
+
+
+def _printf_verify(op: Op):
+    try:
+        check_printf(op.attrs["format"], [v.type for v in op.operands])
+    except PrintfFormatError as e:
+        return str(e)
+    return None
+
+
+printf = OpDef(
+    "gpu.printf",
+    operands=-1,
+    results=0,
+    attrs=("format",),
+    verify=_printf_verify,
+    doc="device printf ({} placeholders, one per operand; see parse_printf_format)",
+)
 
 
 def _launch_verify(op: Op):
@@ -153,5 +298,5 @@ def build_gpu_module(name: str = "kernels") -> Op:
 __all__ = [
     "module", "func", "return_", "thread_id", "block_id", "block_dim", "grid_dim", "lane_id", "barrier", "fence",
     "shuffle", "vote", "printf", "launch_func", "build_gpu_module", "DIMS", "SHUFFLE_MODES", "VOTE_MODES",
-    "FENCE_SCOPES",
+    "FENCE_SCOPES", "PrintfFormatError", "parse_printf_format", "printf_conversion", "check_printf",
 ]  # fmt: skip

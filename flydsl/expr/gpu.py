@@ -250,34 +250,6 @@ def vote_ballot(pred) -> Int32:
 # -- printf ----------------------------------------------------------------------------------------
 
 
-def _split_format(fmt: str) -> tuple[list[str], list[str]]:
-    """``(pieces, fields)``: the literal pieces around the ``{}``/``{:spec}`` fields (``{{``/``}}`` kept
-    escaped) and each field's text."""
-    pieces, fields, cur, i = [], [], [], 0
-    while i < len(fmt):
-        two = fmt[i : i + 2]
-        if two in ("{{", "}}"):
-            cur.append(two)
-            i += 2
-        elif fmt[i] == "{":
-            j = fmt.find("}", i)
-            if j < 0 or (j > i + 1 and fmt[i + 1] != ":"):
-                raise ValueError(
-                    f"printf formats use {{}} or {{:spec}} placeholders (and {{{{ }}}} for braces), got {fmt!r}"
-                )
-            pieces.append("".join(cur))
-            fields.append(fmt[i : j + 1])
-            cur = []
-            i = j + 1
-        elif fmt[i] == "}":
-            raise ValueError(f"printf: a single '}}' in {fmt!r}; write '}}}}' for a brace")
-        else:
-            cur.append(fmt[i])
-            i += 1
-    pieces.append("".join(cur))
-    return pieces, fields
-
-
 def printf(fmt: str, *args) -> None:
     """Device printf with ``{}`` placeholders (``gpu.printf``): ``fx.printf("tid={} x={:.3f}", tid, x)``.
 
@@ -288,23 +260,25 @@ def printf(fmt: str, *args) -> None:
     (as FlyDSL's ``fx.printf``). Inside a ``@flyc.jit`` function it prints on the host at every call.
 
     Raises:
-        ValueError: a placeholder count that differs from the argument count, or a malformed field.
+        ValueError: a placeholder count that differs from the argument count, a malformed field, or a spec
+            with no C printf equivalent for its value (``flydsl.dialects.gpu.PrintfFormatError``).
     """
-    pieces, fields = _split_format(fmt)
-    if len(fields) != len(args):
-        raise ValueError(f"printf format has {len(fields)} placeholders but {len(args)} arguments were given")
-    out, operands = [pieces[0]], []
-    for a, field, tail in zip(args, fields, pieces[1:]):
+    lits, specs = _g.parse_printf_format(fmt)
+    if len(specs) != len(args):
+        raise ValueError(f"printf format has {len(specs)} placeholders but {len(args)} arguments were given")
+    out, operands = [_escape(lits[0])], []
+    for a, spec, tail in zip(args, specs, lits[1:]):
         v = a.to_int() if isinstance(a, Pointer) else as_vector_operand(a)
         if v is None or isinstance(a, str):
-            out.append(_escape(format(a, field[2:-1]) if field != "{}" else str(a)))
+            out.append(_escape(format(a, spec)))  # a Python value: written into the text now
         else:
-            out.append(field)
+            out.append("{:" + spec + "}" if spec else "{}")
             operands.append(v.ir_value())
-        out.append(tail)
+        out.append(_escape(tail))
     text = "".join(out)
     if not text.endswith("\n"):
         text += "\n"
+    _g.check_printf(text, [o.type for o in operands])  # the device prints it: say so here, at the user's line
     _g.printf(*operands, format=text)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Op
+from ..ir import Op, PointerType
 from .access import resolve, space_of
 from .machine import Compiler, impl, value_dtype
 from .memory import view_dtype
@@ -176,7 +176,7 @@ def atomic_rmw(op: Op, cc: Compiler):
     p, v = cc.slots_of(op.operands)
     r = cc.slot(op.results[0])
     kind = op.attrs["kind"]
-    pt = op.operands[0].type
+    pt = PointerType.of(op.operands[0])
     space = space_of(pt)
     vt = op.operands[1].type
     dt = value_dtype(vt)
@@ -197,7 +197,7 @@ def atomic_cas(op: Op, cc: Compiler):
     """``ptr.atomic_cas p, cmp, new``: bitwise compare-and-swap; returns the old value."""
     p, c, n = cc.slots_of(op.operands)
     r = cc.slot(op.results[0])
-    space = space_of(op.operands[0].type)
+    space = space_of(PointerType.of(op.operands[0]))
     vt = op.operands[2].type
     dt = value_dtype(vt)
 

@@ -214,7 +214,7 @@ def _fault(filename: str, line_ops: dict, passthrough: set, e: Exception) -> Exc
     if line in passthrough:
         if op.defn.name == "gpu.launch_func" and getattr(e, "loc", None) is None:
             try:  # reported at the user's `.launch(...)` line
-                e.loc = op.loc
+                e.loc = op.loc  # type: ignore[attr-defined]
             except AttributeError:  # an exception type with __slots__: keep it as it is
                 pass
         return e
@@ -227,7 +227,7 @@ def _fault(filename: str, line_ops: dict, passthrough: set, e: Exception) -> Exc
 
 def _computed_args(entry) -> set:
     """The entry-block arguments used by an op other than a launch (launchers convert what they pass)."""
-    out = set()
+    out: set = set()
     for op in entry.ops:
         _uses(op, out)
     return out
@@ -260,7 +260,7 @@ def run_host(func_op: Op, args: Sequence, launch: Callable | None) -> list:
 @_host("ptr.add")
 def _ptr_add(op: Op, g: _Gen, indent: int) -> None:
     p, o = (g.ref(x) for x in op.operands)
-    g.emit(indent, f"{g.define(op.results[0])} = {p} + {o} * {elem_size(op.operands[0].type.elem)}", op)
+    g.emit(indent, f"{g.define(op.results[0])} = {p} + {o} * {elem_size(PointerType.of(op.operands[0]).elem)}", op)
 
 
 @_host("ptr.cast", "ptr.to_int", "ptr.from_int")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dialects.nvvm import MMA_SHAPES, fragment_coords, ldmatrix_lanes
-from ..ir import Op
+from ..ir import Op, VectorType
 from .access import GLOBAL, SHARED, load, store
 from .machine import Compiler, impl, value_dtype
 
@@ -88,7 +88,7 @@ def mma_sync(op: Op, cc: Compiler):
     """``nvvm.mma_sync a, b, c``: per warp, D = A·B + C on the matrices the lanes' fragments form."""
     shape = op.attrs["shape"]
     M, N, K = MMA_SHAPES[shape]
-    ta, tb, tc = (v.type for v in op.operands)
+    ta, tb, tc = (VectorType.of(v) for v in op.operands)
     ca = fragment_coords(shape, "A", ta.elem.bitwidth)
     cb = fragment_coords(shape, "B", tb.elem.bitwidth)
     ccd = fragment_coords(shape, "C", tc.elem.bitwidth)
@@ -150,7 +150,7 @@ def _provides(lanes, provides) -> np.ndarray:
 def ldmatrix(op: Op, cc: Compiler):
     """``nvvm.ldmatrix p``: lanes ``8j … 8j+7`` give the rows of matrix ``j`` (16 bytes each, 16-byte
     aligned); every lane receives its elements of every matrix (``.trans``: of the transposed one)."""
-    elem = op.results[0].type.elem
+    elem = VectorType.of(op.results[0]).elem
     num, bits, pos, provides = _matrix_geometry(op, elem)
     dt = value_dtype(elem)
     p = cc.slot(op.operands[0])
@@ -173,7 +173,7 @@ def ldmatrix(op: Op, cc: Compiler):
 def stmatrix(op: Op, cc: Compiler):
     """``nvvm.stmatrix p, v``: the inverse of ``ldmatrix``: lane ``8j + r`` gives the address where row ``r``
     of matrix ``j`` is written."""
-    elem = op.operands[1].type.elem
+    elem = VectorType.of(op.operands[1]).elem
     num, bits, pos, provides = _matrix_geometry(op, elem)
     p, v = cc.slots_of(op.operands)
 

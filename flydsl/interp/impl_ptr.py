@@ -26,6 +26,11 @@ __all__ = ["elem_size", "access_kind"]
 _UNBOUNDED = 0xFFFFFFFF
 
 
+def _ptr(v) -> PointerType:
+    """The pointer type of an operand the op's verifier has checked is a pointer."""
+    return PointerType.of(v)
+
+
 def elem_size(t) -> int:
     """Bytes of one pointee element of type ``t`` (pointers count 8 bytes)."""
     if isinstance(t, VectorType):
@@ -48,7 +53,7 @@ def add(op: Op, cc: Compiler):
     """``ptr.add p, off``: ``p + off * sizeof(pointee)`` (offset sign-extended to 64 bits)."""
     p, o = cc.slots_of(op.operands)
     r = cc.slot(op.results[0])
-    size = elem_size(op.operands[0].type.elem)
+    size = elem_size(_ptr(op.operands[0]).elem)
 
     def step(env, lanes):
         env[r] = env[p] + np.asarray(env[o]).astype(np.int64) * size
@@ -61,7 +66,7 @@ def cast(op: Op, cc: Compiler):
     """``ptr.cast``: pointee change is free; shared/local ↔ generic moves through the address windows."""
     a = cc.slot(op.operands[0])
     r = cc.slot(op.results[0])
-    src, dst = space_of(op.operands[0].type), space_of(op.results[0].type)
+    src, dst = space_of(_ptr(op.operands[0])), space_of(_ptr(op.results[0]))
     if SHARED_CLUSTER in (src, dst) and src != dst:
 
         def unsupported(env, lanes):
@@ -143,7 +148,7 @@ def load_(op: Op, cc: Compiler):
     """``ptr.load p``: active lanes read; a uniform global address is read once (uniform result)."""
     p = cc.slot(op.operands[0])
     r = cc.slot(op.results[0])
-    pt = op.operands[0].type
+    pt = _ptr(op.operands[0])
     space = space_of(pt)
     n, dt, tname = access_kind(pt, op.results[0].type)
     align = op.attrs.get("align", 0)
@@ -158,7 +163,7 @@ def load_(op: Op, cc: Compiler):
 def store_(op: Op, cc: Compiler):
     """``ptr.store v, p``: active lanes write (several lanes to one address: the last lane wins)."""
     v, p = cc.slots_of(op.operands)
-    pt = op.operands[1].type
+    pt = _ptr(op.operands[1])
     space = space_of(pt)
     n, dt, tname = access_kind(pt, op.operands[0].type)
     align = op.attrs.get("align", 0)
@@ -182,7 +187,7 @@ def masked_load(op: Op, cc: Compiler):
     """``ptr.masked_load p, mask, other``: masked-off elements are not read and give ``other``."""
     p, m, o = cc.slots_of(op.operands)
     r = cc.slot(op.results[0])
-    pt = op.operands[0].type
+    pt = _ptr(op.operands[0])
     space = space_of(pt)
     n, dt, tname = access_kind(pt, op.results[0].type)
     align = op.attrs.get("align", 0)
@@ -201,7 +206,7 @@ def masked_load(op: Op, cc: Compiler):
 def masked_store(op: Op, cc: Compiler):
     """``ptr.masked_store v, p, mask``: masked-off elements are not written."""
     v, p, m = cc.slots_of(op.operands)
-    pt = op.operands[1].type
+    pt = _ptr(op.operands[1])
     space = space_of(pt)
     n, dt, tname = access_kind(pt, op.operands[0].type)
     align = op.attrs.get("align", 0)

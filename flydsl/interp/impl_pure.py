@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Op
+from ..dialects import arith
+from ..ir import Op, VectorType
 from .machine import Compiler, impl
 
 
 @impl("arith.constant")
 def constant(op: Op, cc: Compiler):
     """``arith.constant``: evaluated once into the prototype (uniform)."""
-    cc.constant(op.results[0], op.defn.evaluate(op))
+    cc.constant(op.results[0], arith.const_value(op))
 
 
 def _active_index(op, lanes, idx, n):
@@ -43,7 +44,7 @@ def extractelement(op: Op, cc: Compiler):
     ev = op.defn.evaluate
     v, ix = cc.slots_of(op.operands)
     r = cc.slot(op.results[0])
-    n = op.operands[0].type.numel
+    n = VectorType.of(op.operands[0]).numel
 
     def step(env, lanes):
         env[r] = ev(op, env[v], _active_index(op, lanes, env[ix], n))
@@ -57,7 +58,7 @@ def insertelement(op: Op, cc: Compiler):
     ev = op.defn.evaluate
     x, v, ix = cc.slots_of(op.operands)
     r = cc.slot(op.results[0])
-    n = op.operands[1].type.numel
+    n = VectorType.of(op.operands[1]).numel
 
     def step(env, lanes):
         env[r] = ev(op, env[x], env[v], _active_index(op, lanes, env[ix], n))

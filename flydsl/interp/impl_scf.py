@@ -73,7 +73,7 @@ def for_(op: Op, cc: Compiler):
     """``scf.for lb to ub step s``: signed ``iv < ub``; ``s`` must be positive."""
     lb, ub, st = cc.slots_of(op.operands[:3])
     inits = cc.slots_of(op.operands[3:])
-    body = cc.region(op.regions[0])
+    body = cc.block(op.regions[0].blocks[0])
     iv_slot, arg_slots = body.arg_slots[0], body.arg_slots[1:]
     outs = cc.slots_of(op.results)
     dt = value_dtype(op.operands[0].type)
@@ -229,6 +229,7 @@ def call_function(fc, lanes, args) -> list:
     """Run a compiled function with argument values ``args``; returns its returned values."""
     env = list(fc.proto)
     _bind(env, fc.arg_slots, args)
+    assert fc.body is not None  # compiled with the function
     return run_region(fc.body, env, lanes)
 
 

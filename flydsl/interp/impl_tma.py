@@ -27,7 +27,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..dialects.nvvm_sm90 import TMA_DTYPES, TmaFields, tma_desc_decode, tma_desc_encode
-from ..ir import Op
+from ..ir import Op, PointerType
 from .access import GLOBAL, resolve
 from .errors import InterpError
 from .host import HOST_IMPLS
@@ -263,7 +263,7 @@ def tma_make_desc_in_kernel(op: Op, cc: Compiler):
 
 def make_desc(op: Op, ptr: int, dims: list[int], estrides: list[int]) -> np.ndarray:
     """The canonical descriptor of ``tma_make_desc`` for run-time values (element strides → bytes)."""
-    code, esize = TMA_DTYPES[str(op.operands[0].type.elem)]
+    code, esize = TMA_DTYPES[str(PointerType.of(op.operands[0]).elem)]
     f = TmaFields(
         address=ptr,
         dtype_code=code,

@@ -86,7 +86,7 @@ class Program:
                     self.cluster_op = self.cluster_op or o  # blocks of a cluster must run in one batch
                 if name not in ("ptr.shared_alloc", "ptr.alloca"):
                     continue
-                t = o.results[0].type
+                t = PointerType.of(o.results[0])
                 nbytes = int(o.attrs["count"]) * elem_size(t.elem)
                 align = int(o.attrs.get("align", 16))
                 if name == "ptr.shared_alloc":
@@ -296,6 +296,7 @@ def run_kernel(
                 lanes.shared = Arena(np.full(nb * S, poison, np.uint8))
             if L:
                 lanes.local = Arena(np.full(lanes.T * L, poison, np.uint8))
+            assert main.body is not None  # compiled with the function
             if prog.needs_tasks:
                 run_block_tasks(lanes, lambda tl: run_region(main.body, _entry_env(main, vals), tl))
             else:

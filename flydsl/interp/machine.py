@@ -163,7 +163,7 @@ class Compiler:
         fc.arg_slots = list(self.slots_of(entry.args))
         fc.arg_types = [a.type for a in entry.args]
         fc.body = self.block(entry)
-        proto = [None] * len(self.slots)
+        proto: list = [None] * len(self.slots)
         for s, value in self.consts:
             proto[s] = value
         fc.proto = proto
@@ -197,8 +197,7 @@ class Compiler:
             fn = self.build(op)
             if fn is None:
                 continue
-            fr = [self.slot(v) for v in frees.get(i, ())]
-            fr = tuple(s for s in fr if s not in self.const_slots)
+            fr = tuple(s for s in (self.slot(v) for v in frees.get(i, ())) if s not in self.const_slots)
             steps.append((fn, fr or None, op, self.slots_of(op.results)))
         yields = self.slots_of(term.operands) if term is not None else ()
         return RegionCode(steps, arg_slots, yields, term)
@@ -234,6 +233,7 @@ def build_pure(op: Op, cc: Compiler):
     if len(op.results) != 1:
         raise NotImplementedError(f"{op.defn.name}: evaluate-based ops have exactly one result")
     r = cc.slot(op.results[0])
+    assert ev is not None  # the fallback of ops that have evaluate
     if not ins:
         cc.constant(op.results[0], ev(op))
         return None
@@ -349,10 +349,11 @@ def _check_value(op: Op, t: Type, v, T: int) -> None:
     want = value_dtype(t)
     if v.dtype != want:
         raise AssertionError(f"{op.defn.name}: result dtype {v.dtype} != {want} for {t}")
-    rows_ok = v.ndim == 0 or v.shape[0] in (1, T)
+    shape = np.shape(v)
+    rows_ok = not shape or shape[0] in (1, T)
     if isinstance(t, (VectorType, BufferRsrcType, TmaDescType)):
         n = t.numel if isinstance(t, VectorType) else 2 if isinstance(t, BufferRsrcType) else 16
-        ok = v.ndim == 2 and rows_ok and v.shape[1] == n
+        ok = len(shape) == 2 and rows_ok and shape[-1] == n
     else:
         ok = v.ndim <= 1 and rows_ok
     if not ok:

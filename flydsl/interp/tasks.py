@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -120,13 +121,13 @@ class _Task:
         self.idx, self.lanes, self.lo, self.hi = idx, lanes, lo, hi
         self.go = threading.Semaphore(0)
         self.state = "ready"
-        self.cond = None
-        self.info = None
+        self.cond: Callable[[], bool] | None = None  # what a blocked task waits for
+        self.info: tuple | None = None  # (op, describe) of the wait, for a deadlock report
         self.can_timeout = False
         self.timed_out = False
         self.seen = -1
-        self.error = None
-        self.thread = None
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
 
 
 class Scheduler:
@@ -148,7 +149,7 @@ class Scheduler:
         run (``can_timeout``: a try_wait). ``describe()`` says what ``op`` waits for (deadlock reports)."""
         if cond():
             return True
-        t = self.current
+        t = self._running()
         t.state, t.cond, t.info, t.can_timeout, t.timed_out = "blocked", cond, (op, describe), can_timeout, False
         self.back.release()
         t.go.acquire()
@@ -156,16 +157,22 @@ class Scheduler:
             raise _Abort()
         return not t.timed_out
 
+    def _running(self) -> _Task:
+        """The task running now (the caller's: only the running task executes kernel code)."""
+        t = self.current
+        assert t is not None, "no task is running"
+        return t
+
     def bump(self) -> None:
         self.progress += 1
 
     def warp_threads(self, lanes) -> int:
-        t = self.current
+        t = self._running()
         return t.hi - t.lo
 
     def check_whole_warp(self, op, lanes, what: str) -> None:
         """``.aligned`` instructions: every thread of the warp executes them together."""
-        t = self.current
+        t = self._running()
         m = lanes.mask
         if m is not None and not m[t.lo : t.hi].all():
             n = int(m[t.lo : t.hi].sum())
@@ -216,8 +223,8 @@ class Scheduler:
     def run(self, body) -> None:
         """Run ``body(task_lanes)`` for every task to completion (or raise the first fault / a deadlock)."""
         for t in self.tasks:
-            t.thread = threading.Thread(target=self._main, args=(t, body), daemon=True, name=f"fly-warp-{t.idx}")
-            t.thread.start()
+            th = t.thread = threading.Thread(target=self._main, args=(t, body), daemon=True, name=f"fly-warp-{t.idx}")
+            th.start()
         nxt = 0
         try:
             while True:
@@ -227,15 +234,15 @@ class Scheduler:
                 live = [t for t in self.tasks if t.state != "done"]
                 if not live:
                     return
-                t = self._pick(nxt)
-                if t is None:
+                picked = self._pick(nxt)
+                if picked is None:
                     raise self._deadlock(live)
-                nxt = (t.idx + 1) % len(self.tasks)
-                self.current = t
-                t.state = "running"
-                t.go.release()
+                nxt = (picked.idx + 1) % len(self.tasks)
+                self.current = picked
+                picked.state = "running"
+                picked.go.release()
                 self.back.acquire()
-                if t.state == "done":
+                if picked.state == "done":
                     self._release_barriers()  # a warp that exits no longer counts for __syncthreads
         finally:
             self._shutdown()
@@ -260,7 +267,7 @@ class Scheduler:
             t = self.tasks[(start + k) % n]
             if t.state == "ready":
                 return t
-            if t.state == "blocked" and t.cond():
+            if t.state == "blocked" and t.cond is not None and t.cond():
                 return t
         for k in range(n):  # nothing can run: a failing try_wait may return false once per change
             t = self.tasks[(start + k) % n]
@@ -271,12 +278,17 @@ class Scheduler:
         return None
 
     def _deadlock(self, live: list[_Task]) -> InterpError:
+        def op_of(t: _Task):
+            assert t.info is not None  # set by wait_until
+            return t.info[0]
+
         blocked = [t for t in live if t.state == "blocked"]
         groups: list[list] = []  # consecutive warps waiting at the same line for the same thing: one line
         for t in blocked:
-            op = t.info[0]
+            op, describe = t.info or (None, None)
+            assert op is not None and describe is not None  # set by wait_until
             where = format_loc(getattr(op, "loc", None)) or "?"
-            what = f"at {where} ({op.defn.name}) {t.info[1]()}"
+            what = f"at {where} ({op.defn.name}) {describe()}"
             if groups and groups[-1][2] == what and groups[-1][1].idx + 1 == t.idx:
                 groups[-1][1] = t
             else:
@@ -298,7 +310,7 @@ class Scheduler:
             "check the phase parity of each wait, the arrival count given to mbarrier_init, that every "
             "arrive happens, and that the bytes given to expect_tx match the copies that complete on the barrier"
         )
-        return InterpError(detail, kernel=self.name, op=first.info[0], block=bid, thread=lanes.coords(first.lo)[1])
+        return InterpError(detail, kernel=self.name, op=op_of(first), block=bid, thread=lanes.coords(first.lo)[1])
 
     def _shutdown(self) -> None:
         self.aborting = True

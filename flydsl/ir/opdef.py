@@ -76,7 +76,7 @@ class OpDef:
         regions: int = 0,
         traits: tuple | frozenset = (),
         attrs: tuple = (),
-        infer: Callable | None = None,
+        infer: Callable[[list, dict], list] | None = None,
         verify: Callable | None = None,
         fold: Callable | None = None,
         evaluate: Callable | None = None,

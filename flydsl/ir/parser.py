@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 
 from .core import Block, I32Array, IRError, Op, Region, SymbolRef, Value
 from .numpy_types import numpy_dtype
 from .opdef import OpDef, lookup_op
-from .types import FunctionType, Type, parse_type
+from .types import FunctionType, Type, VectorType, parse_type
 
 __all__ = ["Parser", "parse_module", "parse_op_text", "register_parse_format", "ParseError"]
 
@@ -25,6 +26,14 @@ class ParseError(IRError):
 
 
 _WS = re.compile(r"\s*")
+
+
+def _skip_ws(s: str, i: int) -> int:
+    """The position of the first non-blank character at or after ``i``."""
+    m = _WS.match(s, i)
+    return m.end() if m is not None else i
+
+
 _IDENT = re.compile(r"[A-Za-z_][\w.$-]*")
 _SSA = re.compile(r"%[\w.$-]+(?:#\d+)?")
 _INT = re.compile(r"-?\d+")
@@ -51,7 +60,7 @@ def dense_to_array(d: _Dense, t: Type) -> np.ndarray:
     dt = numpy_dtype(t.element_type)
     if isinstance(d.items, (list, tuple)):
         arr = np.array(list(d.items), dtype=np.float64 if t.element_type.is_float else object).astype(dt)
-        return arr.reshape(t.shape) if t.is_vector and len(t.shape) > 1 else arr
+        return arr.reshape(t.shape) if isinstance(t, VectorType) and len(t.shape) > 1 else arr
     return np.array(d.items, dtype=np.float64 if t.element_type.is_float else object).astype(dt)
 
 
@@ -63,7 +72,7 @@ class Parser:
 
     # -- lexing --------------------------------------------------------------------------
     def ws(self) -> None:
-        self.pos = _WS.match(self.s, self.pos).end()
+        self.pos = _skip_ws(self.s, self.pos)
 
     def peek(self, lit: str) -> bool:
         self.ws()
@@ -79,7 +88,7 @@ class Parser:
         if not self.accept(lit):
             self.error(f"expected '{lit}'")
 
-    def error(self, msg: str):
+    def error(self, msg: str) -> NoReturn:
         line = self.s.count("\n", 0, self.pos) + 1
         start = self.s.rfind("\n", 0, self.pos) + 1
         end = self.s.find("\n", self.pos)
@@ -93,6 +102,13 @@ class Parser:
             return None
         self.pos = m.end()
         return m.group(0)
+
+    def expect_match(self, rx: re.Pattern, what: str) -> str:
+        """The text ``rx`` matches here (an error naming ``what`` when it does not)."""
+        t = self.match(rx)
+        if t is None:
+            self.error(f"expected {what}")
+        return t
 
     def ident(self) -> str:
         t = self.match(_IDENT)
@@ -128,10 +144,10 @@ class Parser:
                 depth -= 1
                 if depth == 0 and ch == ")":
                     # a function type continues with "-> ..."
-                    j = _WS.match(s, i + 1).end()
+                    j = _skip_ws(s, i + 1)
                     if s.startswith("->", j):
                         i = j + 2
-                        i = _WS.match(s, i).end()
+                        i = _skip_ws(s, i)
                         continue
             elif depth == 0 and ch in ",{}= \n\t":
                 break
@@ -247,7 +263,7 @@ class Parser:
 
     def attr_dict(self) -> dict:
         self.expect("{")
-        out = {}
+        out: dict = {}
         if self.accept("}"):
             return out
         while True:
@@ -270,7 +286,7 @@ class Parser:
             res_name = self.match(_SSA)
             nres = 1
             if self.accept(":"):
-                nres = int(self.match(_INT))
+                nres = int(self.expect_match(_INT, "a result count"))
             self.expect("=")
         self.ws()
         if self.peek('"'):
@@ -292,9 +308,9 @@ class Parser:
             self.pos += 4
             f = self.string()
             self.expect(":")
-            line = int(self.match(_INT))
+            line = int(self.expect_match(_INT, "a line number"))
             self.expect(":")
-            col = int(self.match(_INT))
+            col = int(self.expect_match(_INT, "a column number"))
             self.expect(")")
             op.loc = (f, line, col)
         if len(op.results) != nres:
@@ -325,7 +341,7 @@ class Parser:
                 args = []
                 if self.accept("("):
                     while not self.accept(")"):
-                        n = self.match(_SSA)
+                        n = self.expect_match(_SSA, "a block argument")
                         self.expect(":")
                         args.append((n, self.type()))
                         self.accept(",")
@@ -454,6 +470,7 @@ def _p_cmp(ps: Parser, defn: OpDef, nres: int) -> Op:
     attrs.update(ps.opt_attr_dict())
     ps.expect(":")
     ps.type()
+    assert defn.infer is not None  # the "cmp" format is for ops whose result type follows the operands
     return _mk(defn, [a, b], defn.infer([a.type, b.type], attrs), attrs)
 
 

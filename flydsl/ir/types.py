@@ -7,6 +7,8 @@ types can be dictionary keys.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 __all__ = [
     "Type",
     "IntegerType",
@@ -37,10 +39,28 @@ __all__ = [
 ]
 
 
+_T = TypeVar("_T", bound="Type")
+
+
 class Type:
     """Base class of all IR types. Subclasses are interned: build them through their constructor."""
 
     __slots__ = ("_str",)
+    _str: str
+
+    @classmethod
+    def of(cls: type[_T], v) -> _T:
+        """The type of ``v`` (a Value, or a type) as this class: ``VectorType.of(op.operands[0])`` where the
+        op's verifier guarantees a vector.
+
+        Raises:
+            TypeError: the type is of another class.
+        """
+        t = getattr(v, "type", v)
+        if not isinstance(t, cls):
+            raise TypeError(f"expected a {cls.__name__}, got {t}")
+        return t
+
     is_integer = False  # signless integer iN (not index)
     is_index = False
     is_float = False
@@ -75,6 +95,7 @@ class IntegerType(Type):
     """Signless integer ``iN``. Signedness is a property of ops (divsi/divui), not of the type."""
 
     __slots__ = ("width",)
+    width: int
     is_integer = True
     is_int_like = True
     _cache: dict[int, IntegerType] = {}
@@ -134,6 +155,9 @@ class FloatType(Type):
     """A floating-point type by its MLIR name (``f16``, ``bf16``, ``f32``, ``f64``, ``f8E4M3FN`` …)."""
 
     __slots__ = ("name", "width", "mantissa")
+    name: str
+    width: int
+    mantissa: int
     is_float = True
     _cache: dict[str, FloatType] = {}
 
@@ -162,6 +186,9 @@ class VectorType(Type):
     """``vector<NxT>`` (or n-D ``vector<2x4xT>``) of a scalar integer, index or float type."""
 
     __slots__ = ("shape", "elem", "numel")
+    shape: tuple[int, ...]
+    elem: Type
+    numel: int
     is_vector = True
     _cache: dict[tuple, VectorType] = {}
 
@@ -216,6 +243,8 @@ class PointerType(Type):
     """Typed pointer ``!fly.ptr<T, space>``: ``T`` is the pointee element type, ``space`` an address space."""
 
     __slots__ = ("elem", "space")
+    elem: Type
+    space: int
     is_pointer = True
     _cache: dict[tuple, PointerType] = {}
 
@@ -278,6 +307,8 @@ class FunctionType(Type):
     """``(inputs) -> (results)``."""
 
     __slots__ = ("inputs", "results")
+    inputs: tuple[Type, ...]
+    results: tuple[Type, ...]
     _cache: dict[tuple, FunctionType] = {}
 
     def __new__(cls, inputs, results=()):
@@ -310,7 +341,9 @@ f8E5M2FNUZ = FloatType("f8E5M2FNUZ")
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
     """Split at top-level separators (outside <> and ())."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in s:
         if ch in "<(":
             depth += 1

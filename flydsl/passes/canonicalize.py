@@ -26,9 +26,8 @@ def constant_value(v):
 
 def _materialize(value, t, loc, parent: Block) -> Op:
     if isinstance(t, VectorType):
-        a = np.asarray(value).reshape(-1)
-        if a.size == 1:
-            a = a.reshape(())
+        flat = np.asarray(value).reshape(-1)
+        a = flat.reshape(()) if flat.size == 1 else flat
         attr = arith.normalize_constant(a, t)
     else:
         attr = arith.normalize_constant(np.asarray(value).reshape(()).item(), t)

@@ -11,13 +11,13 @@ import pytest
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
-from flydsl.codegen.synthetic import build_kernel
 from flydsl.dialects import arith, gpu, ptr
 from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.expr import nvvm
 from flydsl.interp import InterpError
 from flydsl.ir import PointerType, VectorType
 from flydsl.ir import types as T
+from flydsl.testing import build_kernel
 
 HAVE_PTXAS = find_ptxas() is not None
 

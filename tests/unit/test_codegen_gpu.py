@@ -138,8 +138,8 @@ def test_printf_format_translation(fmt, types, want):
 @pytest.mark.parametrize(
     "fmt,types,match",
     [
-        ("{} {}", [T.i32], "more placeholders"),
-        ("{}", [T.i32, T.i32], "1 placeholders but 2"),
+        ("{} {}", [T.i32], "2 placeholders but 1 operands"),
+        ("{}", [T.i32, T.i32], "1 placeholders but 2 operands"),
         ("{0}", [T.i32], "only '{}'"),
         ("{:d}", [T.f32], "integer format"),
         ("{:b}", [T.i32], "no C printf equivalent"),

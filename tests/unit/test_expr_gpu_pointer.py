@@ -6,8 +6,9 @@ import pytest
 
 import flydsl.expr as fx
 from flydsl import ir
+from flydsl.dialects import gpu as ir_gpu
 from flydsl.expr import gpu
-from flydsl.testing import launch, trace_kernel, use_target
+from flydsl.testing import KernelBuilder, launch, trace_kernel, use_target
 
 PF32, PI32, PU32 = ir.PointerType(ir.f32), ir.PointerType(ir.i32), ir.PointerType(ir.i32)
 
@@ -228,3 +229,20 @@ def test_masked_vector_loads_run_on_the_interpreter():
     launch(t.kernel, 1, 4, x, y, np.int32(10))
     expect = np.where(np.arange(16) < 10, x, -1.0) + 0.5
     np.testing.assert_array_equal(y, expect)
+
+
+def test_printf_format_is_checked_once_by_the_op():
+    """fx.printf, the verifier, the interpreter and the LLVM back end read the format with gpu.printf's own
+    grammar (flydsl.dialects.gpu): a bad spec is a trace-time error at the user's line."""
+    with trace_kernel([ir.i32]) as t:
+        with pytest.raises(ValueError, match=r"\{:s\} has no C printf equivalent"):
+            fx.printf("{:s}", fx.Int32(t.args[0]))
+        with pytest.raises(ValueError, match="a single '}'"):
+            fx.printf("x} {}", fx.Int32(t.args[0]))
+    m = ir.new_module()
+    k = KernelBuilder("bad", [ir.i32])
+    m.regions[0].block.append(k.op)
+    with k:
+        ir_gpu.printf(k.args[0], format="{} {}")
+    with pytest.raises(ir.VerifyError, match="2 placeholders but 1 operands"):
+        ir.verify(m)
