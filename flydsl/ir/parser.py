@@ -25,7 +25,7 @@ class ParseError(IRError):
     pass
 
 
-_WS = re.compile(r"\s*")
+_WS = re.compile(r"(?:\s|//[^\n]*)*")  # blanks and // comments, as MLIR
 
 
 def _skip_ws(s: str, i: int) -> int:

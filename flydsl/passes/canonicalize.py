@@ -1,19 +1,25 @@
-"""``canonicalize``: constant folding through the ops' fold hooks and numpy semantics, algebraic
-identities, and structured-control-flow simplification (``scf.if`` on a constant condition is
-inlined; an ``scf.for`` that never runs forwards its initial values).
+"""``canonicalize``: constant folding through the ops' fold hooks and semantics, algebraic identities,
+and structured-control-flow simplification, as rewrite patterns (:mod:`.rewrite`).
 
-Values are replaced through a substitution map applied to later operands (there are no use lists).
+* every op: its ``fold`` hook (``x + 0 -> x``, ``x * 0 -> 0``, ``select(c, a, a) -> a``…), else, for a
+  pure op whose operands are all constants, ``evaluate`` on them (one semantics with the interpreter);
+  results become ``arith.constant``s;
+* ``scf.if`` on a constant condition: the chosen region is inlined;
+* ``scf.for`` that never runs (constant bounds, ``lb >= ub``): its results are its initial values.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..dialects import arith, scf
-from ..ir import Block, Op, VectorType, numpy_dtype
+from ..dialects import arith
+from ..ir import Op, VectorType, numpy_dtype
 from .registry import register_pass
+from .rewrite import PatternSet, Rewriter, apply_patterns
 
-__all__ = ["canonicalize", "constant_value"]
+__all__ = ["canonicalize", "constant_value", "CANONICALIZE"]
+
+CANONICALIZE = PatternSet("canonicalize")
 
 
 def constant_value(v):
@@ -21,120 +27,70 @@ def constant_value(v):
     op = v.owner
     if type(op) is not Op or op.defn is not arith.constant:
         return None
-    return arith.constant.evaluate(op)
+    return arith.const_value(op)
 
 
-def _materialize(value, t, loc, parent: Block) -> Op:
+def _materialize(value, t, loc) -> Op:
     if isinstance(t, VectorType):
         flat = np.asarray(value).reshape(-1)
         a = flat.reshape(()) if flat.size == 1 else flat
         attr = arith.normalize_constant(a, t)
     else:
         attr = arith.normalize_constant(np.asarray(value).reshape(()).item(), t)
-    op = Op(arith.constant, [], [t], {"value": attr}, 0, loc)
-    op.parent = parent
-    return op
+    return Op(arith.constant, [], [t], {"value": attr}, 0, loc)
 
 
-class _Canon:
-    def __init__(self):
-        self.subst: dict = {}
-        self.changed = False
+@CANONICALIZE.pattern("scf.if")
+def inline_constant_if(op: Op, rw: Rewriter) -> bool:
+    """``scf.if`` on a constant: the chosen region's ops replace it (an empty else: nothing)."""
+    c = constant_value(op.operands[0])
+    if c is None:
+        return False
+    region = op.regions[0] if bool(np.asarray(c).reshape(-1)[0]) else op.regions[1]
+    if not region.blocks:
+        return rw.erase(op)
+    return rw.replace(op, rw.inline(region.blocks[0]))
 
-    def look(self, v):
-        s = self.subst
-        while v in s:
-            v = s[v]
-        return v
 
-    def block(self, block: Block) -> None:
-        out: list[Op] = []
-        for op in block.ops:
-            if self.subst:
-                op.operands = [self.look(v) for v in op.operands]
-            for r in op.regions:
-                for b in r.blocks:
-                    self.block(b)
-            repl = self.fold(op, block, out)
-            if repl is None:
-                out.append(op)
-        block.ops = out
+@CANONICALIZE.pattern("scf.for")
+def zero_trip_for(op: Op, rw: Rewriter) -> bool:
+    """An ``scf.for`` with constant bounds that never runs: its results are its initial values."""
+    lb, ub, st = (constant_value(v) for v in op.operands[:3])
+    if lb is None or ub is None or st is None or not (int(st) > 0 and int(lb) >= int(ub)):
+        return False
+    return rw.replace(op, op.operands[3:])
 
-    def fold(self, op: Op, block: Block, out: list[Op]):
-        d = op.defn
-        if d is scf.if_:
-            return self.fold_if(op, block, out)
-        if d is scf.for_:
-            return self.fold_for(op)
-        if op.regions or not op.results or not (d.is_pure or d.fold is not None):
-            return None
-        consts = [constant_value(v) for v in op.operands]
-        results = None
-        if d.fold is not None:
+
+@CANONICALIZE.pattern()
+def fold(op: Op, rw: Rewriter) -> bool:
+    """The op's ``fold`` hook, else ``evaluate`` on all-constant operands of a pure op."""
+    d = op.defn
+    if op.regions or not op.results or not (d.is_pure or d.fold is not None) or d is arith.constant:
+        return False
+    consts = [constant_value(v) for v in op.operands]
+    results = None
+    if d.fold is not None:
+        with np.errstate(all="ignore"):
+            results = d.fold(op, consts)
+    if results is None and d.evaluate is not None and d.is_pure and all(c is not None for c in consts):
+        try:
             with np.errstate(all="ignore"):
-                results = d.fold(op, consts)
-        if results is None and d.evaluate is not None and d.is_pure and d is not arith.constant:
-            if all(c is not None for c in consts):
-                try:
-                    with np.errstate(all="ignore"):
-                        r = d.evaluate(op, *consts)
-                except Exception:  # a fault at fold time stays a run-time op (e.g. bad vector index)
-                    return None
-                results = [r]
-        if results is None:
-            return None
-        new_vals = []
-        for res, r in zip(op.results, results):
-            if r is None:
-                return None
-            if type(r) is type(res):  # an existing Value
-                new_vals.append(r)
-            else:
-                c = _materialize(np.asarray(r).astype(numpy_dtype(res.type)), res.type, op.loc, block)
-                out.append(c)
-                new_vals.append(c.results[0])
-        for res, nv in zip(op.results, new_vals):
-            self.subst[res] = nv
-        self.changed = True
-        return True
-
-    def fold_if(self, op: Op, block: Block, out: list[Op]):
-        c = constant_value(op.operands[0])
-        if c is None:
-            return None
-        region = op.regions[0] if bool(np.asarray(c).reshape(-1)[0]) else op.regions[1]
-        if not region.blocks:
-            self.changed = True
-            return True
-        body = region.blocks[0]
-        term = body.ops[-1]
-        for o in body.ops[:-1]:
-            o.parent = block
-            out.append(o)
-        for res, v in zip(op.results, term.operands):
-            self.subst[res] = self.look(v)
-        self.changed = True
-        return True
-
-    def fold_for(self, op: Op):
-        lb, ub, st = (constant_value(v) for v in op.operands[:3])
-        if lb is None or ub is None or st is None:
-            return None
-        if int(st) > 0 and int(lb) >= int(ub):
-            for res, init in zip(op.results, op.operands[3:]):
-                self.subst[res] = init
-            self.changed = True
-            return True
-        return None
+                results = [d.evaluate(op, *consts)]
+        except Exception:  # a fault at fold time stays a run-time op (e.g. a bad vector index)
+            return False
+    if results is None or any(r is None for r in results):
+        return False
+    values = []
+    for res, r in zip(op.results, results):
+        if type(r) is type(res):  # an existing Value
+            values.append(r)
+        else:
+            c = rw.insert(_materialize(np.asarray(r).astype(numpy_dtype(res.type)), res.type, op.loc))
+            values.append(c.results[0])
+    return rw.replace(op, values)
 
 
 @register_pass("canonicalize")
 def canonicalize(module: Op) -> None:
     """Fold constants and simplify in place (until nothing changes, at most 4 sweeps)."""
-    for _ in range(4):
-        c = _Canon()
-        for r in module.regions:
-            for b in r.blocks:
-                c.block(b)
-        if not c.changed:
-            break
+    apply_patterns(module, CANONICALIZE)

@@ -4,6 +4,7 @@ ptxas acceptance for sm_90a and sm_80 (skipped when no ptxas is installed)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
 from flydsl.dialects import arith, ptr
 from flydsl.ir import PointerType, VectorType
+from flydsl.ir import numpy_dtype as ir_numpy_dtype
 from flydsl.ir import types as T
 from flydsl.testing import build_kernel
 
@@ -101,10 +103,33 @@ FLOAT_OPS = [
 ]
 
 
+def _float_ptx(t, arch) -> list[str]:
+    """What the PTX of addf/subf/mulf/divf/maximumf/minimumf/maxnumf/minnumf/negf/remf on ``t`` must hold: each
+    op's own instruction (IEEE round-to-nearest; NaN-propagating max/min are the ``.NaN`` forms), half
+    types computing what they cannot in f32 and rounding back once."""
+    e = t.elem if isinstance(t, VectorType) else t
+    name = {T.f16: "f16", T.bf16: "bf16", T.f32: "f32", T.f64: "f64"}[e]
+    pt = name + ("x2" if isinstance(t, VectorType) and e.bitwidth == 16 else "")
+    if e is T.f64:  # no .NaN forms for f64: max/min with explicit NaN tests
+        return ["add.rn.f64", "sub.rn.f64", "mul.rn.f64", "div.rn.f64", "max.f64", "min.f64", "setp.nan.f64",
+                "neg.f64"]  # fmt: skip
+    want = [f"max.NaN.{pt}", f"min.NaN.{pt}", f"max.{pt}", f"min.{pt}", f"neg.{pt}", "div.rn.f32"]
+    if e is T.bf16 and arch == "sm_80":  # no bf16 add/sub/mul before sm_90: fma with a zero/one operand
+        want.append(f"fma.rn.{pt}")
+    else:
+        want += [f"add.rn.{pt}", f"sub.rn.{pt}", f"mul.rn.{pt}"]
+    if e.bitwidth == 16:  # divf through f32, one rounding back
+        want.append(f"cvt.rn.{pt}.f32")
+    return want
+
+
 @pytest.mark.parametrize("t", FLOAT_TYPES, ids=str)
 def test_float_ops_compile(t):
     mod = io_kernel(t, 2, lambda a, b: [op(a, b) for op in FLOAT_OPS] + [arith.negf(a), arith.remf(a, b)])
-    compile_all(mod)
+    for arch, ptx in compile_all(mod).items():
+        missing = [w for w in _float_ptx(t, arch) if w not in ptx]
+        assert not missing, f"{t} on {arch}: {missing} not in the PTX"
+        assert "rem." not in ptx  # remf is an exact fmod, not PTX's (approximate) rem
 
 
 def test_f32_arithmetic_is_not_contracted():
@@ -179,10 +204,61 @@ CASTS = [
 ]
 
 
+# what each cast's PTX must hold (sm_90a; sm_80 differences in CAST_PTX_SM80): the conversion instruction, or
+# for integer casts the sign- or zero-extending load / narrowing store they fold into; "!x": x must not appear
+CAST_PTX = {
+    ("arith.extsi", T.i8, T.i32): ["ld.global.s8", "st.global.b32"],
+    ("arith.extui", T.i16, T.i64): [r"ld.global.b16 \t%rd", "st.global.b64"],
+    ("arith.trunci", T.i64, T.i8): ["ld.global.b64", "st.global.b8"],
+    ("arith.sitofp", T.i32, T.f32): ["cvt.rn.f32.s32"],
+    ("arith.uitofp", T.i64, T.f64): ["cvt.rn.f64.u64"],
+    ("arith.sitofp", T.i32, T.bf16): ["cvt.rn.bf16.s32"],
+    ("arith.uitofp", T.i16, T.f16): ["cvt.rn.f16.u16"],
+    ("arith.fptosi", T.f32, T.i32): ["cvt.rzi.s32.f32", "setp.nan.f32"],  # saturating, NaN -> 0
+    ("arith.fptoui", T.f64, T.i8): ["cvt.rzi.u16.f64", "max.f64", "min.f64"],  # clamped to [0, 255]
+    ("arith.fptosi", T.f16, T.i64): ["cvt.f32.f16", "cvt.rzi.s64.f32", "setp.nan.f32"],
+    ("arith.fptosi", T.bf16, T.i16): ["cvt.rzi.s16.f32", "max.f32", "min.f32"],
+    ("arith.extf", T.f16, T.f32): ["cvt.f32.f16"],
+    ("arith.extf", T.bf16, T.f32): ["cvt.f32.bf16"],
+    ("arith.extf", T.f32, T.f64): ["cvt.f64.f32"],
+    ("arith.extf", T.bf16, T.f64): ["cvt.f64.bf16"],
+    ("arith.truncf", T.f32, T.f16): ["cvt.rn.f16.f32"],
+    ("arith.truncf", T.f32, T.bf16): ["cvt.rn.bf16.f32"],
+    # f64 -> bf16 rounds once: f64 -> f32 rounding to odd, then f32 -> bf16 to nearest even
+    ("arith.truncf", T.f64, T.bf16): ["cvt.rn.f32.f64", "setp.equ.f64", "cvt.rn.bf16.f32", "!cvt.rn.bf16.f64"],
+    ("arith.truncf", T.f16, T.bf16): ["cvt.f32.f16", "cvt.rn.bf16.f32"],
+    ("arith.truncf", T.bf16, T.f16): ["cvt.f32.bf16", "cvt.rn.f16.f32"],
+    ("arith.bitcast", T.f32, T.i32): ["ld.global.b32", "st.global.b32", "!cvt."],
+    ("arith.bitcast", T.i16, T.bf16): ["ld.global.b16", "st.global.b16", "!cvt."],
+    ("arith.index_cast", T.i32, T.index): [r"ld.global.s32 \t%rd", "st.global.b64"],
+    ("arith.index_cast", T.index, T.i32): ["ld.global.b64", "st.global.b32"],
+    ("arith.index_castui", T.i32, T.index): [r"ld.global.b32 \t%rd", "st.global.b64"],
+    ("arith.index_cast", T.i64, T.index): ["ld.global.b64", "st.global.b64", "!cvt."],
+}
+CAST_PTX_SM80 = {  # no bf16 conversion instructions before sm_90 but f32 -> bf16
+    ("arith.sitofp", T.i32, T.bf16): ["cvt.rn.f32.s32", "cvt.rn.bf16.f32"],
+    ("arith.fptosi", T.bf16, T.i16): ["shl.b32", "cvt.rzi.s16.f32"],
+    ("arith.extf", T.bf16, T.f32): ["shl.b32", "!cvt.f32.bf16"],  # bf16 is the top half of an f32
+    ("arith.extf", T.bf16, T.f64): ["shl.b32", "cvt.f64.f32"],
+    ("arith.truncf", T.bf16, T.f16): ["shl.b32", "cvt.rn.f16.f32"],
+}
+
+
+def check_ptx(ptx: str, wants, what: str) -> None:
+    """Every pattern (a regex; ``!x``: must not occur) against the PTX text."""
+    for w in wants:
+        if w.startswith("!"):
+            assert w[1:] not in ptx, f"{what}: {w[1:]!r} in the PTX:\n{ptx}"
+        else:
+            assert re.search(w, ptx), f"{what}: {w!r} not in the PTX:\n{ptx}"
+
+
 @pytest.mark.parametrize("op,src,dst", CASTS, ids=lambda x: getattr(x, "name", str(x)))
 def test_casts(op, src, dst):
     mod = io_kernel(src, 1, lambda a: [op(a, result_types=[dst])])
-    compile_all(mod)
+    for arch, ptx in compile_all(mod).items():
+        key = (op.name, src, dst)
+        check_ptx(ptx, (CAST_PTX_SM80 if arch == "sm_80" else {}).get(key, CAST_PTX[key]), f"{key} on {arch}")
 
 
 def test_vector_casts():
@@ -196,7 +272,10 @@ def test_vector_casts():
             arith.bitcast(a, result_types=[VectorType(4, T.i32)]),
         ],
     )
-    compile_all(mod)
+    for arch, ptx in compile_all(mod).items():
+        # two lanes per packed bf16x2 conversion; four saturating conversions; the bitcast moves bits only
+        assert ptx.count("cvt.rn.bf16x2.f32") == 2 and ptx.count("cvt.rzi.s32.f32") == 4, arch
+        assert ptx.count("setp.nan.f32") == 4 and ptx.count("st.global.b16") == 4, arch
 
 
 def test_fptosi_is_saturating():
@@ -287,7 +366,21 @@ def test_scalar_constants(value, t):
         ptr.store(c, dst)
 
     mod = build_kernel([P], body)
-    compile_all(mod, archs=("sm_90a",))
+    ptx = compile_all(mod, archs=("sm_90a",))["sm_90a"]
+    # the constant is stored as an immediate holding exactly its bits (decimal or hex)
+    bits = _bits(value, t)
+    w = 8 if t is T.i1 else t.bitwidth
+    m = re.search(rf"st\.global\.b{w} \t\[%rd\d+\], ([-0-9xA-Fa-f]+);", ptx)
+    assert m is not None, ptx
+    assert int(m.group(1), 0) % (1 << w) == bits, (m.group(1), hex(bits))
+
+
+def _bits(value, t) -> int:
+    """The bits of ``value`` as a constant of type ``t`` (floats through numpy/ml_dtypes)."""
+    if t.is_float:
+        dt = np.dtype(ir_numpy_dtype(t))
+        return int(np.array(value, dtype=np.float64).astype(dt).view(f"u{dt.itemsize}"))
+    return int(value) % (1 << (8 if t is T.i1 else t.bitwidth))
 
 
 def test_vector_constants():
@@ -363,4 +456,7 @@ def test_rounding_modes_on_vectors_compile():
     V = VectorType(4, T.f32)
     modes = ("downward", "upward", "toward_zero", "to_nearest_away")
     mod = io_kernel(V, 1, lambda a: [arith.truncf(a, result_types=[VectorType(4, T.bf16)], rounding=m) for m in modes])
-    compile_all(mod)
+    for arch, ptx in compile_all(mod).items():
+        # each lane rounds to nearest once (shared by the modes), then an exact f64 comparison per mode steps it
+        assert ptx.count("cvt.rn.bf16.f32") == 4 and ptx.count("cvt.f64.f32") >= 4, arch
+        assert "setp.gt.f64" in ptx and "setp.lt.f64" in ptx and "sub.rn.f64" in ptx, arch  # down, up, away

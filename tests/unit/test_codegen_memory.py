@@ -3,6 +3,8 @@ atomics and AMD-semantics buffer operations."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
@@ -241,11 +243,33 @@ def test_buffer_ops_with_known_alignment_skip_the_alignment_test():
     assert "ptrtoint" not in text
 
 
-@pytest.mark.parametrize("t", [T.f32, T.i8, T.bf16, VectorType(2, T.f16), VectorType(8, T.bf16),
-                               VectorType(3, T.f32), VectorType(4, T.f8E4M3FN)], ids=str)  # fmt: skip
+# per type: the one access of the whole value (None: no such PTX access) and the per-lane access of the
+# bounds-checked slow path (None: a scalar has no slow path: its one access is predicated)
+BUFFER_ACCESS = {
+    T.f32: ("b32", None),
+    T.i8: ("b8", None),
+    T.bf16: ("b16", None),
+    VectorType(2, T.f16): ("b32", "b16"),
+    VectorType(8, T.bf16): ("v4.b32", "b16"),
+    VectorType(3, T.f32): (None, "b32"),  # 12 bytes: no single access, lanes only
+    VectorType(4, T.f8E4M3FN): ("b32", "b8"),
+}
+
+
+@pytest.mark.parametrize("t", list(BUFFER_ACCESS), ids=str)
 @pytest.mark.parametrize("masked", [False, True])
 def test_buffer_ops_all_types(t, masked):
-    ptx_of(buffer_kernel(t, masked))
+    ptx = ptx_of(buffer_kernel(t, masked)).ptx
+    whole, lane = BUFFER_ACCESS[t]
+    for w in (whole, lane):
+        if w is not None:
+            assert f"ld.global.{w} " in ptx and f"st.global.{w} " in ptx, (w, ptx)
+    if whole is None:
+        assert "ld.global.v" not in ptx and "st.global.v" not in ptx
+    # AMD semantics: the byte offset is compared with num_records (an access past it reads 0, writes nothing)
+    assert re.search(r"setp\.(gt|ge|lt|le)\.u64", ptx)
+    if masked:  # the mask flag (an i1 parameter) is read and tested too
+        assert "ld.param.b8" in ptx and re.search(r"setp\.ne\.b16", ptx)
 
 
 def test_buffer_offsets_are_unsigned_and_bounds_in_bytes():

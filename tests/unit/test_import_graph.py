@@ -37,6 +37,8 @@ LAYERS = {
         "utils",
         "flydsl",
     },
+    "opt": {"ir", "dialects", "passes"},
+    "testing": {"ir", "dialects", "expr", "interp"},
 }
 # FlyDSL reaches the facade through fx too (fx.arith.ConstantOp, fx.rocdl's ops, an op view of a gpu.func):
 # those names resolve at first use, an import inside the function that says '# cycle:'
