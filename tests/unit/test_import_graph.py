@@ -43,8 +43,6 @@ LAYERS = {
 # FlyDSL reaches the facade through fx too (fx.arith.ConstantOp, fx.rocdl's ops, an op view of a gpu.func):
 # those names resolve at first use, an import inside the function that says '# cycle:'
 FACADE = "_mlir"
-# runtime.args still converts arguments with the fx types; the call-path work moves it to the compiler
-RUNTIME_EXPR_EXCEPTIONS = {"flydsl.runtime.args"}
 # imported inside functions because they are optional, or slow to load and needed only by some calls
 LAZY_THIRD_PARTY = {"torch", "cuda", "llvmlite", "ml_dtypes"}
 
@@ -137,7 +135,7 @@ def test_layers_import_one_way():
             continue
         if b == FACADE and not imp.top and "cycle:" in imp.text:
             continue
-        if b not in LAYERS[a] and not (a == "runtime" and b == "expr" and imp.module in RUNTIME_EXPR_EXCEPTIONS):
+        if b not in LAYERS[a]:
             bad.append(f"{imp.module}:{imp.line} imports {imp.target} ({a} may import {sorted(LAYERS[a])})")
     assert not bad, "\n".join(bad)
 
@@ -196,5 +194,6 @@ def test_imports_inside_functions_say_why(package):
 
 
 def test_runtime_does_not_import_the_fx_layer():
+    """Arguments become key parts in the compiler (which speaks fx types); the runtime reads them as facts."""
     users = sorted({i.module for i in IMPORTS if _package(i.module) == "runtime" and _package(i.target) == "expr"})
-    assert set(users) <= RUNTIME_EXPR_EXCEPTIONS, users
+    assert not users, users
