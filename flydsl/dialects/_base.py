@@ -189,7 +189,7 @@ def int_source(src: ScalarSource, operands: list[str], helper: Callable[[str, Ca
     key = (src.expr, tuple(sorted(src.consts.items())), tuple(operands))
     tree = _SOURCES.get(key)
     if tree is None:
-        subs = {n: ast.parse(x, mode="eval").body for n, x in zip("ab", operands)}
+        subs = {n: _Fold({}).visit(ast.parse(x, mode="eval").body) for n, x in zip("ab", operands)}  # (-3) is -3
         subs.update({k: ast.Constant(v) for k, v in src.consts.items()})
         tree = _SOURCES[key] = _Fold(subs).visit(ast.parse(src.expr, mode="eval").body)
     text = ast.unparse(_Rename(helper).visit(copy.deepcopy(tree)))
@@ -214,11 +214,18 @@ class _Fold(ast.NodeTransformer):
         node = super().generic_visit(node)
         if isinstance(node, ast.IfExp) and isinstance(node.test, ast.Constant):
             return node.body if node.test.value else node.orelse
+        if isinstance(node, ast.Compare):  # (a < 0) == False is a >= 0
+            same = _against_bool(node)
+            if same is not None:
+                return same
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp)) or (
             isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FOLDABLE_CALLS
         ):
             kids = [c for c in ast.iter_child_nodes(node) if not isinstance(c, (ast.operator, ast.unaryop,
                     ast.cmpop, ast.boolop, ast.expr_context)) and c is not getattr(node, "func", None)]  # fmt: skip
+            huge = isinstance(node, ast.BinOp) and isinstance(node.op, (ast.LShift, ast.Pow))
+            if huge and not (isinstance(node.right, ast.Constant) and 0 <= node.right.value <= 256):
+                return node  # e.g. 1 << 2**64 - 1 on a branch that a test excludes: never computed
             if kids and all(isinstance(c, ast.Constant) for c in kids):
                 try:
                     code = compile(ast.fix_missing_locations(ast.Expression(node)), "<fold>", "eval")
@@ -227,6 +234,26 @@ class _Fold(ast.NodeTransformer):
                     return node
                 return ast.copy_location(ast.Constant(value), node)
         return node
+
+
+_NEGATED = {ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
+
+
+def _against_bool(node: ast.Compare) -> ast.expr | None:
+    """``c == True``/``c != False`` as ``c``, ``c == False``/``c != True`` as ``c`` negated, for ``c`` a
+    one-operator comparison (None: not that form)."""
+    if len(node.ops) != 1 or type(node.ops[0]) not in (ast.Eq, ast.NotEq):
+        return None
+    left, right = node.left, node.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+    if not (isinstance(right, ast.Constant) and type(right.value) is bool):
+        return None
+    if not (isinstance(left, ast.Compare) and len(left.ops) == 1):
+        return None
+    if right.value == isinstance(node.ops[0], ast.Eq):
+        return left
+    return ast.Compare(left.left, [_NEGATED[type(left.ops[0])]()], left.comparators)
 
 
 class _Rename(ast.NodeTransformer):

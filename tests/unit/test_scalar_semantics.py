@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import flydsl.expr as fx
 from flydsl import ir
-from flydsl.dialects import arith, func
+from flydsl.dialects import arith, func, int_source
 from flydsl.dialects import math as dmath
+from flydsl.dialects._base import INT_HELPERS
 from flydsl.expr._sem.fold import _FoldOp, fold
 from flydsl.interp import compile_host
 from flydsl.ir import IntegerType, from_array, index, to_array
@@ -147,6 +148,38 @@ def test_folding_fx_values_computes_the_hooks(data, w):
     assert x.with_signedness(False).shrui(y.with_signedness(False)).value == _hook(arith.shrui, [t, t], t)[0](a, b) % (
         1 << w
     )
+
+
+def _pasted(src, operands: list[str], env: dict):
+    """What generated code computes with ``src`` pasted over ``operands`` (then wrapped as plans wrap)."""
+    value = eval(int_source(src, operands, lambda name, fn: name), dict(INT_HELPERS), env)  # noqa: S307
+    if src.wrap is None:
+        return value
+    half = 1 << (src.wrap - 1)
+    return ((value + half) & ((1 << src.wrap) - 1)) - half
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), t=st.sampled_from(TYPES[1:]))
+def test_pasted_sources_compute_the_hooks(data, t):
+    """The launch plans' form of the semantics (the hook's source over names or literals, with what the
+    literals decide folded away) equals the hook, for operands that are names and for literal ones."""
+    a, b = data.draw(_values(t)), data.draw(_amounts(t))
+    for defn in BINARY:
+        fop = _FoldOp({}, [t, t], t)
+        src, want = defn.scalar.source(fop), defn.scalar(fop)(a, b)
+        assert src is not None, defn.name
+        for operands in (["x", "y"], ["x", f"({b})"], [f"({a})", "y"], [repr(a), repr(b)]):
+            assert _pasted(src, operands, {"x": a, "y": b}) == want, (defn.name, operands)
+    for p in arith.CMPI_PREDICATES:
+        fop = _FoldOp({"predicate": p}, [t, t], ir.i1)
+        src = arith.cmpi.scalar.source(fop)
+        assert _pasted(src, ["x", f"({b})"], {"x": a}) == arith.cmpi.scalar(fop)(a, b), p
+    for defn in CASTS:
+        for dst in TYPES[1:]:
+            if defn.verify(_CastProbe(defn, t, dst)) is None:
+                fop = _FoldOp({}, [t], dst)
+                assert _pasted(defn.scalar.source(fop), ["x"], {"x": a}) == defn.scalar(fop)(a), (defn.name, dst)
 
 
 def test_a_shift_past_the_width_is_zero_or_the_sign():
