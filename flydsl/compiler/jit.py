@@ -288,7 +288,8 @@ class JitFunction(FlyDSLJitNames):
         if entry is None:
             entry = self._miss_once(k, args, key, snap)
         else:
-            self.hits += 1
+            with self._lock:  # (the fast path's entries count without it: a statistic, not worth a lock there)
+                self.hits += 1
         return entry, vals, snap[0] is not None and _compile_only(snap[0])
 
     def _init_params(self) -> None:

@@ -204,3 +204,37 @@ def test_first_calls_from_eight_threads_all_succeed_and_compile_once(round_):
         info = jf.cache_info()
         assert jf.compiles == 2 and info.misses == 2 and info.currsize == 2  # once per specialization
         assert info.hits == 8 * 2 - 2
+
+
+def test_cached_calls_while_another_thread_traces():
+    """A call runs as a helper only inside its own thread's trace: cached calls on one thread keep
+    launching (through the dispatcher entries' way out) while another thread compiles."""
+    axpy, scale = flyc.jit(_axpy), flyc.jit(_scale)
+    n = 40
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, dtype=np.float32)
+    axpy(y, x, 1.0, n)  # compiled and cached
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def compile_many():
+        try:
+            for k in range(6):  # new specializations: traces on this thread
+                dt = (np.float32, np.float64, np.int32)[k % 3]
+                flyc.compile(scale, np.ones(n + k, dt), np.ones(n + k, dt), 2.0, n + k)
+                scale.clear_cache()
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            stop.set()
+
+    t = threading.Thread(target=compile_many)
+    t.start()
+    calls = 0
+    while not stop.is_set() or calls < 20:
+        yy = np.ones(n, dtype=np.float32)
+        axpy(yy, x, 3.0, n)
+        np.testing.assert_array_equal(yy, 3.0 * x + 1.0)
+        calls += 1
+    t.join()
+    assert not errors, errors
+    assert axpy.compiles == 1 and scale.compiles == 6  # six traces ran beside the calls
