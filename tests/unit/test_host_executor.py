@@ -8,34 +8,12 @@ import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_jit_launch_plan import arithmetic, host_of, k, record  # the launcher both executors run
 
 from flydsl.interp import InterpError, compile_host
 from flydsl.ir import from_array, to_array
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
-
-
-@flyc.kernel
-def k(out: Tensor, a: fx.Int32, b: fx.Int64):
-    out[0] = a
-
-
-@flyc.jit
-def arithmetic(out, n: fx.Int32, m: fx.Int32, w: fx.Int64):
-    blocks = (n + 127) // 128
-    g2 = (n * m - 3) % 7
-    g3 = (m > n).select(fx.Int32(2), fx.Int32(1))
-    k(out, (m >> 2) ^ n, w // 3 + n).launch(grid=(blocks, g2, g3), block=(128, 1, 1), smem=64)
-
-
-def host_of(jit_fn, *args):
-    return flyc.compile(jit_fn, *args)._entry.artifact.host_op()
-
-
-def record(fn, args):
-    calls = []
-    fn(args, lambda *a: calls.append((str(a[0]), tuple(a[1]), tuple(a[2]), a[3], a[4], [int(x) for x in a[5]])))
-    return calls
 
 
 def reference(fop, args):

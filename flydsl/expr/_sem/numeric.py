@@ -31,7 +31,16 @@ from .context import current_target
 from .errors import RuntimeValueError, StaticValueProtocol, runtime_value_error
 from .fastmath import fastmath_attrs
 from .fold import fold, wrap_int
-from .operators import ARITH_KINDS, BIT_KINDS, CMP_KINDS, SYMBOL, emit_binary, fold_binary, int_pow, operator_methods
+from .operators import (
+    ARITH_KINDS,
+    BIT_KINDS,
+    CMP_KINDS,
+    SYMBOL,
+    emit_binary,
+    fold_binary,
+    int_pow,
+    operator_mixin,
+)
 
 __all__ = [
     "Numeric", "Integer", "Float", "Boolean", "Index", "Int8", "Int16", "Int32", "Int64", "Uint8", "Uint16",
@@ -194,48 +203,15 @@ def select(cond, true_value, false_value):
 # ---------------------------------------------------------------------------------------------
 
 
-class ScalarOperators:
-    """Python's operators on DSL scalars: ``a <op> b`` is :func:`binary` (NotImplemented for operands that
-    are not scalars, so a Vector's reflected operator takes over); unary ops are below."""
-
-    __slots__ = ()
-
-    __add__, __radd__ = operator_methods("add", binary)
-    __sub__, __rsub__ = operator_methods("sub", binary)
-    __mul__, __rmul__ = operator_methods("mul", binary)
-    __truediv__, __rtruediv__ = operator_methods("truediv", binary)
-    __floordiv__, __rfloordiv__ = operator_methods("floordiv", binary)
-    __mod__, __rmod__ = operator_methods("mod", binary)
-    __pow__, __rpow__ = operator_methods("pow", binary)
-    __and__, __rand__ = operator_methods("and", binary)
-    __or__, __ror__ = operator_methods("or", binary)
-    __xor__, __rxor__ = operator_methods("xor", binary)
-    __lshift__, __rlshift__ = operator_methods("lshift", binary)
-    __rshift__, __rrshift__ = operator_methods("rshift", binary)
-    __lt__ = operator_methods("lt", binary)[0]
-    __le__ = operator_methods("le", binary)[0]
-    __gt__ = operator_methods("gt", binary)[0]
-    __ge__ = operator_methods("ge", binary)[0]
-    __eq__ = operator_methods("eq", binary)[0]
-    __ne__ = operator_methods("ne", binary)[0]
-
-    def __divmod__(self, o):
-        return binary("floordiv", self, o), binary("mod", self, o)
-
-    def __rdivmod__(self, o):
-        return binary("floordiv", o, self), binary("mod", o, self)
-
-    def __neg__(self):
-        return _neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _abs(self)
-
-    def __invert__(self):
-        return _invert(self)
+ScalarOperators = operator_mixin(
+    "ScalarOperators",
+    "Python's operators on DSL scalars: ``a <op> b`` is :func:`binary` (NotImplemented for operands that are "
+    "not scalars, so a Vector's reflected operator takes over); ``-a``, ``abs(a)``, ``~a`` as above.",
+    binary,
+    _neg,
+    _abs,
+    _invert,
+)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from .fold import fold
 
 __all__ = [
     "ARITH_KINDS", "BIT_KINDS", "CMP_KINDS", "SYMBOL", "is_unsigned", "emit_binary", "fold_binary", "int_pow",
-    "operator_methods",
+    "operator_methods", "operator_mixin",
 ]  # fmt: skip
 
 ARITH_KINDS = frozenset(("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"))
@@ -131,3 +131,34 @@ def operator_methods(kind: str, impl):
 
     fwd.__name__, rev.__name__ = f"__{kind}__", f"__r{kind}__"
     return fwd, rev
+
+
+# the binary operators with a reflected form, and the comparisons (no reflected form: Python swaps them)
+_BINARY_DUNDERS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
+_COMPARE_DUNDERS = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+def operator_mixin(name: str, doc: str, binary, neg, absolute, invert) -> type:
+    """A mixin class with Python's operators: ``a <op> b`` is ``binary(kind, a, b)`` (and the reflected
+    form ``binary(kind, b, a)``), ``divmod`` is floordiv and mod, ``-a``/``abs(a)``/``~a`` are ``neg``,
+    ``absolute`` and ``invert``, ``+a`` is ``a``. (Python looks operators up on the class, so they are
+    methods; the scalar and vector classes get theirs from here.)"""
+    ns: dict = {"__doc__": doc, "__slots__": (), "__module__": __name__}
+    for kind in _BINARY_DUNDERS:
+        ns[f"__{kind}__"], ns[f"__r{kind}__"] = operator_methods(kind, binary)
+    for kind in _COMPARE_DUNDERS:
+        ns[f"__{kind}__"] = operator_methods(kind, binary)[0]
+
+    def __divmod__(self, o):
+        return binary("floordiv", self, o), binary("mod", self, o)
+
+    def __rdivmod__(self, o):
+        return binary("floordiv", o, self), binary("mod", o, self)
+
+    def __pos__(self):
+        return self
+
+    ns.update(__divmod__=__divmod__, __rdivmod__=__rdivmod__, __pos__=__pos__)
+    ns.update(__neg__=lambda self: neg(self), __abs__=lambda self: absolute(self), __invert__=lambda self: invert(self))
+    ns["__hash__"] = None  # __eq__ builds a comparison; the classes that hash say how
+    return type(name, (), ns)

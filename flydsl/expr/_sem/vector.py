@@ -43,7 +43,7 @@ from .numeric import (
     operand_types,
     resolve_dtype,
 )
-from .operators import ARITH_KINDS, emit_binary, int_pow, operator_methods
+from .operators import ARITH_KINDS, emit_binary, int_pow, operator_mixin
 
 __all__ = [
     "Vector", "VectorOperators", "VectorAlias", "ReductionOp", "REDUCTIONS", "splat_ir", "as_vector_operand",
@@ -143,47 +143,19 @@ def _invert(v: Vector) -> Vector:
     return vector_binary("xor", v, C._make(ones))
 
 
-class VectorOperators:
+class VectorOperators(
+    operator_mixin(
+        "_VectorOperatorMethods",
+        "Python's operators on Vectors, lane-wise (:func:`vector_binary`).",
+        vector_binary,
+        _neg,
+        _abs,
+        _invert,
+    )
+):
     """Python's operators on Vectors, lane-wise (:func:`vector_binary`), and ``select``/``reduce``."""
 
     __slots__ = ()
-
-    __add__, __radd__ = operator_methods("add", vector_binary)
-    __sub__, __rsub__ = operator_methods("sub", vector_binary)
-    __mul__, __rmul__ = operator_methods("mul", vector_binary)
-    __truediv__, __rtruediv__ = operator_methods("truediv", vector_binary)
-    __floordiv__, __rfloordiv__ = operator_methods("floordiv", vector_binary)
-    __mod__, __rmod__ = operator_methods("mod", vector_binary)
-    __pow__, __rpow__ = operator_methods("pow", vector_binary)
-    __and__, __rand__ = operator_methods("and", vector_binary)
-    __or__, __ror__ = operator_methods("or", vector_binary)
-    __xor__, __rxor__ = operator_methods("xor", vector_binary)
-    __lshift__, __rlshift__ = operator_methods("lshift", vector_binary)
-    __rshift__, __rrshift__ = operator_methods("rshift", vector_binary)
-    __lt__ = operator_methods("lt", vector_binary)[0]
-    __le__ = operator_methods("le", vector_binary)[0]
-    __gt__ = operator_methods("gt", vector_binary)[0]
-    __ge__ = operator_methods("ge", vector_binary)[0]
-    __eq__ = operator_methods("eq", vector_binary)[0]
-    __ne__ = operator_methods("ne", vector_binary)[0]
-
-    def __divmod__(self, o):
-        return vector_binary("floordiv", self, o), vector_binary("mod", self, o)
-
-    def __rdivmod__(self, o):
-        return vector_binary("floordiv", o, self), vector_binary("mod", o, self)
-
-    def __neg__(self):
-        return _neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __abs__(self):
-        return _abs(self)
-
-    def __invert__(self):
-        return _invert(self)
 
     def select(self, true_value, false_value):
         """Lane-wise ``self ? t : f``: a non-Boolean condition is tested ``!= 0`` per lane; scalar choices
