@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flydsl import ir
@@ -75,7 +75,10 @@ def _ints(w):
     return st.one_of(st.sampled_from([0, 1, -1, lo, hi, w - 1, w, w + 1]), st.integers(lo, hi))
 
 
-@settings(max_examples=4, deadline=None)
+# N values per operand in one launch: a large smallest example is the point (one launch checks N cases)
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.data_too_large]
+)
 @given(data=st.data(), w=st.sampled_from([8, 16, 32, 64]))
 def test_gpu_equals_the_scalar_hooks(data, w):
     a = data.draw(st.lists(_ints(w), min_size=N, max_size=N), label="a")
