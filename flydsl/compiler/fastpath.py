@@ -36,6 +36,7 @@ from ..runtime.args import DEFAULT_STREAM, I32_MAX, TensorRef
 from ..runtime.extent import torch_view_inside
 from .deps import freeze
 from .diagnostics import FlyDSLError
+from .kernel_function import ANY_HINTS as _ANY_HINTS
 from .specialize import Param, is_torch_tensor_type, stream_conv, tensor_conv, value_conv
 from .trace import ANY_TRACE as _ANY_TRACE
 
@@ -189,8 +190,12 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> lis
     conds = []
     for j, (expr, value) in enumerate(zip(exprs, fkey)):
         if expr == "HINTS":
-            hints = "_f_JF.compile_hints"
+            # the function's own hints (an attribute read; the ``compile_hints`` property costs a thread-local
+            # read and a call) and, unless it is a copy made for ambient hints, no ambient hints anywhere
+            hints = "_f_JF._own_hints"
             conds.append(f"not {hints}" if value is None else f"_f_FREEZE({hints}) == {g.const('EH', value)}")
+            if not getattr(g.ns["_f_JF"], "_hinted_copy", False):
+                conds.append("not _f_AH")
         else:
             conds.append(_expect(g, expr, value, j))
     g.ns["_f_ID"] = default
@@ -274,7 +279,8 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     """
     names = [f"_f_a{i}" for i in range(len(params))]  # the generated code's own names: nothing to shadow
     g = _Gen(names)
-    g.ns.update(_f_JF=jf, _f_FAST=fast, _f_FREEZE=freeze, _f_SLOW=getattr(jf, "_slow", None), _f_TS=_ANY_TRACE)
+    g.ns.update(_f_JF=jf, _f_FAST=fast, _f_FREEZE=freeze, _f_SLOW=getattr(jf, "_slow", None), _f_TS=_ANY_TRACE,
+                _f_AH=_ANY_HINTS)  # fmt: skip
     if callable(env):
         g.ns["_f_ENV"] = env
         env_key = ["_f_ENV()"]

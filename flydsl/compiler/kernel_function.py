@@ -32,6 +32,9 @@ class _Ambient(threading.local):
 
 
 _tls = _Ambient()
+# one entry per ``compile_hints`` block open on any thread: its truthiness is a lock-free "are ambient hints
+# set anywhere?" that the jit's cached-call entries test before reading the thread-local hints
+ANY_HINTS: list = []
 
 
 def merge_compile_hints(*layers) -> dict:
@@ -96,11 +99,13 @@ class CompilationContext:
     @contextlib.contextmanager
     def compile_hints(cls, hints: dict):
         prev = _tls.hints
-        _tls.hints = merge_compile_hints(prev, hints)
+        _tls.hints = merged = merge_compile_hints(prev, hints)
+        ANY_HINTS.append(merged)
         try:
             yield
         finally:
             _tls.hints = prev
+            ANY_HINTS.remove(merged)  # this block's entry (list.remove compares by identity first)
 
     @classmethod
     def get_compile_hints(cls) -> dict:

@@ -96,6 +96,29 @@ def test_compiled_functions_share_the_entry_and_follow_its_changes(driver):
     assert type(f).__call__ is jf._dispatch.entry and driver.decoded()[4][4] == 5
 
 
+def test_ambient_hints_leave_the_inlined_specialization(driver):
+    """The inlined entry reads the function's own hints (no property call) and the lock-free "ambient hints
+    anywhere" flag: a call inside ``CompilationContext.compile_hints`` goes to the copy compiled under them,
+    and the plain calls around it stay on the inlined one."""
+    from flydsl.compiler.kernel_function import ANY_HINTS, CompilationContext
+
+    jf = _fresh(run_axpy)
+    x, y = DevBuf(0x10000, 8), DevBuf(0x20000, 8)
+    compiles = jf.compiles
+    jf(x, y, 1, 8)
+    assert jf._dispatch.inlined and "_f_JF._own_hints" in jf._dispatch.source
+    with CompilationContext.compile_hints({"maxnreg": 64}):
+        assert ANY_HINTS
+        jf(x, y, 2, 8)
+        jf(x, y, 3, 8)
+    assert not ANY_HINTS
+    hinted = list(jf._hint_copies.values())[0]
+    assert hinted.compile_hints == {"maxnreg": 64} and hinted.compiles == 1 and jf.compiles == compiles + 1
+    hits = jf.hits
+    jf(x, y, 4, 8)
+    assert jf.hits == hits + 1 and [driver.decoded(i)[4][4] for i in range(-3, 0)] == [2, 3, 4]
+
+
 @flyc.kernel
 def put(out: Tensor, v: fx.Int32):
     out[0] = v
