@@ -206,7 +206,8 @@ def main() -> None:
     spin = 20_000_000  # ~10 ms of GPU time: longer than any host loop below
 
     def stalled(run, count: int) -> tuple[float, float]:
-        """(host µs per launch while the GPU spins, GPU µs per kernel between events)."""
+        """(host µs per launch while the GPU spins, GPU µs per kernel between events), on torch's current
+        stream (the one the launches go to)."""
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         torch.cuda._sleep(spin)
@@ -225,9 +226,9 @@ def main() -> None:
         torch.cuda.synchronize()
         return (time.perf_counter() - t0) / count * 1e6
 
-    def c_loop(h, how, p, gx, bx):
+    def c_loop(h, how, p, gx, bx, on=None):
         def run(count):
-            lib.loop(how, h, stream, gx, bx, p, count, None, ctypes.byref(err))
+            lib.loop(how, h, stream if on is None else on, gx, bx, p, count, None, ctypes.byref(err))
             if err.value:
                 raise RuntimeError(f"launch error {err.value}")
 
@@ -257,6 +258,13 @@ def main() -> None:
                 rows.append((f"C loop  {label:26s} {way}", None, None, None))
                 continue
             rows.append(measure(f"C loop  {label:26s} {way}", c_loop(h, how, p, gx, bx)))
+
+    # the legacy default stream (what torch's current stream is here) against a created non-blocking one
+    side = torch.cuda.Stream()
+    label, handles, p, gx, bx = kernels[-1]
+    with torch.cuda.stream(side):
+        lbl = f"C loop  {label:26s} cuLaunchKernel(CUfunction), created stream"
+        rows.append(measure(lbl, c_loop(handles[0], 0, p, gx, bx, side.cuda_stream)))
 
     # Python-level rows: one Python call per launch
     launcher = kern.launcher
