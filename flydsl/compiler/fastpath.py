@@ -29,6 +29,7 @@ binder raises FLY212.
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from ..expr.typing import Stream, stream_handle
@@ -199,17 +200,21 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> lis
         else:
             conds.append(_expect(g, expr, value, j))
     g.ns["_f_ID"] = default
+    idcall = "_f_ID()"
+    if type(default) is functools.partial and not default.keywords:  # torch's stream getter bound to a device
+        g.ns["_f_IDF"] = default.func
+        idcall = f"_f_IDF({', '.join(g.const(f'IDA{k}', v) for k, v in enumerate(default.args))})"
     lines = ["    if " + " and ".join(conds) + " and _f_JF._watch():", "        _f_JF.hits += 1"]
     vals = list(g.vals)
     for i, dflt in g.streams:  # the stream once, into a local (plan lines may read a value twice)
         a = g.a[i]
         if type(dflt) is Stream and dflt.value is None:  # the parameter left to its default: no call
             sd = g.const(f"SD{i}", dflt)
-            lines.append(f"        _f_st{i} = _f_ID() if {a} is {sd} or {a} is None else _f_STREAM({a}, _f_ID)")
+            lines.append(f"        _f_st{i} = {idcall} if {a} is {sd} or {a} is None else _f_STREAM({a}, _f_ID)")
         else:
             lines.append(f"        _f_st{i} = _f_STREAM({a}, _f_ID)")
     if "_f_D()" in vals:
-        lines.append("        _f_st_ = _f_ID()")
+        lines.append(f"        _f_st_ = {idcall}")
         vals = ["_f_st_" if v == "_f_D()" else v for v in vals]
     inline = getattr(run, "inline", None)
     if g.generic_args or inline is None:

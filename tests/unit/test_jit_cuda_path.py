@@ -3,6 +3,7 @@ the driver to do (module image, entry names, parameter kinds, grid, block, strea
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 
@@ -114,7 +115,8 @@ FakeTorchCudaTensor.__module__ = "torch.fake"
 
 def test_default_stream_follows_torchs_current_stream(fake_cuda, monkeypatch):
     monkeypatch.setitem(CONVERTERS, FakeTorchCudaTensor, _fake_tensor)
-    monkeypatch.setattr(device_mod, "_torch_stream_getter", lambda device: lambda: 0x5151 + device)
+    current = [0x5151]  # torch's current stream (the real getter is torch's C function bound to the device)
+    monkeypatch.setattr(device_mod, "_torch_stream_getter", lambda device: functools.partial(_current, current, device))
 
     @flyc.jit
     def with_default(a, b, c, n: fx.Int32, stream: fx.Stream = fx.Stream(None)):
@@ -129,4 +131,12 @@ def test_default_stream_follows_torchs_current_stream(fake_cuda, monkeypatch):
     implicit(t, t, t, 8)  # no stream parameter: the implicit one
     with_default(u, u, u, 8)  # no torch tensor: stream 0
     with_default(t, t, t, 8, stream=fx.Stream(0x99))  # an explicit stream wins
-    assert [entry[4] for entry in fake_cuda["launches"]] == [0x5151, 0x5151, 0, 0x99]
+    current[0] = 0x6161  # another current stream: cached calls (the inlined entry) follow it
+    with_default(t, t, t, 8)
+    implicit(t, t, t, 8)
+    assert with_default._dispatch.inlined and "_f_IDF(" in implicit._dispatch.source  # the getter unwrapped
+    assert [entry[4] for entry in fake_cuda["launches"]] == [0x5151, 0x5151, 0, 0x99, 0x6161, 0x6161]
+
+
+def _current(current: list, device: int) -> int:
+    return current[0] + device
