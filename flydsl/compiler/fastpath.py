@@ -204,7 +204,7 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> lis
     if type(default) is functools.partial and not default.keywords:  # torch's stream getter bound to a device
         g.ns["_f_IDF"] = default.func
         idcall = f"_f_IDF({', '.join(g.const(f'IDA{k}', v) for k, v in enumerate(default.args))})"
-    lines = ["    if " + " and ".join(conds) + " and _f_JF._watch():", "        _f_JF.hits += 1"]
+    lines = ["    if " + " and ".join(conds) + " and _f_CS.watch():", "        _f_CS.hits += 1"]
     vals = list(g.vals)
     for i, dflt in g.streams:  # the stream once, into a local (plan lines may read a value twice)
         a = g.a[i]
@@ -276,7 +276,8 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     checked and launched as above, anything else (keywords, missing or extra arguments, a call while
     tracing, a miss) goes to ``jf._slow(values, extra positional, keywords, answer)``.
 
-    ``jf`` is read for its compile hints, its dependency watch and its hit counter; ``env`` is the
+    ``jf`` is read for its compile hints and its call state ``jf._cs`` (the dependency watch and the hit
+    counter, slots read and written by the generated code); ``env`` is the
     environment snapshot: ``(get, keys)`` whose reads are inlined into the key, or a function; ``fast`` maps
     fast keys to ``(run, default_stream)``. ``inline``, ``(fast key, run, default_stream)``, is the entry
     checked first, key part by key part, and launched by the launch plan's own lines (the common case of
@@ -285,7 +286,7 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     names = [f"_f_a{i}" for i in range(len(params))]  # the generated code's own names: nothing to shadow
     g = _Gen(names)
     g.ns.update(_f_JF=jf, _f_FAST=fast, _f_FREEZE=freeze, _f_SLOW=getattr(jf, "_slow", None), _f_TS=_ANY_TRACE,
-                _f_AH=_ANY_HINTS)  # fmt: skip
+                _f_AH=_ANY_HINTS, _f_CS=jf._cs)  # fmt: skip
     if callable(env):
         g.ns["_f_ENV"] = env
         env_key = ["_f_ENV()"]
@@ -342,14 +343,14 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
         body += _inline_block(g, env_key, *inline)
     body.append("    _f_h = _f_JF.compile_hints")
     body.append(f"    _f_k = ({', '.join(env_key + ['_f_FREEZE(_f_h) if _f_h else None'] + g.key)})")
-    body.append("    if not _f_JF._watch():")
+    body.append("    if not _f_CS.watch():")
     body.append("        @FAIL(_f_NOFAST)")
     body.append("    _f_e = _f_FAST.get(_f_k)")
     body.append("    if _f_e is None:")
     body.append("        @FAIL(_f_k)")
     body.append("    _f_run, _f_D = _f_e")
     body += g.late
-    body.append("    _f_JF.hits += 1")
+    body.append("    _f_CS.hits += 1")
     body.append(f"    _f_run({', '.join(g.vals)})")
     body.append("    return None")
     body = "\n".join(body)

@@ -95,6 +95,18 @@ class _Entry:
         launcher(vals)
 
 
+class _CallState:
+    """What every cached call reads or writes besides its arguments: the dependency watch and the hit
+    counter. Slots, so the generated entries reach them with the interpreter's fastest attribute access
+    (a jit function's own attributes live in a large per-instance dict)."""
+
+    __slots__ = ("watch", "hits")
+
+    def __init__(self, watch):
+        self.watch = watch
+        self.hits = 0
+
+
 class JitFunction(FlyDSLJitNames):
     """A function decorated with ``@flyc.jit``."""
 
@@ -105,7 +117,7 @@ class JitFunction(FlyDSLJitNames):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.compile_hints: dict = {}
-        self.hits = 0
+        self._cs = _CallState(_unknown)  # hits and the dependency watch (``hits``, ``_watch``)
         self.misses = 0
         self.compiles = 0  # misses that traced and compiled (the others were found on disk)
         self._body = None
@@ -119,7 +131,6 @@ class JitFunction(FlyDSLJitNames):
         self._deps = None
         self._deps_hex: str | None = None
         self._dep_vals: tuple | None = None
-        self._watch = _unknown
         self._dispatch = _first_call
         self._dispatchers: dict = {}  # argument pattern -> dispatcher (see fastpath)
         self._last: tuple | None = None
@@ -129,6 +140,24 @@ class JitFunction(FlyDSLJitNames):
     @property
     def __fly_function__(self):
         return self.fn
+
+    @property
+    def hits(self) -> int:
+        """Calls that found their specialization compiled (the fast path's and the full path's)."""
+        return self._cs.hits
+
+    @hits.setter
+    def hits(self, value: int) -> None:
+        self._cs.hits = value
+
+    @property
+    def _watch(self):
+        """True while every compile-time global and closure cell is what it was (``Deps.watcher``)."""
+        return self._cs.watch
+
+    @_watch.setter
+    def _watch(self, fn) -> None:
+        self._cs.watch = fn
 
     def with_hints(self, hints: dict) -> JitFunction:
         """A new jit function over the same body with ``hints`` merged into the compile hints (its own
