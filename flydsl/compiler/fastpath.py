@@ -35,6 +35,7 @@ import inspect
 from ..expr.typing import Stream, stream_handle
 from ..runtime.args import DEFAULT_STREAM, I32_MAX, TensorRef
 from ..runtime.extent import torch_view_inside
+from ..runtime.native import same_items as _native_same_items
 from .deps import freeze
 from .diagnostics import FlyDSLError
 from .kernel_function import ANY_HINTS as _ANY_HINTS
@@ -140,6 +141,7 @@ class _Gen:
         self.late: list[str] = []  # lines after the lookup (the stream needs the entry's default)
         self.streams: list[tuple[int, object]] = []  # (argument, its default) of each stream argument
         self.generic_args: list[int] = []  # arguments converted by their full converter
+        self.env_names: tuple = ()  # the environment's keys in os.environ's own dict (when read from it)
 
     def const(self, name: str, value) -> str:
         self.ns[_P + name] = value
@@ -189,7 +191,16 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> lis
     lines pasted in (no call). Falls through to the keyed lookup otherwise."""
     exprs = [*env_key, "HINTS", *g.key]
     conds = []
+    same = _native_same_items()
+    envd = getattr(g.ns.get("_f_ENVGET"), "__self__", None)
+    if same is not None and type(envd) is dict and g.env_names:  # the environment's part in one C call
+        g.ns.update(_f_SAME=same, _f_ENVD=envd)
+        names, values = g.const("ENVK", g.env_names), g.const("ENVV", fkey[: len(env_key)])
+        conds.append(f"_f_SAME(_f_ENVD, {names}, {values})")
+        exprs = [None] * len(env_key) + exprs[len(env_key) :]
     for j, (expr, value) in enumerate(zip(exprs, fkey)):
+        if expr is None:
+            continue
         if expr == "HINTS":
             # the function's own hints (an attribute read; the ``compile_hints`` property costs a thread-local
             # read and a call) and, unless it is a copy made for ambient hints, no ambient hints anywhere
@@ -293,6 +304,7 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     else:
         g.ns["_f_ENVGET"] = env[0]
         env_key = [f"_f_ENVGET({k!r})" for k in env[1]]
+        g.env_names = tuple(env[1])
     n = len(params)
     for i, (p, (tp, rank)) in enumerate(zip(params, pattern)):
         a = names[i]

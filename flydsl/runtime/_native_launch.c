@@ -15,6 +15,8 @@
  * around the driver call. Returns the driver's CUresult as an int; raises TypeError/OverflowError for a
  * value its slot cannot hold (nothing is launched then).
  *
+ * The module also has same_items(d, keys, values) (see there).
+ *
  * Built on first use by flydsl/runtime/native.py (cc + the Python headers); without it the Python path
  * runs. Keep this file free of anything but the C API of CPython >= 3.10.
  */
@@ -261,7 +263,41 @@ static PyTypeObject LaunchType = {
     .tp_vectorcall_offset = offsetof(Launch, vectorcall),
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flydsl_launch", "flydsl's native kernel launch", -1, NULL};
+/* same_items(d, keys, values): True when d.get(keys[i]) equals values[i] for every i (None: absent) --
+ * the cached call's check that the environment variables of its key are unchanged, in one call. */
+static PyObject *same_items(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyDict_Check(args[0]) || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "same_items(dict, keys, values): two tuples of one length");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[1]); i++) {
+        PyObject *v = PyDict_GetItemWithError(args[0], PyTuple_GET_ITEM(args[1], i));
+        if (v == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            v = Py_None;
+        }
+        PyObject *want = PyTuple_GET_ITEM(args[2], i);
+        if (v == want) continue;
+        if (v == Py_None || want == Py_None) Py_RETURN_FALSE;
+        Py_INCREF(v); /* borrowed from a dict that __eq__ could change */
+        int eq = PyObject_RichCompareBool(v, want, Py_EQ);
+        Py_DECREF(v);
+        if (eq < 0) return NULL;
+        if (!eq) Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef methods[] = {
+    {"same_items", (PyCFunction)(void (*)(void))same_items, METH_FASTCALL,
+     "same_items(d, keys, values): d.get(k) == v for every key and value (None: absent)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flydsl_launch", "flydsl's native kernel launch", -1,
+                                    methods};
 
 PyMODINIT_FUNC PyInit__flydsl_launch(void) {
     if (PyType_Ready(&LaunchType) < 0) return NULL;

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..utils.env import env
 
-__all__ = ["launch_type", "status", "CODES"]
+__all__ = ["launch_type", "same_items", "status", "CODES"]
 
 _SOURCE = Path(__file__).with_name("_native_launch.c")
 _NAME = "_flydsl_launch"
@@ -64,6 +64,13 @@ def launch_type():
     return _STATE["type"]
 
 
+def same_items():
+    """The helper's ``same_items(d, keys, values)`` (``d.get(k) == v`` for every pair, in one C call), or
+    None without the helper."""
+    launch_type()
+    return _STATE.get("same_items")
+
+
 def _compiler() -> str | None:
     for cc in ("cc", "gcc", "clang"):
         path = shutil.which(cc)
@@ -87,6 +94,7 @@ def _load():
     spec = importlib.util.spec_from_file_location(_NAME, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    _STATE["same_items"] = mod.same_items
     return mod.Launch, f"on ({path}{built})"
 
 

@@ -119,6 +119,41 @@ def test_ambient_hints_leave_the_inlined_specialization(driver):
     assert jf.hits == hits + 1 and [driver.decoded(i)[4][4] for i in range(-3, 0)] == [2, 3, 4]
 
 
+@pytest.mark.parametrize("use_native", [False, True])
+def test_the_environment_check_follows_the_live_environment(driver, monkeypatch, use_native):
+    """The inlined entry's environment check (one native ``same_items`` call, or a read per variable without
+    the helper): an equal value set again is still a hit, a changed one is not."""
+    if use_native:
+        _native_or_skip()
+    else:
+        monkeypatch.setattr(native, "_STATE", {})
+        monkeypatch.setenv("FLYDSL_RUNTIME_NATIVE_LAUNCH", "0")
+    jf = _fresh(run_axpy)
+    x, y = DevBuf(0x10000, 8), DevBuf(0x20000, 8)
+    jf(x, y, 1, 8)
+    assert ("_f_SAME(" in jf._dispatch.source) is use_native and jf._dispatch.inlined
+    hits, n = jf.hits, len(driver.launches)
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "".join(["cu", "da"]))  # an equal value, another object
+    jf(x, y, 2, 8)
+    assert jf.hits == hits + 1 and driver.decoded()[4][4] == 2
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    assert jf(x, y, 3, 8) is None and len(driver.launches) == n + 1  # the full path: compiled, not launched
+    monkeypatch.delenv("COMPILE_ONLY")
+    jf(x, y, 4, 8)
+    assert driver.decoded()[4][4] == 4
+
+
+def test_same_items_compares_like_dict_get():
+    _native_or_skip()
+    same = native.same_items()
+    d = {b"A": b"1", b"B": "x"}
+    assert same(d, (b"A", b"B", b"C"), (b"1", "".join(["", "x"]), None))
+    assert not same(d, (b"A",), (b"2",)) and not same(d, (b"C",), (b"1",)) and not same(d, (b"A",), (None,))
+    assert same(d, (), ())
+    with pytest.raises(TypeError, match="two tuples of one length"):
+        same(d, (b"A",), ())
+
+
 @flyc.kernel
 def put(out: Tensor, v: fx.Int32):
     out[0] = v
