@@ -150,6 +150,8 @@ def main() -> None:
     import torch
 
     from benchmarks.launch_overhead import launch
+    from flydsl.runtime import native
+    from flydsl.runtime._cuda_launch import CONFIG_SIZE
     from flydsl.runtime.native import status
 
     torch.cuda.init()
@@ -276,8 +278,20 @@ def main() -> None:
         f.argtypes = None
         f.restype = ctypes.c_int
     cf, cs, cp = ctypes.c_void_p(fn_vadd), ctypes.c_void_p(stream), ctypes.c_void_p(kernels[-1][2])
+    # the helper's own variants: which driver entry, the GIL released or kept
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    lay = launcher.layout
+    offs, size = tuple(o - CONFIG_SIZE for o in lay.offsets), lay.size - CONFIG_SIZE
+    variants = []
+    flag_sets = ((0, "cuLaunchKernelEx, GIL released"), (2, "cuLaunchKernelEx, GIL kept"),
+                 (1, "cuLaunchKernel, GIL released"), (3, "cuLaunchKernel, GIL kept"))  # fmt: skip
+    for flags, what in () if native.launch_type() is None or not fn_vadd else flag_sets:
+        entry = libcuda.cuLaunchKernel if flags & 1 else libcuda.cuLaunchKernelEx
+        h = native.launch_type()(ctypes.cast(entry, ctypes.c_void_p).value, fn_vadd, "QIQIQII", offs, size, flags)
+        variants.append((f"flydsl native helper: {what}", lambda h=h: h(8, 1, 1, 128, 1, 1, 0, stream, *vals)))
     py_rows = [
         ("flydsl native helper, raw args", lambda: launcher(8, 1, 1, 128, 1, 1, 0, stream, *vals)),
+        *variants,
         ("flydsl jit call", lambda: launch(a, b, c, n)),
         ("torch.add(a, b, out=c)", torch_add),
         ("torch.cuda._sleep(0) (one torch C++ launch)", lambda: torch.cuda._sleep(0)),

@@ -3,10 +3,11 @@
  * The pure-Python launch (flydsl/runtime/_cuda_launch.py) spends about a microsecond per launch in
  * struct.pack_into, the per-kernel lock and the ctypes call. A Launch object does the same work in C:
  *
- *   Launch(driver, function, codes, offsets, size)       -- once per kernel
+ *   Launch(driver, function, codes, offsets, size, flags=0)       -- once per kernel
  *   err = launch(gx, gy, gz, bx, by, bz, smem, stream, *params)
  *
- * `driver` is the address of a function with cuLaunchKernelEx's signature, `function` the CUfunction,
+ * `driver` is the address of a function with cuLaunchKernelEx's signature (flags & 1: cuLaunchKernel's;
+ * flags & 2: the GIL is kept across the driver call), `function` the CUfunction,
  * `codes` one struct-module code per parameter ("Q" pointer, "q" 64-bit, "I" 32-bit, "H", "B" integers
  * masked to their width like the Python path, "?" bool, "f" f32, "d" f64, "e" f16, "b" bf16 rounded as the
  * Python path's ml_dtypes does: to f32, then to nearest even; NaN -> 0x7FC0 with its sign), `offsets` their byte
@@ -27,6 +28,12 @@
 #include <string.h>
 
 typedef int (*launch_fn)(const void *config, void *function, void **params, void **extra);
+/* cuLaunchKernel's shape (flag LEGACY_ENTRY) */
+typedef int (*legacy_fn)(void *function, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                         unsigned int by, unsigned int bz, unsigned int smem, void *stream, void **params,
+                         void **extra);
+
+enum { LEGACY_ENTRY = 1, KEEP_GIL = 2 };
 
 /* CUlaunchConfig (cuda.h, CUDA >= 12.0) */
 typedef struct {
@@ -47,6 +54,7 @@ typedef struct {
     Py_ssize_t size;
     char *codes;
     Py_ssize_t *offsets;
+    int flags;
 } Launch;
 
 enum { STACK_BYTES = 4096, STACK_PARAMS = 256 };
@@ -150,6 +158,15 @@ static int pack(char code, PyObject *o, char *dst) {
     return -1;
 }
 
+static int call_driver(Launch *self, LaunchConfig *cfg, void **ptrs) {
+    if (self->flags & LEGACY_ENTRY) {
+        return ((legacy_fn)(void *)self->driver)(self->function, cfg->grid[0], cfg->grid[1], cfg->grid[2],
+                                                 cfg->block[0], cfg->block[1], cfg->block[2], cfg->smem,
+                                                 cfg->stream, ptrs, NULL);
+    }
+    return self->driver(cfg, self->function, ptrs, NULL);
+}
+
 static PyObject *launch_call(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Launch *self = (Launch *)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -187,9 +204,13 @@ static PyObject *launch_call(PyObject *self_, PyObject *const *args, size_t narg
         if (pack(self->codes[i], args[8 + i], dst) < 0) goto done;
     }
     int err;
-    Py_BEGIN_ALLOW_THREADS
-    err = self->driver(&cfg, self->function, ptrs, NULL);
-    Py_END_ALLOW_THREADS
+    if (self->flags & KEEP_GIL) {
+        err = call_driver(self, &cfg, ptrs);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        err = call_driver(self, &cfg, ptrs);
+        Py_END_ALLOW_THREADS
+    }
     result = PyLong_FromLong(err);
 done:
     if (buf != (char *)stack_buf) PyMem_Free(buf);
@@ -201,7 +222,8 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     const char *codes;
     Py_ssize_t ncodes, size;
     PyObject *offsets;
-    if (!PyArg_ParseTuple(args, "KKs#On", &driver, &function, &codes, &ncodes, &offsets, &size)) return NULL;
+    int flags = 0;
+    if (!PyArg_ParseTuple(args, "KKs#On|i", &driver, &function, &codes, &ncodes, &offsets, &size, &flags)) return NULL;
     if (!PyTuple_Check(offsets) || PyTuple_GET_SIZE(offsets) != ncodes) {
         PyErr_SetString(PyExc_ValueError, "offsets: a tuple of one offset per parameter code");
         return NULL;
@@ -217,6 +239,7 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->function = (void *)(uintptr_t)function;
     self->n = ncodes;
     self->size = size;
+    self->flags = flags;
     self->codes = PyMem_Malloc((size_t)ncodes + 1);
     self->offsets = PyMem_Malloc(sizeof(Py_ssize_t) * ((size_t)ncodes + 1));
     if (self->codes == NULL || self->offsets == NULL) {
@@ -254,7 +277,7 @@ static void launch_dealloc(PyObject *self_) {
 static PyTypeObject LaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_flydsl_launch.Launch",
-    .tp_doc = "Launch(driver, function, codes, offsets, size): launch(gx, gy, gz, bx, by, bz, smem, stream, *params)",
+    .tp_doc = "Launch(driver, function, codes, offsets, size, flags=0): launch(gx, gy, gz, bx, by, bz, smem, stream, *params)",
     .tp_basicsize = sizeof(Launch),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_new = launch_new,

@@ -5,6 +5,7 @@ the full path's errors."""
 
 from __future__ import annotations
 
+import ctypes
 import struct
 
 import pytest
@@ -301,6 +302,27 @@ def test_bf16_parameters_pack_alike_on_both_paths():
     assert out[0] == out[1]
     assert out[1][:5] == [0x4000, 0x8000, 0x3F80, 0x3F82, 0x3F80]  # ties to even (the last one after the f32 step)
     assert out[1][9:13] == [0x7F80, 0xFF80, 0x7FC0, 0xFFC0]
+
+
+def test_the_native_helper_calls_either_driver_entry():
+    """Flag 1: the entry has cuLaunchKernel's eleven arguments (grid, block, smem and stream by value), not
+    cuLaunchKernelEx's config struct; flag 2 keeps the GIL across the call. Both pack alike."""
+    _native_or_skip()
+    got = []
+    u = ctypes.c_uint
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p,
+                             ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)  # fmt: skip
+
+    def legacy(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        p0, p1 = ctypes.c_uint64.from_address(params[0]).value, ctypes.c_uint32.from_address(params[1]).value
+        got.append((f, (gx, gy, gz), (bx, by, bz), smem, stream, p0, p1, extra))
+        return 0
+
+    cb = proto(legacy)
+    for flags in (1, 3):
+        launch = native.launch_type()(ctypes.cast(cb, ctypes.c_void_p).value, 0xABC, "QI", (0, 8), 12, flags)
+        assert launch(3, 2, 1, 64, 1, 1, 128, 77, 0x1000, 7) == 0
+    assert got == [(0xABC, (3, 2, 1), (64, 1, 1), 128, 77, 0x1000, 7, None)] * 2
 
 
 def test_status_names_the_path(monkeypatch):
