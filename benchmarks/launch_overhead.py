@@ -210,6 +210,8 @@ def gpu_rows() -> list:
 
     n = 1024
     a, b, c = (torch.randn(n, device="cuda") for _ in range(3))
+    for jf in (launch, launch_on, launch_one, launch_noop):  # the stub's specializations are not this process's
+        jf.clear_cache()
     launch(a, b, c, n)
     compiled = flyc.compile(launch, a, b, c, n)
     torch.cuda.synchronize()
@@ -286,6 +288,15 @@ def main(argv=None) -> None:
     from flydsl.runtime.native import status
 
     print(f"native launch helper: {status()}")
+    try:
+        import torch  # noqa: F401 - the reader reads torch tensors
+
+        from flydsl.runtime import torch_args
+
+        torch_args.wait(300)  # built in the background on first use: measure with it loaded
+        print(f"torch tensor reader: {torch_args.status()}")
+    except ImportError:
+        pass
     rows = stub_rows(args.profile)
     try:
         import torch

@@ -36,6 +36,7 @@ from ..expr.typing import Stream, stream_handle
 from ..runtime.args import DEFAULT_STREAM, I32_MAX, TensorRef
 from ..runtime.extent import torch_view_inside
 from ..runtime.native import same_items as _native_same_items
+from ..runtime.torch_args import reader_type as _torch_reader_type
 from .deps import freeze
 from .diagnostics import FlyDSLError
 from .kernel_function import ANY_HINTS as _ANY_HINTS
@@ -142,6 +143,8 @@ class _Gen:
         self.streams: list[tuple[int, object]] = []  # (argument, its default) of each stream argument
         self.generic_args: list[int] = []  # arguments converted by their full converter
         self.env_names: tuple = ()  # the environment's keys in os.environ's own dict (when read from it)
+        # torch tensor argument -> (rank, its first key part's index, its first value's index, its guards)
+        self.tensors: dict[int, tuple[int, int, int, list[str]]] = {}
 
     def const(self, name: str, value) -> str:
         self.ns[_P + name] = value
@@ -157,10 +160,11 @@ class _Gen:
         dims = [f"{s}[{d}]" for d in range(rank)]
         strides = [f"{r}[{d}]" for d in range(rank - 1)]
         self.ranks.append(f"_f_len({s}) == {rank}")
-        self.guards.append(f"({a}._base is None or _f_VIEW_INSIDE({a}))")  # a view past its storage: FLY223
-        self.guards.append(f"{r}[{rank - 1}] == 1")
-        self.guards.extend(f"{x} <= {I32_MAX}" for x in dims + strides)  # torch strides are >= 0
-        self.key += [f"{a}.dtype", f"{p} & 15", f"{a}.is_cuda"]
+        guards = [f"({a}._base is None or _f_VIEW_INSIDE({a}))", f"{r}[{rank - 1}] == 1"]  # FLY223: a view past
+        guards += [f"{x} <= {I32_MAX}" for x in dims + strides]  # its storage; torch strides are >= 0
+        self.guards += guards
+        self.tensors[i] = (rank, len(self.key), len(self.vals), guards)
+        self.key += [f"{a}.dtype", f"{p} & 15", f"{a}.is_cuda"]  # what TensorReader compares, in this order
         self.val(p)
         for x in dims + strides:
             self.val(x, (0, I32_MAX))
@@ -185,12 +189,52 @@ def _expect(g: _Gen, expr: str, value, j: int) -> str:
     return f"({expr}) == {name}"
 
 
-def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> list[str]:
+def _readers(g: _Gen, env_key: list[str], fkey: tuple) -> bool:
+    """Whether the inlined specialization reads its torch tensors through the C++ reader
+    (:mod:`flydsl.runtime.torch_args`): every argument has a fast reader and the reader is loaded. Defines
+    ``_f_R<i>``, one ``TensorReader`` per tensor holding the key parts it must see."""
+    if not g.tensors or g.generic_args:
+        return False
+    t = _torch_reader_type()
+    if t is None:
+        return False
+    first = len(env_key) + 1  # the key parts after the environment and the hints
+    try:
+        for i, (rank, k0, _, _) in g.tensors.items():
+            dtype, align, is_cuda = fkey[first + k0 : first + k0 + 3]
+            g.ns[f"_f_R{i}"] = t(rank, dtype, align, is_cuda, torch_view_inside)
+    except (TypeError, ValueError):  # key parts the reader cannot hold: the Python reads
+        return False
+    return True
+
+
+def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default, readers: bool = False) -> list[str]:
     """The lines launching the entry of fast key ``fkey`` when the arguments' key parts equal it: ``fkey``
     compared part by part (no key tuple, no hashing, no lookup) and, where ``run`` is a launch plan, its
-    lines pasted in (no call). Falls through to the keyed lookup otherwise."""
+    lines pasted in (no call). Falls through to the keyed lookup otherwise.
+
+    With ``readers`` (:func:`_readers`) the block stands first in the entry, before any Python read: the
+    types, then each torch tensor through its ``TensorReader`` (its guards and key parts checked in C++,
+    its pointer, dims and strides unpacked from the tuple it returns), then the other arguments' guards
+    and key parts. Any miss falls through to the Python reads and the keyed lookup (which finds this
+    specialization too when only a reader refused)."""
     exprs = [*env_key, "HINTS", *g.key]
     conds = []
+    vals = list(g.vals)
+    unpack = []
+    if readers:
+        n = len(g.a)
+        conds.append(" and ".join(f"_f_type({g.a[i]}) is _f_T{i}" for i in range(n)))
+        first = len(env_key) + 1
+        tguards = set()
+        for i, (rank, k0, v0, guards) in g.tensors.items():
+            conds.append(f"(_f_t{i} := _f_R{i}({g.a[i]})) is not None")
+            exprs[first + k0 : first + k0 + 3] = [None] * 3
+            names = [f"_f_x{i}_{m}" for m in range(2 * rank)]  # pointer, dims, strides but the last
+            vals[v0 : v0 + 2 * rank] = names
+            unpack.append(f"        {', '.join(names)} = _f_t{i}")
+            tguards.update(guards)
+        conds += [x for x in g.guards if x not in tguards]
     same = _native_same_items()
     envd = getattr(g.ns.get("_f_ENVGET"), "__self__", None)
     if same is not None and type(envd) is dict and g.env_names:  # the environment's part in one C call
@@ -215,8 +259,7 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> lis
     if type(default) is functools.partial and not default.keywords:  # torch's stream getter bound to a device
         g.ns["_f_IDF"] = default.func
         idcall = f"_f_IDF({', '.join(g.const(f'IDA{k}', v) for k, v in enumerate(default.args))})"
-    lines = ["    if " + " and ".join(conds) + " and _f_CS.watch():", "        _f_CS.hits += 1"]
-    vals = list(g.vals)
+    lines = ["    if " + " and ".join(conds) + " and _f_CS.watch():", "        _f_CS.hits += 1", *unpack]
     for i, dflt in g.streams:  # the stream once, into a local (plan lines may read a value twice)
         a = g.a[i]
         if type(dflt) is Stream and dflt.value is None:  # the parameter left to its default: no call
@@ -234,7 +277,7 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default) -> lis
         lines.append(f"        _f_IRUN({', '.join(vals)})")
     else:
         exact = {n: r for n, r in enumerate(g.ranges) if r is not None}
-        body, ns = inline("_f_P_", vals, exact)
+        body, ns = inline("_f_Q_" if readers else "_f_P_", vals, exact)
         g.ns.update(ns)
         lines += ["    " + ln for ln in body]
     lines.append("        return None")
@@ -351,7 +394,10 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     if g.guards:
         body.append("    if not (" + " and ".join(g.guards) + "):")
         body.append("        @FAIL(_f_NOFAST)")
-    if inline is not None:
+    readers = inline is not None and _readers(g, env_key, inline[0])
+    if readers:  # before any Python read
+        body = _inline_block(g, env_key, *inline, readers=True) + body
+    elif inline is not None:
         body += _inline_block(g, env_key, *inline)
     body.append("    _f_h = _f_JF.compile_hints")
     body.append(f"    _f_k = ({', '.join(env_key + ['_f_FREEZE(_f_h) if _f_h else None'] + g.key)})")
@@ -389,6 +435,9 @@ def make_dispatcher(jf, params: list[Param], pattern: tuple, implicit_stream: bo
     fn.fast = fast
     fn.pattern = pattern
     fn.inlined = inline is not None
+    fn.inline_args = inline
+    fn.readers = readers  # the inlined specialization reads its torch tensors in C++
+    fn.wants_readers = inline is not None and not readers and bool(g.tensors) and not g.generic_args
     return fn
 
 

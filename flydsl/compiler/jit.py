@@ -25,6 +25,7 @@ from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._sem.fastmath import default_from_hints
 from ..ir import InsertionPoint, i64, new_module
+from ..runtime import torch_args
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..runtime.device import get_device
 from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
@@ -286,6 +287,22 @@ class JitFunction(FlyDSLJitNames):
                 nd = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, d.fast,
                                      inline=(fkey, run, dflt))  # fmt: skip
                 self._dispatchers[pat] = nd
+                self._install(nd)
+                if nd.wants_readers:  # the C++ tensor reader is being built: inline again once it is loaded
+                    ref = weakref.ref(self)
+                    torch_args.when_ready(lambda: (jf := ref()) is not None and jf._reinline(pat))
+
+    def _reinline(self, pat) -> None:
+        """Make the dispatcher of pattern ``pat`` again, its inlined specialization now read through the C++
+        tensor reader (called from the reader's build thread)."""
+        with self._lock:
+            d = self._dispatchers.get(pat)
+            if d is None or not d.inlined or d.readers:
+                return
+            nd = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, d.fast,
+                                 inline=d.inline_args)  # fmt: skip
+            self._dispatchers[pat] = nd
+            if self._dispatch is d:
                 self._install(nd)
 
     def _prepare(self, args, kwargs, bound: bool = False):

@@ -71,8 +71,8 @@ def same_items():
     return _STATE.get("same_items")
 
 
-def _compiler() -> str | None:
-    for cc in ("cc", "gcc", "clang"):
+def _compiler(names=("cc", "gcc", "clang")) -> str | None:
+    for cc in names:
         path = shutil.which(cc)
         if path:
             return path
@@ -81,28 +81,35 @@ def _compiler() -> str | None:
 
 def _load():
     src = _SOURCE.read_bytes()
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     tag = hashlib.sha256(src + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:16]
+    mod, where = load_extension(_NAME, tag, _SOURCE, _compiler(), [], [], "no C compiler (cc, gcc or clang) on PATH")
+    if mod is None:
+        return None, f"off ({where})"
+    _STATE["same_items"] = mod.same_items
+    return mod.Launch, f"on ({where})"
+
+
+def load_extension(name: str, tag: str, source: Path, cc: str | None, cflags: list, ldflags: list, no_cc: str):
+    """``(module, where)``: the extension module ``name`` compiled from ``source`` with ``cc`` (``cflags``
+    before the source, ``ldflags`` after it), built once into ``$FLYDSL_RUNTIME_CACHE_DIR/native/`` as
+    ``<name>-<tag><suffix>`` and loaded; or ``(None, why not)`` (``no_cc`` when ``cc`` is None)."""
     folder = Path(env.runtime_cache_dir) / "native"
-    path = folder / f"{_NAME}-{tag}{suffix}"
+    path = folder / f"{name}-{tag}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
     built = ""
     if not path.exists():
-        why = _build(folder, path)
+        why = no_cc if cc is None else _build(folder, path, [cc, *cflags, str(source)], ldflags)
         if why:
-            return None, f"off ({why})"
+            return None, why
         built = ", built now"
-    spec = importlib.util.spec_from_file_location(_NAME, path)
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    _STATE["same_items"] = mod.same_items
-    return mod.Launch, f"on ({path}{built})"
+    return mod, f"{path}{built}"
 
 
-def _build(folder: Path, path: Path) -> str:
-    """Compile the helper to ``path``; an empty string on success, else why not."""
-    cc = _compiler()
-    if cc is None:
-        return "no C compiler (cc, gcc or clang) on PATH"
+def _build(folder: Path, path: Path, compile_cmd: list, ldflags: list) -> str:
+    """Build the shared object ``path`` with ``compile_cmd`` (the compiler, its flags, the source) and
+    ``ldflags``; an empty string on success, else why not."""
     include = sysconfig.get_paths().get("include")
     if not include or not os.path.exists(os.path.join(include, "Python.h")):
         return f"no Python headers (Python.h) in {include}"
@@ -112,9 +119,10 @@ def _build(folder: Path, path: Path) -> str:
         return f"cannot create {folder}: {e}"
     fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=folder)
     os.close(fd)
-    cmd = [cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(_SOURCE), "-o", tmp]
+    cc = compile_cmd[0]
+    cmd = [cc, "-O2", "-shared", "-fPIC", f"-I{include}", *compile_cmd[1:], "-o", tmp, *ldflags]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             return f"{os.path.basename(cc)} failed: {(r.stderr or r.stdout).strip().splitlines()[-1:]}"
         os.replace(tmp, path)  # atomic: a concurrent builder's file is the same bytes

@@ -119,6 +119,13 @@ _VARS = [
         "launch kernels through a small C helper built on first use (cc + Python headers; 0: the ctypes path)",
     ),
     EnvVar(
+        "FLYDSL_RUNTIME_TORCH_READER",
+        "bool",
+        True,
+        "cached calls read torch tensor arguments through a C++ helper built in the background on first use "
+        "(c++ + torch's headers; 0, or FLYDSL_RUNTIME_NATIVE_LAUNCH=0: through torch's Python attributes)",
+    ),
+    EnvVar(
         "FLYDSL_COMPILE_OPT_LEVEL",
         "int",
         None,
