@@ -155,7 +155,7 @@ def main() -> None:
     from flydsl.runtime.native import status
 
     torch.cuda.init()
-    torch_args.wait(300)  # the C++ tensor reader (built in the background on first use): loaded before timing
+    torch_args.wait(60)  # the C++ tensor reader (built in the background on first use): loaded before timing
     n = 1024
     a, b, c = (torch.randn(n, device="cuda") for _ in range(3))
     torch.add(a, b, out=c)
