@@ -283,14 +283,15 @@ class JitFunction(FlyDSLJitNames):
             if d is None:  # forgotten meanwhile (a global changed)
                 return
             d.fast[fkey] = (run, dflt)
-            if not d.inlined and len(d.fast) == 1:
-                nd = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, d.fast,
-                                     inline=(fkey, run, dflt))  # fmt: skip
-                self._dispatchers[pat] = nd
-                self._install(nd)
-                if nd.wants_readers:  # the C++ tensor reader is being built: inline again once it is loaded
-                    ref = weakref.ref(self)
-                    torch_args.when_ready(lambda: (jf := ref()) is not None and jf._reinline(pat))
+            if d.inlined or len(d.fast) != 1:
+                return
+            nd = make_dispatcher(self, self._params, pat, self._implicit_stream, _ENV_FAST, d.fast,
+                                 inline=(fkey, run, dflt))  # fmt: skip
+            self._dispatchers[pat] = nd
+            self._install(nd)
+        if nd.wants_readers:  # the C++ tensor reader is being built: inline again once it is loaded
+            ref = weakref.ref(self)  # (outside the lock: when_ready calls at once if it loaded meanwhile)
+            torch_args.when_ready(lambda: (jf := ref()) is not None and jf._reinline(pat))
 
     def _reinline(self, pat) -> None:
         """Make the dispatcher of pattern ``pat`` again, its inlined specialization now read through the C++
