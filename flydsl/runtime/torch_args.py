@@ -117,11 +117,12 @@ def _load():
     src = _SOURCE.read_bytes()
     facts = [src, sys.version.encode(), sysconfig.get_platform().encode(), torch.__version__.encode(), bytes(root)]
     tag = hashlib.sha256(b"\0".join(facts)).hexdigest()[:16]
-    cflags = ["-std=c++17", "-w", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-I{include}",
+    cflags = ["-w", f"-D_GLIBCXX_USE_CXX11_ABI={abi}", f"-I{include}",
               f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}"]  # fmt: skip
     ldflags = [f"-L{lib}", "-ltorch_python", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}"]
     folder = Path(env.runtime_cache_dir) / "native"
     folder.mkdir(parents=True, exist_ok=True)
+    cxx = _compiler(("c++", "g++", "clang++"))
     with open(folder / f"{_NAME}.lock", "w") as lock:  # one builder per machine; the others wait, then load
         try:
             import fcntl
@@ -129,8 +130,11 @@ def _load():
             fcntl.flock(lock, fcntl.LOCK_EX)
         except (ImportError, OSError):
             pass
-        mod, where = load_extension(_NAME, tag, _SOURCE, _compiler(("c++", "g++", "clang++")), cflags, ldflags,
-                                    "no C++ compiler (c++, g++ or clang++) on PATH")  # fmt: skip
+        for std in ("c++20", "c++17"):  # recent torch headers want C++20; an older compiler may not have it
+            mod, where = load_extension(_NAME, tag, _SOURCE, cxx, [f"-std={std}", *cflags], ldflags,
+                                        "no C++ compiler (c++, g++ or clang++) on PATH")  # fmt: skip
+            if mod is not None or cxx is None:
+                break
     if mod is None:
         return None, f"off ({where})"
     return mod.TensorReader, f"on ({where})"
