@@ -101,7 +101,8 @@ class LaunchLayout:
         assert struct.calcsize(self.fmt) == pos
 
 
-def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_limit: list, native=None):
+def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_limit: list, native=None,
+                native_entry=None):  # fmt: skip
     """``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)`` for one kernel.
 
     Args:
@@ -115,13 +116,16 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         smem_limit: a one-item list: the dynamic shared memory the kernel may use now.
         native: launch through the native helper (:mod:`.native`): None where it is available and packs
             every parameter kind, True (required) or False (the Python path).
+        native_entry: ``(address, flags)`` of the driver entry the native helper calls (flags as the
+            helper's ``Launch``: 1 cuLaunchKernel's shape, 2 the GIL kept); default ``driver_call``'s
+            address, released GIL.
 
     The function's ``inline(prefix, exprs)`` gives the same launch as source lines (and their globals) for
     a launch plan to paste in place of a call (one Python call and 8 + n argument passes fewer).
     """
     lay = LaunchLayout(kinds)
     if native is not False:
-        helper = _native_launch(lay, func_handle, driver_call)
+        helper = _native_launch(lay, func_handle, driver_call, native_entry)
         if helper is not None:
             return _native_function(name, lay, helper, driver_call, on_error, smem_limit)
         if native:
@@ -223,7 +227,7 @@ def _native_codes() -> dict:
     return CODES
 
 
-def _native_launch(lay: LaunchLayout, func_handle: int, driver_call):
+def _native_launch(lay: LaunchLayout, func_handle: int, driver_call, native_entry=None):
     """The helper's ``Launch`` for this kernel, or None (helper unavailable, a kind it does not pack, or a
     driver entry that is not a ctypes function)."""
     from .native import CODES, launch_type
@@ -233,12 +237,15 @@ def _native_launch(lay: LaunchLayout, func_handle: int, driver_call):
     t = launch_type()
     if t is None:
         return None
-    try:
-        addr = ctypes.cast(driver_call, ctypes.c_void_p).value
-    except (TypeError, ctypes.ArgumentError):
-        return None
+    if native_entry is not None:
+        addr, flags = native_entry
+    else:
+        try:
+            addr, flags = ctypes.cast(driver_call, ctypes.c_void_p).value, 0
+        except (TypeError, ctypes.ArgumentError):
+            return None
     offsets = tuple(off - CONFIG_SIZE for off in lay.offsets)  # the helper's buffer holds the parameters only
-    return t(addr, func_handle, "".join(CODES[k] for k in lay.kinds), offsets, lay.size - CONFIG_SIZE)
+    return t(addr, func_handle, "".join(CODES[k] for k in lay.kinds), offsets, lay.size - CONFIG_SIZE, flags)
 
 
 def _native_function(name: str, lay: LaunchLayout, helper, driver_call, on_error, smem_limit: list):

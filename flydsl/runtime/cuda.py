@@ -243,6 +243,24 @@ def _ctypes_launch():
     return f or None
 
 
+# The driver entry the native helper calls, and how (its ``Launch`` flags: 1 cuLaunchKernel's eleven
+# arguments, 2 the GIL kept across the call). See benchmarks/launch_probe.py for the measurements.
+_NATIVE_ENTRY = ("cuLaunchKernelEx", 0)
+
+
+def _native_entry():
+    """``(address, flags)`` of libcuda's entry for the native helper (:data:`_NATIVE_ENTRY`), or None."""
+    e = _STATE.get("native_entry")
+    if e is None:
+        name, flags = _NATIVE_ENTRY
+        try:
+            e = (ctypes.cast(getattr(ctypes.CDLL("libcuda.so.1"), name), ctypes.c_void_p).value, flags)
+        except (OSError, AttributeError):
+            e = False
+        _STATE["native_entry"] = e
+    return e or None
+
+
 def _handle_value(obj) -> int | None:
     """The raw pointer value of a bindings handle (``CUfunction`` …), read from its storage."""
     try:
@@ -284,8 +302,10 @@ class CudaKernel:
         self._stream_cache = (None, None)
         self._retrying = False
         call = driver_call if driver_call is not None else _ctypes_launch()
+        entry = None if driver_call is not None else _native_entry()
         if call is not None and func_handle:
-            self.launcher = make_launch(name, func_handle, self.params.kinds, call, self._failed, self._smem_limit)
+            self.launcher = make_launch(name, func_handle, self.params.kinds, call, self._failed, self._smem_limit,
+                                        native_entry=entry)  # fmt: skip
         else:
             self.launcher = self._bindings_launch
 
