@@ -4,6 +4,7 @@ graph: docs/compiler.md, "CUDA graphs")."""
 
 from __future__ import annotations
 
+import ctypes
 import time
 
 import pytest
@@ -62,6 +63,28 @@ def test_fast_path_launches_are_exact(fn):
     fn(x[1:], y[1:], out[1:], 2.0, 1000)  # 4-byte aligned views: another specialization
     torch.cuda.synchronize()
     _check(out[1:], x[1:] * 2.0 + y[1:])
+
+
+def test_fast_path_through_the_tensor_reader_is_exact():
+    """The entry reading torch tensors in C++ (runtime/_torch_args.cpp, built against this torch) launches
+    what the Python reads launch: contiguous tensors, views inside their storage, another alignment."""
+    from flydsl.runtime import torch_args
+
+    if torch_args.wait(300) is None:
+        pytest.skip(f"the torch tensor reader is unavailable here: {torch_args.status()}")
+
+    @flyc.jit
+    def fresh(x, y, out, a: fx.Float32, n: fx.Int32):
+        axpy(x, y, out, a, n).launch(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1))
+
+    x, y, out = _inputs(1 << 16)
+    fresh(x, y, out, 1.5, 1 << 16)
+    assert fresh._dispatch.readers, fresh._dispatch.source
+    for n, lo in ((1000, 0), (37, 0), (1 << 16, 0), (4000, 4096), (1000, 1)):  # (4000, 4096): a view at 16 KiB
+        out.fill_(float("nan"))
+        fresh(x[lo : lo + n], y[lo : lo + n], out[lo : lo + n], 1.5, n)
+        torch.cuda.synchronize()
+        _check(out[lo : lo + n], x[lo : lo + n] * 1.5 + y[lo : lo + n])
 
 
 def test_launches_follow_torchs_current_stream():
@@ -134,9 +157,14 @@ def test_the_native_and_ctypes_launches_agree():
     kernel = next(iter(launch_implicit._last[1].launcher.kernels.values()))
     assert kernel.launcher.native is (native.launch_type() is not None), native.status()
     fn = _handle_value(kernel.func)
-    for use_native in (False, True) if native.launch_type() is not None else (False,):
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    entries = [None]  # the default: cuLaunchKernelEx's address, GIL released
+    for name, flags in (("cuLaunchKernelEx", 0), ("cuLaunchKernelEx", 2), ("cuLaunchKernel", 1), ("cuLaunchKernel", 3)):
+        entries.append((ctypes.cast(getattr(libcuda, name), ctypes.c_void_p).value, flags))
+    ways = [(False, None)] + ([(True, e) for e in entries] if native.launch_type() is not None else [])
+    for use_native, entry in ways:
         f = make_launch(kernel.name, fn, kernel.params.kinds, _ctypes_launch(), kernel._failed,
-                        kernel._smem_limit, native=use_native)  # fmt: skip
+                        kernel._smem_limit, native=use_native, native_entry=entry)  # fmt: skip
         out.fill_(float("nan"))
         s = torch.cuda.current_stream().cuda_stream
         f((n + 255) // 256, 1, 1, 256, 1, 1, 0, s, x.data_ptr(), n, y.data_ptr(), n, out.data_ptr(), n, 0.25, n)
