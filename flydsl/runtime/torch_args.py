@@ -144,5 +144,5 @@ if __name__ == "__main__":
     import torch  # noqa: F401 - the reader is for torch tensors
 
     wait()
-    print(status())
+    print(status(), flush=True)
     os._exit(0 if _STATE.get("type") is not None else 1)
