@@ -10,6 +10,10 @@ of ``cuLaunchKernelEx`` — with the driver replaced at the ctypes boundary by a
 on a machine without a GPU. On a CUDA machine the ``[gpu]`` lines time real back-to-back launches of a tiny
 vector add next to ``torch.add`` and a Triton kernel on the same tensors.
 
+The torch tensor reader (``flydsl/runtime/torch_args.py``, built in the background on first use) is waited
+for before measuring, and its status printed. ``python -m benchmarks.launch_probe`` splits a GPU call
+further: the driver's own enqueue cost per entry point, the GPU's back-to-back throughput, torch's launch.
+
 ``--profile`` prints where the time of the stub call goes (cProfile, sorted by own time).
 The budget (issue 12): <= 10 µs per cached call end to end on the H200, no slower than ``torch.add``.
 """
