@@ -319,10 +319,14 @@ def test_the_native_helper_calls_either_driver_entry():
         return 0
 
     cb = proto(legacy)
+    addr = ctypes.cast(cb, ctypes.c_void_p).value
     for flags in (1, 3):
-        launch = native.launch_type()(ctypes.cast(cb, ctypes.c_void_p).value, 0xABC, "QI", (0, 8), 12, flags)
+        launch = native.launch_type()(addr, 0xABC, "QI", (0, 8), 12, flags)
         assert launch(3, 2, 1, 64, 1, 1, 128, 77, 0x1000, 7) == 0
-    assert got == [(0xABC, (3, 2, 1), (64, 1, 1), 128, 77, 0x1000, 7, None)] * 2
+    # make_launch's native_entry (what CudaKernel passes: libcuda's entry and the flags it is called with)
+    fn = make_launch("k", 0xABC, ["ptr", "i32"], Driver(["ptr", "i32"]).call, None, [48 * 1024], native_entry=(addr, 1))
+    assert fn.native and fn(3, 2, 1, 64, 1, 1, 128, 77, 0x1000, 7) is None
+    assert got == [(0xABC, (3, 2, 1), (64, 1, 1), 128, 77, 0x1000, 7, None)] * 3
 
 
 def test_status_names_the_path(monkeypatch):
