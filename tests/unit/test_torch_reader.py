@@ -160,7 +160,8 @@ def test_entries_made_before_the_reader_loads_are_made_again(reader, driver, mon
     assert run_scale2.hits == hits + 1 and driver.decoded()[4] == _expected(x, y, 16)
 
 
-def test_the_reader_can_be_turned_off(monkeypatch):
+@pytest.mark.parametrize("var", ["FLYDSL_RUNTIME_TORCH_READER", "FLYDSL_RUNTIME_NATIVE_LAUNCH"])
+def test_the_reader_can_be_turned_off(monkeypatch, var):
     monkeypatch.setattr(torch_args, "_STATE", {})
-    monkeypatch.setenv("FLYDSL_RUNTIME_TORCH_READER", "0")
-    assert torch_args.reader_type() is None and torch_args.status() == "off (FLYDSL_RUNTIME_TORCH_READER=0)"
+    monkeypatch.setenv(var, "0")
+    assert torch_args.reader_type() is None and torch_args.status() == f"off ({var}=0)"
