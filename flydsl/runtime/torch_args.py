@@ -48,7 +48,9 @@ def reader_type():
 def status() -> str:
     """Whether tensor arguments are read in C++, and why not."""
     reader_type()
-    return _STATE.get("status", "building")
+    if "status" in _STATE:
+        return _STATE["status"]
+    return "building" if "thread" in _STATE else "not started (torch is not imported)"
 
 
 def wait(timeout: float | None = None):
@@ -76,8 +78,7 @@ def _start() -> None:
             off = "FLYDSL_RUNTIME_TORCH_READER=0" if env.runtime_native_launch else "FLYDSL_RUNTIME_NATIVE_LAUNCH=0"
             _finish(None, f"off ({off})")
             return
-        if "torch" not in sys.modules:  # nothing to read; never import torch for it
-            _finish(None, "off (torch is not imported)")
+        if "torch" not in sys.modules:  # nothing to read yet; never import torch for it (asked again later)
             return
         th = threading.Thread(target=_build_and_load, name="flydsl-torch-args-build", daemon=True)
         _STATE["thread"] = th

@@ -165,3 +165,12 @@ def test_the_reader_can_be_turned_off(monkeypatch, var):
     monkeypatch.setattr(torch_args, "_STATE", {})
     monkeypatch.setenv(var, "0")
     assert torch_args.reader_type() is None and torch_args.status() == f"off ({var}=0)"
+
+
+def test_nothing_is_decided_before_torch_is_imported(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(torch_args, "_STATE", {})
+    monkeypatch.delitem(sys.modules, "torch")
+    assert torch_args.reader_type() is None and torch_args.status() == "not started (torch is not imported)"
+    assert torch_args._STATE == {}  # asked again once torch is imported
