@@ -261,8 +261,19 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default, reader
         idcall = f"_f_IDF({', '.join(g.const(f'IDA{k}', v) for k, v in enumerate(default.args))})"
     lines = ["    if " + " and ".join(conds) + " and _f_CS.watch():", "        _f_CS.hits += 1", *unpack]
     for i, dflt in g.streams:  # the stream once, into a local (plan lines may read a value twice)
-        a = g.a[i]
-        if type(dflt) is Stream and dflt.value is None:  # the parameter left to its default: no call
+        a, tp = g.a[i], g.ns[f"_f_T{i}"]
+        if tp is not Stream and hasattr(tp, "cuda_stream"):  # a torch stream: its handle never changes, so the
+            # last one's is kept with the object itself (a strong reference: its id cannot be reused meanwhile)
+            sc = g.const(f"SC{i}", [(None, None)])
+            lines += [
+                f"        _f_sc{i} = {sc}[0]",
+                f"        if {a} is _f_sc{i}[0]:",
+                f"            _f_st{i} = _f_sc{i}[1]",
+                "        else:",
+                f"            _f_st{i} = _f_STREAM({a}, _f_ID)",
+                f"            {sc}[0] = ({a}, _f_st{i})",
+            ]
+        elif type(dflt) is Stream and dflt.value is None:  # the parameter left to its default: no call
             sd = g.const(f"SD{i}", dflt)
             lines.append(f"        _f_st{i} = {idcall} if {a} is {sd} or {a} is None else _f_STREAM({a}, _f_ID)")
         else:

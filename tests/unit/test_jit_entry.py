@@ -120,6 +120,32 @@ def test_ambient_hints_leave_the_inlined_specialization(driver):
     assert jf.hits == hits + 1 and [driver.decoded(i)[4][4] for i in range(-3, 0)] == [2, 3, 4]
 
 
+class TorchLikeStream:
+    """A stream object as torch's: a fixed ``cuda_stream`` handle (the reads counted)."""
+
+    reads = 0
+
+    def __init__(self, handle: int):
+        self._h = handle
+
+    @property
+    def cuda_stream(self) -> int:
+        TorchLikeStream.reads += 1
+        return self._h
+
+
+def test_a_torch_streams_handle_is_read_once_per_object(driver):
+    jf = _fresh(run_axpy)
+    x, y = DevBuf(0x10000, 8), DevBuf(0x20000, 8)
+    s1, s2 = TorchLikeStream(0x51), TorchLikeStream(0x52)
+    jf(x, y, 1, 8, s1)  # the full path, then the inlined entry
+    reads = TorchLikeStream.reads
+    for s in (s1, s1, s2, s2, s1):
+        jf(x, y, 2, 8, stream=s)
+    assert [driver.decoded(i)[3] for i in range(-5, 0)] == [0x51, 0x51, 0x52, 0x52, 0x51]
+    assert TorchLikeStream.reads == reads + 3  # once per change of object
+
+
 @pytest.mark.parametrize("use_native", [False, True])
 def test_the_environment_check_follows_the_live_environment(driver, monkeypatch, use_native):
     """The inlined entry's environment check (one native ``same_items`` call, or a read per variable without
