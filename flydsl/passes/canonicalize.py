@@ -32,8 +32,10 @@ def constant_value(v):
 
 def _materialize(value, t, loc) -> Op:
     if isinstance(t, VectorType):
-        flat = np.asarray(value).reshape(-1)
-        a = flat.reshape(()) if flat.size == 1 else flat
+        a = np.asarray(value).reshape(-1)
+        lanes = np.ascontiguousarray(a).view(np.uint8).reshape(a.size, -1)
+        if a.size == 1 or (lanes == lanes[0]).all():  # a splat (every lane bit-identical): dense<x>
+            a = a[:1].reshape(())
         attr = arith.normalize_constant(a, t)
     else:
         attr = arith.normalize_constant(np.asarray(value).reshape(()).item(), t)
