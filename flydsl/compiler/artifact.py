@@ -18,7 +18,9 @@ __all__ = ["Artifact"]
 
 
 class Artifact:
-    __slots__ = ("name", "module", "host_name", "kernels", "param_names", "ptx", "cubin", "target", "_ops")
+    __slots__ = (
+        "name", "module", "host_name", "kernels", "param_names", "ptx", "cubin", "target", "_ops", "traced_ir",
+    )  # fmt: skip
 
     def __init__(
         self, name: str, module: Op, host_name: str, kernels: dict[str, KernelInfo], param_names: list, target: str
@@ -32,6 +34,7 @@ class Artifact:
         self.cubin: bytes | None = None
         self.target = target
         self._ops: dict | None = None
+        self.traced_ir: str | None = None  # the module's text before the passes (not kept on disk)
 
     def _index(self) -> dict:
         if self._ops is None:
@@ -61,8 +64,9 @@ class Artifact:
 
     @property
     def source_ir(self) -> str:
-        """The module's MLIR text (FlyDSL's name; locations left out)."""
-        return print_op(self.module)
+        """FlyDSL's name: the module's MLIR text as traced, before the passes (locations left out); for
+        an artifact read back from the disk cache, the compiled module's text."""
+        return self.traced_ir if self.traced_ir is not None else print_op(self.module)
 
     @property
     def ir(self) -> str:

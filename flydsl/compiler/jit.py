@@ -27,7 +27,7 @@ from ..expr._sem.fastmath import default_from_hints
 from ..ir import InsertionPoint, i64, new_module
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..runtime.device import get_device
-from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
+from ..utils.env import JIT_KEY_VARS, env, snapshot, snapshot_reader
 from . import errors as E
 from ._flydsl_jit import FlyDSLJitNames
 from .abi import make_param, param_arg_names, param_types
@@ -52,7 +52,7 @@ __all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "us
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize", "disk_size"])
 
 # COMPILE_ONLY first (not part of the key), then what selects code and device
-_ENV_KEY = ("COMPILE_ONLY", "ARCH", "FLYDSL_GPU_ARCH", "FLYDSL_RUNTIME_KIND", *CODEGEN_AFFECTING)
+_ENV_KEY = JIT_KEY_VARS
 _ENV_FAST = snapshot_reader(_ENV_KEY) or (lambda: snapshot(_ENV_KEY))
 _TRUE = frozenset(("1", "true", "yes", "on"))
 _MAX_PATTERNS = 16  # argument patterns with a dispatcher per jit function
@@ -407,6 +407,7 @@ class JitFunction(FlyDSLJitNames):
         result = compile_traced(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
         kernels = {k: KernelInfo(k, arg_names=v) for k, v in ctx.kernel_arg_names.items()}
         art = Artifact(name, module, name, kernels, names, target.arch)
+        art.traced_ir = result.source_ir
         art.set_device_code(result.ptx, result.cubin, result.kernel_info)
         return art
 
