@@ -34,7 +34,7 @@ class Artifact:
         self.cubin: bytes | None = None
         self.target = target
         self._ops: dict | None = None
-        self.traced_ir: str | None = None  # the module's text before the passes (not kept on disk)
+        self.traced_ir: str | None = None  # the module's text before the passes
 
     def _index(self) -> dict:
         if self._ops is None:
@@ -64,8 +64,8 @@ class Artifact:
 
     @property
     def source_ir(self) -> str:
-        """FlyDSL's name: the module's MLIR text as traced, before the passes (locations left out); for
-        an artifact read back from the disk cache, the compiled module's text."""
+        """FlyDSL's name: the module's MLIR text as traced, before the passes (locations left out); the
+        compiled module's text for a disk-cache entry written without it."""
         return self.traced_ir if self.traced_ir is not None else print_op(self.module)
 
     @property
@@ -83,6 +83,7 @@ class Artifact:
             "target": self.target,
             "ptx": self.ptx,
             "cubin": base64.b64encode(self.cubin).decode() if self.cubin else None,
+            "source_ir": self.traced_ir,
         }
 
     @classmethod
@@ -90,6 +91,7 @@ class Artifact:
         kernels = {n: KernelInfo.from_dict(k) for n, k in body["kernels"].items()}
         art = cls(body["name"], parse_module(body["ir"]), body["host"], kernels, body["param_names"], body["target"])
         art.ptx = body.get("ptx")
+        art.traced_ir = body.get("source_ir")
         cub = body.get("cubin")
         art.cubin = base64.b64decode(cub) if cub else None
         return art

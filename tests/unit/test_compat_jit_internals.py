@@ -7,6 +7,7 @@ import numpy as np
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+from flydsl.compiler.artifact import Artifact
 from flydsl.compiler.backends import GPUTarget, get_backend
 from flydsl.compiler.kernel_function import CompilationContext
 
@@ -30,6 +31,7 @@ def test_source_ir_is_the_traced_module_before_the_passes():
     assert "arith.mulf" in art.source_ir and "arith.addf" in art.source_ir
     assert "arith.mulf" not in art.ir  # the compiled module: dead code removed
     assert out.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert Artifact.from_body(art.to_body()).source_ir == art.source_ir  # kept in the disk cache too
 
 
 @flyc.jit
