@@ -4,6 +4,7 @@ methods (``_ensure_sig``, ``_resolve_and_make_cache_key``, ``_build_full_cache_k
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -63,3 +64,37 @@ def test_cache_key_pairs_follow_what_selects_code(monkeypatch):
     assert _key(keyed, 1, 4, a) != k  # so does the code-affecting environment
     full = _key(keyed, 1, 4, a, full=True)
     assert full[:-1] == _key(keyed, 1, 4, a) and full[-1] == ("_deps_", keyed.deps_hex())
+
+
+@flyc.kernel
+def add_one_kernel(x: fx.Tensor):
+    x[fx.thread_idx.x] = x[fx.thread_idx.x] + 1.0
+
+
+@flyc.jit
+def add_one(x):
+    add_one_kernel(x).launch(grid=1, block=x.shape[0])
+
+
+def test_cpu_graph_records_launches_and_replays_them(monkeypatch):
+    from flydsl.runtime import CpuGraph
+
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
+    x = np.zeros(4, np.float32)
+    add_one(x)  # compiled and run outside the capture
+    g = CpuGraph()
+    with g.capture():
+        add_one(x)
+        add_one(x)
+    assert x.tolist() == [1.0] * 4 and len(g) == 2  # recorded, not run (as a CUDA graph capture)
+    g.replay()
+    assert x.tolist() == [3.0] * 4
+    x[:] = 10.0  # replay reads the memory as it is then
+    g.replay()
+    assert x.tolist() == [12.0] * 4
+    with g.capture(), pytest.raises(RuntimeError, match="already capturing"):
+        with CpuGraph().capture():
+            pass
+    g.reset()
+    g.replay()
+    assert x.tolist() == [12.0] * 4
