@@ -232,7 +232,7 @@ def emit_ipowi(fe: FunctionEmitter, op: Op) -> None:
     t = x.type
     ty = llvm_type(t)
     bty = llvm_type(bool_like(t))
-    w = vector_parts(t)[1].width
+    w = vector_parts(t)[1].bitwidth
 
     def c(v: int) -> str:
         return const_literal(v, t)

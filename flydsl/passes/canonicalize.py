@@ -32,11 +32,10 @@ def constant_value(v):
 
 def _materialize(value, t, loc) -> Op:
     if isinstance(t, VectorType):
-        a = np.asarray(value).reshape(-1)
-        lanes = np.ascontiguousarray(a).view(np.uint8).reshape(a.size, -1)
-        if a.size == 1 or (lanes == lanes[0]).all():  # a splat (every lane bit-identical): dense<x>
-            a = a[:1].reshape(())
-        attr = arith.normalize_constant(a, t)
+        flat = np.asarray(value).reshape(-1)
+        lanes = np.ascontiguousarray(flat).view(np.uint8).reshape(flat.size, -1)
+        splat = flat.size == 1 or bool((lanes == lanes[0]).all())  # every lane bit-identical: dense<x>
+        attr = arith.normalize_constant(flat[:1].reshape(()) if splat else flat, t)
     else:
         attr = arith.normalize_constant(np.asarray(value).reshape(()).item(), t)
     return Op(arith.constant, [], [t], {"value": attr}, 0, loc)
