@@ -324,6 +324,38 @@ def test_from_c_void_p_runs_on_the_interpreter_checked_against_the_owning_array(
         flyc.from_c_void_p(fx.Float32, 1.5)
 
 
+def _remembered_region_probe(raw_pointer, monkeypatch):
+    """Find an array's region, then look it up again with the heap search disabled; returns its start
+    and a weak reference (the array dies with this frame)."""
+    import weakref
+
+    a = np.zeros(64, np.float32)
+    start = a.ctypes.data
+    found = raw_pointer.owning_region(start + 8)
+    assert found[:2] == (start, a.nbytes) and found[2] is a
+
+    def no_search():
+        raise AssertionError("searched the heap for a remembered region")
+
+    with monkeypatch.context() as m:
+        m.setattr(raw_pointer, "_storages", no_search)
+        again = raw_pointer.owning_region(start + 200)  # the same allocation: answered from memory
+    assert again[:2] == (start, a.nbytes) and again[2] is a
+    return start, weakref.ref(a)
+
+
+def test_raw_pointer_regions_are_remembered_while_their_owner_lives(monkeypatch):
+    import gc
+
+    from flydsl.runtime import raw_pointer
+
+    start, alive = _remembered_region_probe(raw_pointer, monkeypatch)
+    gc.collect()
+    assert alive() is None
+    assert raw_pointer._remembered(start + 8) is None  # a dead owner's region is forgotten, not answered
+    assert start not in raw_pointer._FOUND
+
+
 @pytest.mark.gpu
 def test_from_c_void_p_vector_add_on_the_gpu(monkeypatch):
     torch = pytest.importorskip("torch")
