@@ -257,7 +257,7 @@ LAUNCH_DIMS = _d(
 KNOWN_BLOCK_SIZE = _d(
     "FLY209",
     DSLValueError,
-    "kernel '{name}' is declared with known_block_size={kbs} but launched with block={block}",
+    "kernel '{name}': the launch block={block} differs from known_block_size={kbs} (declared on the kernel)",
     "launch with the declared block size or drop known_block_size",
 )
 KERNEL_RETURNS = _d(
@@ -348,6 +348,20 @@ COMPILE_HINT = _d(
     DSLValueError,
     "compile hint '{hint}' cannot be honoured: {why}",
     "fix or remove the hint (flydsl's compile hints: {known}; docs/compiler.md says what each does)",
+)
+KNOWN_BLOCK_SIZE_TYPE = _d(
+    "FLY225",
+    DSLTypeError,
+    "kernel '{name}': {problem}",
+    "declare three positive ints, e.g. `@flyc.kernel(known_block_size=[256, 1, 1])`, or leave it out: a launch "
+    "with constant block dimensions makes the block size known",
+)
+KNOWN_BLOCK_SIZE_VALUE = _d(
+    "FLY226",
+    DSLValueError,
+    "kernel '{name}': {problem}",
+    "declare three positive ints, e.g. `@flyc.kernel(known_block_size=[256, 1, 1])`, or leave it out: a launch "
+    "with constant block dimensions makes the block size known",
 )
 
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
