@@ -18,7 +18,8 @@ FlyDSL's users would, on the CUDA GPU, at the default shapes.
 The programs: ``examples/*.py`` (run as scripts: pass = exit 0 and no ``FAIL`` line),
 ``tests/system``, ``tests/unit`` and the portable kernel tests (softmax, RMSNorm, LayerNorm, vector
 add; ``--all-kernels`` adds every ``tests/kernels`` file), each file run by pytest (pass = no test
-failed or errored and at least one passed). Programs that exercise AMD-only instructions or FlyDSL's
+failed or errored and at least one passed; a test file that collects no test but is a script — FlyDSL's
+dispatch benchmark — is run as the script it is). Programs that exercise AMD-only instructions or FlyDSL's
 native C++/MLIR tooling are listed in :data:`~tools.flydsl_compat.programs.NOT_PORTABLE` with the
 reason; they run too, but the headline rate counts only the portable ones. Single AMD-only tests of
 otherwise portable programs (:data:`~tools.flydsl_compat.programs.NOT_PORTABLE_TESTS`) are deselected,
