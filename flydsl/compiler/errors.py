@@ -58,7 +58,8 @@ def error(diag: Diag, loc=None, **fields) -> FlyDSLError:
 BRANCH_TYPE_MISMATCH = _d(
     "FLY101",
     DSLTypeError,
-    "variable '{name}' is {a} in one branch and {b} in the other branch of this run-time `if`",
+    "variable '{name}' is {a} in one branch and {b} in the other branch of this run-time `if` (what one branch "
+    "yields does not match the region entry)",
     "give '{name}' the same type in every branch, e.g. write the value as `{want}(...)` or convert it with "
     "`.to({want})`",
 )
@@ -79,13 +80,15 @@ DEFINED_IN_LOOP = _d(
 LOOP_TYPE_CHANGE = _d(
     "FLY104",
     DSLTypeError,
-    "variable '{name}' enters the run-time `{kind}` loop at line {site_line} as {a} but is {b} at the end of the body",
+    "variable '{name}' enters the run-time `{kind}` loop at line {site_line} as {a} but is {b} at the end of the body "
+    "(the value yielded does not match the region entry)",
     "start '{name}' with the type it holds in the loop, e.g. `{name} = fx.{b}(...)` before the loop",
 )
 STRUCTURE_CHANGE = _d(
     "FLY105",
     DSLTypeError,
-    "variable '{name}' changes shape across the run-time `{kind}` at line {site_line}: {a} versus {b}",
+    "variable '{name}' changes shape across the run-time `{kind}` at line {site_line}: {a} versus {b} (the "
+    "structure yielded does not match the region entry)",
     "keep the same structure (list length, dict keys, tuple size) on every path; "
     "build lists of values before the `{kind}` and assign their elements inside it",
 )

@@ -118,6 +118,60 @@ def test_facade_scf_if_and_for_build_structured_ops():
     assert "scf.if" in text and "scf.for" in text and "scf.yield" in text
 
 
+def test_dispatch_helpers_build_structured_ops_with_flydsl_calling_convention():
+    from flydsl._mlir import ir
+    from flydsl.compiler.ast_rewriter import CanonicalizeWhile, InsertEmptyYieldForSCFFor, ReplaceIfWithDispatch
+
+    seen = {}
+
+    def build(c, n):
+        x = fx.Int32(n)
+        # a compile-time condition runs one branch (no op); a run-time one builds scf.if, raw IR values
+        # coming back as DSL values and Python numbers promoted to the other branch's type
+        seen["static"] = ReplaceIfWithDispatch.scf_if_dispatch(
+            True, lambda x: {"x": x + 1}, lambda x: {"x": x}, state_names=("x",), state_values=(x,)
+        )
+        pair = ReplaceIfWithDispatch.scf_if_dispatch(
+            c,
+            lambda names, x, d: {"x": 7, "d": {"b": x, "a": x}},
+            lambda names, x, d: {"d": {"a": x + 1, "b": x}},
+            result_names=("x", "d"),
+            result_values=(n, {"a": x, "b": x}),
+        )
+        seen["if"] = pair
+        seen["ifexp"] = ReplaceIfWithDispatch.scf_ifexp_dispatch(c, lambda: x, lambda: x * 2)
+        seen["for"] = InsertEmptyYieldForSCFFor.scf_for_dispatch(
+            0, 8, 2, lambda iv, names, acc: {"acc": acc + iv}, result_names=("acc",), result_values=(0,)
+        )
+        seen["while"] = CanonicalizeWhile.scf_while_dispatch(
+            lambda names, k, acc: k > 0,
+            lambda names, k, acc: {"k": k // 2, "acc": acc + k},
+            result_names=("k", "acc"),
+            result_values=(x, x),
+        )
+        with pytest.raises(TypeError, match="'acc' is None"):
+            InsertEmptyYieldForSCFFor.scf_for_dispatch(
+                0, 4, 1, lambda iv, names, acc: {}, result_names=("acc",), result_values=(None,)
+            )
+        with pytest.raises(TypeError, match="does not match the region entry"):
+            ReplaceIfWithDispatch.scf_if_dispatch(
+                c,
+                lambda names, v: {"v": [x]},
+                lambda names, v: {"v": [x, x]},
+                result_names=("v",),
+                result_values=([x],),
+            )
+
+    i1, i32 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(32)
+    text = _module(build, [i1, i32])
+    assert text.count("scf.if") == 2 and "scf.for" in text and "scf.while" in text
+    assert type(seen["static"]) is fx.Int32 and not seen["static"].is_static()
+    x_out, d_out = seen["if"]
+    assert type(x_out) is fx.Int32 and list(d_out) == ["a", "b"]  # keys aligned to the entry's order
+    assert type(seen["ifexp"]) is fx.Int32 and type(seen["for"]) is fx.Int32
+    assert isinstance(seen["while"], tuple) and len(seen["while"]) == 2
+
+
 def test_passmanager_runs_our_passes_and_rejects_fly_lowerings():
     from flydsl._mlir import ir
     from flydsl._mlir.dialects import arith, func
