@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections import namedtuple
 
-from ..codegen import KernelInfo
+from ..codegen import KernelInfo, has_code_generator
 from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._sem.fastmath import default_from_hints
@@ -377,7 +377,9 @@ class JitFunction(FlyDSLJitNames):
         target = select_target()
         check_hints(self.compile_hints, target.arch)  # honoured or FLY224, never dropped
         compile_only = snap[0] is not None and _compile_only(snap[0])
-        want_ptx = compile_only or _device_kind() == "cuda"
+        # COMPILE_ONLY for an arch without a code generator (ARCH=gfx942): trace and optimize only — the
+        # artifact has the IR and no device code (FlyDSL's frontend-only compiles for AMD targets)
+        want_ptx = (compile_only and has_code_generator(target.arch)) or (not compile_only and _device_kind() == "cuda")
         disk, dk, art = None, None, None
         if env.runtime_enable_cache:
             disk = DiskCache(self.fn.__name__, self.deps_hex())

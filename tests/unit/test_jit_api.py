@@ -279,6 +279,21 @@ def test_compile_only_returns_none_without_launching(monkeypatch):
     assert out.tolist() == [3] * 4
 
 
+def test_compile_only_for_an_amd_arch_traces_and_optimizes_without_device_code(monkeypatch):
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("ARCH", "gfx942")  # no code generator for AMD yet: FlyDSL's frontend-only compile
+    out = np.zeros(4, np.int32)
+
+    @flyc.jit
+    def launch(out, value: fx.Int32):
+        fill(out, value).launch(grid=1, block=4)
+
+    assert launch(out, 3) is None and out.tolist() == [0] * 4
+    art = launch._last[1].artifact
+    assert art.ptx is None and art.target == "gfx942"
+    assert "gpu.func @fill_0" in art.source_ir and "gpu.launch_func" in art.source_ir
+
+
 def test_errors_are_flydsl_errors_with_the_callers_line():
     with pytest.raises(FlyDSLError) as ei:
         launch_fill(np.zeros(4, np.int32), "text")
