@@ -106,10 +106,10 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
         vals.append(shape[0])
         return
     if not n:
-        key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (False,), (False,), 1))
+        key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (None,), (None,), 1))
         vals.append(ref)
         return
-    u = n - 1 if strides[-1] == 1 else unit_axis(shape, strides)
+    u = n - 1 if strides[-1] == 1 and shape[-1] > 1 else unit_axis(shape, strides)
     if u < 0:
         raise ArgError("TENSOR_NO_UNIT_STRIDE", shape=tuple(shape), strides=tuple(strides))
     if max(shape) > I32_MAX or max(strides) > I32_MAX or min(strides) < -I32_MAX:
@@ -138,16 +138,18 @@ def _static_tensor(a: TensorAdaptor, key, vals):
     r = a.ref
     shape, strides = (r.shape, r.strides) if r.shape else ((1,), (1,))
     check_i32(shape, strides)
-    ds, dd, div = tuple(a.dyn_shape) or (False,), tuple(a.dyn_stride) or (False,), a.divisibility
-    key_shape = tuple(None if d else s for s, d in zip(shape, ds))
-    key_stride = tuple(None if d else s for s, d in zip(strides, dd))
-    key.append(("tensor", _NUMERIC[r.dtype], key_shape, key_stride, alignment_of(r.ptr), r.is_cuda, ds, dd, div))
+    ds, dd = tuple(a.shape_div) or (None,), tuple(a.stride_div) or (None,)
+    key_shape = tuple(s if d is None else None for s, d in zip(shape, ds))
+    key_stride = tuple(s if d is None else None for s, d in zip(strides, dd))
+    # the last entry: what every run-time leaf is a multiple of (the smallest declared divisibility)
+    key.append(("tensor", _NUMERIC[r.dtype], key_shape, key_stride, alignment_of(r.ptr), r.is_cuda, ds, dd,
+                a.divisibility))  # fmt: skip
     vals.append(r)
     for values, marks, what in ((shape, ds, "dimension"), (strides, dd, "stride")):
         for v, d in zip(values, marks):
-            if d:
-                if div > 1 and v % div:
-                    raise ArgError("DIVISIBILITY", what=what, value=v, div=div)
+            if d is not None:
+                if d > 1 and v % d:
+                    raise ArgError("DIVISIBILITY", what=what, value=v, div=d)
                 vals.append(v)
 
 
