@@ -29,13 +29,13 @@ FLY104/FLY105 (``TypeError``: "does not match the region entry"). FlyDSL's trans
 from __future__ import annotations
 
 import sys
-from types import SimpleNamespace
 
 from ..expr._sem.vector import as_vector_operand
 from ..ir import Value
 from .frames import frame_location, user_frame
 from .frontend import dispatch as _rt
 from .frontend import rewrite_function
+from .frontend.carry import map_leaves
 
 __all__ = ["ASTRewriter", "ReplaceIfWithDispatch", "InsertEmptyYieldForSCFFor", "CanonicalizeWhile"]
 
@@ -51,19 +51,7 @@ class ASTRewriter:
 
 def _dsl(x):
     """A carried tree with raw IR values wrapped as DSL values (``i32`` → ``Int32``, vectors → Vector)."""
-    t = type(x)
-    if t is Value:
-        return as_vector_operand(x)
-    if t is list:
-        return [_dsl(v) for v in x]
-    if t is dict:
-        return {k: _dsl(v) for k, v in x.items()}
-    if t is SimpleNamespace:
-        return SimpleNamespace(**{k: _dsl(v) for k, v in vars(x).items()})
-    if isinstance(x, tuple):
-        items = [_dsl(v) for v in x]
-        return t._make(items) if hasattr(t, "_make") else t(items)
-    return x
+    return map_leaves(x, lambda v: as_vector_operand(v) if type(v) is Value else v)
 
 
 def _site(kind: str, names) -> tuple:

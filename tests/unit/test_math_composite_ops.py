@@ -4,18 +4,17 @@ semantics — the LLVM lowering is JIT-compiled on the host and compared with th
 
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 import pytest
+from compiler_util import host_function
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl import ir
 from flydsl.codegen import Target, compile_module, emit_llvm, find_ptxas, run_ptxas
-from flydsl.dialects import arith, func, gpu, ptr
+from flydsl.dialects import arith, ptr
 from flydsl.dialects import math as fm
-from flydsl.ir import InsertionPoint, PointerType, VectorType, new_module, verify
+from flydsl.ir import PointerType, VectorType
 from flydsl.ir import types as T
 from flydsl.testing import build_kernel, trace_kernel
 
@@ -87,32 +86,7 @@ def test_interpreter_runs_the_ops():
 
 def _host(arg_types, res_type, body):
     """A host-callable function ``f(args) -> res`` from the GPU lowering of ``body`` (no NVVM intrinsics)."""
-    import llvmlite.binding as llvm
-
-    mod = new_module()
-    gm = gpu.build_gpu_module()
-    mod.regions[0].blocks[0].append(gm)
-    f = func.build_func(gpu.func, "f", arg_types, [res_type])
-    gm.regions[0].blocks[0].append(f)
-    with InsertionPoint(f.regions[0].blocks[0]):
-        gpu.return_(body(*f.regions[0].blocks[0].args))
-    verify(mod)
-    text = emit_llvm(mod, Target(arch="sm_90a"))
-    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("target "))
-    text = text.replace("define internal", "define")
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    m = llvm.parse_assembly(text)
-    m.verify()
-    ee = llvm.create_mcjit_compiler(m, llvm.Target.from_default_triple().create_target_machine())
-    ee.finalize_object()
-    ct = {T.i32: ctypes.c_int32, T.i64: ctypes.c_int64, T.f32: ctypes.c_float, T.i1: ctypes.c_bool}
-    cfn = ctypes.CFUNCTYPE(ct[res_type], *[ct[t] for t in arg_types])(ee.get_function_address("f"))
-    _ENGINES.append((cfn, ee, m))  # NOTE: freeing an MCJIT engine and its module can crash; keep them
-    return cfn
-
-
-_ENGINES: list = []
+    return host_function(arg_types, res_type, body)[0]
 
 
 @pytest.mark.parametrize("t", [T.i32, T.i64])
