@@ -159,7 +159,7 @@ class CudaLauncher:
     def __call__(self, vals: list) -> None:
         args = list(vals)
         torch_stream = False
-        default_at = -1
+        defaults = []  # every stream argument left to the default (a launcher may take several)
         for i, v in enumerate(args):
             if type(v) is TensorRef:
                 if not v.is_cuda:
@@ -174,9 +174,11 @@ class CudaLauncher:
                 torch_stream = torch_stream or type(v.obj).__module__.startswith("torch")
                 args[i] = v.ptr
             elif v is DEFAULT_STREAM:
-                default_at = i
-        if default_at >= 0:  # the default stream: torch's current one when torch tensors are passed
-            args[default_at] = self.default_stream(torch_stream)()
+                defaults.append(i)
+        if defaults:  # the default stream: torch's current one when torch tensors are passed
+            handle = self.default_stream(torch_stream)()
+            for i in defaults:
+                args[i] = handle
         self.run(*args)
 
 
