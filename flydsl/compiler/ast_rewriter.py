@@ -32,6 +32,7 @@ import sys
 
 from ..expr._sem.vector import as_vector_operand
 from ..ir import Value
+from ..utils.env import env
 from .frames import frame_location, user_frame
 from .frontend import dispatch as _rt
 from .frontend import rewrite_function
@@ -45,8 +46,23 @@ class ASTRewriter:
 
     @classmethod
     def transform(cls, f):
-        """``f`` with its control flow rewritten (``f`` itself when its source cannot be read)."""
-        return rewrite_function(f)
+        """``f`` with its control flow rewritten (``f`` itself when its source cannot be read). With
+        ``FLYDSL_DEBUG_ENABLE_DEBUG_INFO=1`` each top-level statement also gives the raw ops it builds its
+        own location (FlyDSL's ``FallbackLocations``; ``flydsl._mlir._locations``)."""
+        if not env.debug_enable_debug_info:
+            return rewrite_function(f)
+        from .._mlir._locations import fallback_location  # cycle: the facade is built on the compiler
+
+        return rewrite_function(f, statement_loc=fallback_location)
+
+
+def __getattr__(name: str):
+    """``FallbackLocations``: the facade's (:mod:`flydsl._mlir._locations`), resolved on first use."""
+    if name == "FallbackLocations":
+        from .._mlir._locations import FallbackLocations  # cycle: the facade is built on the compiler
+
+        return FallbackLocations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _dsl(x):

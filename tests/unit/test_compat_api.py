@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
 
+from flydsl._mlir.dialects import arith as _facade_arith
 from flydsl.compiler import CompileError
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
@@ -170,6 +171,42 @@ def test_dispatch_helpers_build_structured_ops_with_flydsl_calling_convention():
     assert type(x_out) is fx.Int32 and list(d_out) == ["a", "b"]  # keys aligned to the entry's order
     assert type(seen["ifexp"]) is fx.Int32 and type(seen["for"]) is fx.Int32
     assert isinstance(seen["while"], tuple) and len(seen["while"]) == 2
+
+
+def _raw_ops_in_statements():
+    a = _facade_arith.ConstantOp(_facade_i32(), 1)
+    if True:
+        b = _facade_arith.ConstantOp(_facade_i32(), 2)
+    return a, b
+
+
+def _facade_i32():
+    from flydsl._mlir import ir
+
+    return ir.IntegerType.get_signless(32)
+
+
+def test_debug_info_gives_raw_ops_their_statement_line(monkeypatch):
+    from flydsl._mlir import ir
+    from flydsl.compiler.ast_rewriter import ASTRewriter, FallbackLocations
+
+    first = _raw_ops_in_statements.__code__.co_firstlineno
+
+    def locations():
+        fn = ASTRewriter.transform(_raw_ops_in_statements)
+        with ir.Context() as ctx, ir.Location.unknown(ctx):
+            module = ir.Module.create()
+            with ir.InsertionPoint(module.body), ir.Location.file("kernel.py", 999, 1):
+                return [str(op.operation.location) for op in fn()]
+
+    monkeypatch.setenv("FLYDSL_DEBUG_ENABLE_DEBUG_INFO", "1")
+    a, b = locations()
+    assert f":{first + 1}:" in a  # its own statement
+    assert f":{first + 2}:" in b  # inside a branch: the `if` statement's line
+    monkeypatch.setenv("FLYDSL_DEBUG_ENABLE_DEBUG_INFO", "0")
+    assert all('"kernel.py":999:' in loc for loc in locations())  # off: the enclosing location
+    with FallbackLocations.rewrite_globals()["_flydsl_loc"]("f.py", 7, 3):
+        assert str(ir.Location.current) == 'loc("f.py":7:3)'
 
 
 def test_passmanager_runs_our_passes_and_rejects_fly_lowerings():
