@@ -109,7 +109,8 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
         key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (None,), (None,), 1))
         vals.append(ref)
         return
-    u = n - 1 if strides[-1] == 1 and shape[-1] > 1 else unit_axis(shape, strides)
+    # NOTE: the last mode whenever its stride is 1 (also of size 1): the cached call's fast path assumes it
+    u = n - 1 if strides[-1] == 1 else unit_axis(shape, strides)
     if u < 0:
         raise ArgError("TENSOR_NO_UNIT_STRIDE", shape=tuple(shape), strides=tuple(strides))
     if max(shape) > I32_MAX or max(strides) > I32_MAX or min(strides) < -I32_MAX:

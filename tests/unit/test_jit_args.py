@@ -269,6 +269,20 @@ def test_per_dimension_divisibility_marks():
         launch(flyc.from_dlpack(odd).mark_stride_dynamic(0, 4), np.zeros_like(odd))
 
 
+def test_raw_tensors_keep_the_last_unit_stride_mode_static():
+    """A raw tensor whose last stride is 1 keeps that mode's stride static even when the mode has size 1:
+    the cached call's generated path assumes exactly that (it checks ``stride[-1] == 1`` and passes the
+    other strides), so a (4, 1) and a (4, 8) tensor share one specialization with the same arguments."""
+    from flydsl.compiler.specialize import _dynamic_tensor
+    from flydsl.runtime.args import numpy_ref
+
+    for shape in ((4, 1), (4, 8), (4, 1, 8, 1)):
+        key, vals = [], []
+        _dynamic_tensor(numpy_ref(np.zeros(shape, np.float32)), key, vals)
+        kind, _, rank, u = key[0][:4]
+        assert (kind, rank, u) == ("dyn_tensor", len(shape), len(shape) - 1)
+
+
 def test_cuda_tensor_on_the_cpu_device():
     ref = TensorRef(None, np.dtype(np.float32), 4096, (4,), (1,), True)
     with pytest.raises(ArgError) as ei:
