@@ -236,3 +236,12 @@ def test_universal_atomic_rejects_what_it_cannot_do():
         fx.UniversalAtomic(fx.AtomicOp.Add, fx.Float32, syncscope="cluster")
     assert fx.rocdl.SyncScope.Agent == fx.SyncScope.Agent == "agent"
     assert fx.UniversalAtomicMax(fx.Int32) == fx.UniversalAtomic(fx.AtomicOp.Max, fx.Int32)
+
+
+def test_compile_time_fx_integers_are_static_layout_leaves():
+    """A compile-time ``fx.Int32`` in a layout or a basis coefficient is its value (FlyDSL folds it): a basis
+    scaled by one is a plain scaled basis, a layout built from them is static."""
+    assert fx.Basis(2, [0, 1]) * fx.Int32(5) == fx.Basis(10, [0, 1])
+    assert repr(fx.Basis(fx.Int32(3), [1])) == "3E1"
+    lay = fx.make_layout((fx.Int32(4), 8), (1, fx.Int32(4)))
+    assert lay.is_static and lay.shape == (4, 8) and lay.stride == (1, 4)
