@@ -209,6 +209,18 @@ def test_debug_info_gives_raw_ops_their_statement_line(monkeypatch):
         assert str(ir.Location.current) == 'loc("f.py":7:3)'
 
 
+def test_fly_dialect_layout_algebra_is_fx_on_python_layouts():
+    from flydsl._mlir.dialects import fly
+
+    lay = fx.make_layout((3, (1, 9)), (1, (9, 3)))
+    assert fly.coalesce(lay) == fx.coalesce(lay) and fly.size(lay) == 27
+    assert fly.logical_divide(fx.make_layout(16, 1), fx.make_layout(4, 1)) == fx.logical_divide(
+        fx.make_layout(16, 1), fx.make_layout(4, 1)
+    )
+    with pytest.raises(CompileError, match="fly.make_ordered_layout"):
+        fly.make_ordered_layout((4, 2))  # the dialect's IR ops are not available
+
+
 def test_passmanager_runs_our_passes_and_rejects_fly_lowerings():
     from flydsl._mlir import ir
     from flydsl._mlir.dialects import arith, func
