@@ -95,18 +95,23 @@ def _no_none(names, values, what: str) -> None:
             )
 
 
-def _body(fn, names, values, pass_names: bool, lead=()):
-    """Our dispatch's branch/body function over FlyDSL's: call ``fn`` and read its ``{name: value}``
-    result back in ``names`` order (a name it leaves out keeps its incoming value)."""
+def _no_lead(vals) -> tuple:
+    return ()
+
+
+def _body(fn, names, pass_names: bool, lead=_no_lead):
+    """Our dispatch's branch/body function over FlyDSL's: call ``fn`` (on ``lead(vals)``, then ``names`` when
+    ``pass_names``, then the carried values) and read its ``{name: value}`` result back in ``names`` order (a
+    name it leaves out keeps its incoming value; None keeps them all)."""
 
     def run(*vals):
+        incoming = vals[len(vals) - len(names) :]
         args = (*lead(vals), names) if pass_names else lead(vals)
-        out = fn(*args, *vals[len(vals) - len(names) :]) if fn is not None else None
+        out = fn(*args, *incoming)
         if out is None:
-            return tuple(vals[len(vals) - len(names) :])
+            return tuple(incoming)
         if not isinstance(out, dict):
             raise TypeError(f"a dispatch function must return a dict of {{name: value}}, got {type(out).__name__}")
-        incoming = vals[len(vals) - len(names) :]
         return tuple(_dsl(out[n]) if n in out else v for n, v in zip(names, incoming))
 
     return run
@@ -133,9 +138,8 @@ class ReplaceIfWithDispatch:
         else:
             names, values = _names_values(state_names, state_values, "scf_if_dispatch")
         site = _site("if", names)
-        no_lead = lambda vals: ()  # noqa: E731
-        a = _body(then_fn, names, values, pass_names, no_lead)
-        b = _body(else_fn, names, values, pass_names, no_lead) if else_fn is not None else None
+        a = _body(then_fn, names, pass_names)
+        b = _body(else_fn, names, pass_names) if else_fn is not None else None
         return _pack(_rt.if_(cond, a, b, site, values), names)
 
     @staticmethod
@@ -155,7 +159,7 @@ class InsertEmptyYieldForSCFFor:
         names, values = _names_values(result_names, result_values, "scf_for_dispatch")
         _no_none(names, values, "scf_for_dispatch")
         site = _site("for", names)
-        body = _body(body_fn, names, values, True, lambda vals: (vals[0],))
+        body = _body(body_fn, names, True, lambda vals: (vals[0],))
         it = _rt.RangeSpec((start, stop, step))
         return _pack(_rt.for_(it, body, site, values), names)
 
@@ -173,5 +177,5 @@ class CanonicalizeWhile:
             return before_fn(names, *vals)
 
         _no_none(names, values, "scf_while_dispatch")
-        body = _body(after_fn, names, values, True, lambda vals: ())
+        body = _body(after_fn, names, True)
         return _pack(_rt.while_(cond, body, site, values), names)
