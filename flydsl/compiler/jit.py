@@ -588,6 +588,11 @@ class CompiledFunction:
         return self.jit_function(*args, **kwargs)
 
     @property
+    def _keepalive(self):
+        """FlyDSL's name of the compiled artifact (``.source_ir``, ``.ir``, ``.ptx``)."""
+        return self._entry.artifact
+
+    @property
     def ir(self) -> str:
         """The optimized module's MLIR text."""
         return self._entry.artifact.ir_text()

@@ -254,6 +254,7 @@ def test_compile_returns_a_compiled_function(monkeypatch):
     compiled(out, 6)
     assert out.tolist() == [6] * 4
     assert "gpu.func @fill_0" in compiled.ir
+    assert "gpu.func @fill_0" in compiled._keepalive.source_ir  # FlyDSL's name of the artifact
     fast = flyc.compile[{"fast_fp_math": True}](launch_fill)
     assert fast is not launch_fill and fast.compile_hints == {"fast_fp_math": True}
     assert launch_fill.compile_hints == {}  # the original keeps its hints
