@@ -245,3 +245,9 @@ def test_compile_time_fx_integers_are_static_layout_leaves():
     assert repr(fx.Basis(fx.Int32(3), [1])) == "3E1"
     lay = fx.make_layout((fx.Int32(4), 8), (1, fx.Int32(4)))
     assert lay.is_static and lay.shape == (4, 8) and lay.stride == (1, 4)
+
+
+def test_int_tuple_to_py_value_keeps_basis_leaves():
+    stride = fx.make_stride(fx.E(0), fx.make_stride(fx.E(1), fx.E(2)))
+    assert stride.to_py_value() == (fx.Basis(1, [0]), (fx.Basis(1, [1]), fx.Basis(1, [2])))
+    assert fx.make_stride(4, fx.make_stride(2, 1)).to_py_value() == (4, (2, 1))
