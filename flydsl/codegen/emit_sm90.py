@@ -113,6 +113,16 @@ def emit_fence_mbarrier_init(fe: FunctionEmitter, op: Op) -> None:
     fe.call("llvm.nvvm.fence.mbarrier_init.release.cluster", "void", [])
 
 
+@emitter("nvvm.griddep_wait")
+def emit_griddep_wait(fe: FunctionEmitter, op: Op) -> None:
+    fe.call("llvm.nvvm.griddepcontrol.wait", "void", [])
+
+
+@emitter("nvvm.griddep_launch_dependents")
+def emit_griddep_launch_dependents(fe: FunctionEmitter, op: Op) -> None:
+    fe.call("llvm.nvvm.griddepcontrol.launch.dependents", "void", [])
+
+
 @emitter("nvvm.elect_sync")
 def emit_elect_sync(fe: FunctionEmitter, op: Op) -> None:
     r = fe.call("llvm.nvvm.elect.sync", "{i32, i1}", [("i32", "-1")])

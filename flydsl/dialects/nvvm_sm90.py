@@ -169,6 +169,21 @@ fence_mbarrier_init = OpDef(
     results=0,
     doc="make mbarrier initializations visible to the async proxy and the cluster (fence.mbarrier_init)",
 )
+griddep_wait = OpDef(
+    "nvvm.griddep_wait",
+    requires="griddepcontrol",
+    operands=0,
+    results=0,
+    doc="wait until the grids this one depends on have completed and their memory is visible "
+    "(griddepcontrol.wait; returns at once without a programmatic dependency)",
+)
+griddep_launch_dependents = OpDef(
+    "nvvm.griddep_launch_dependents",
+    requires="griddepcontrol",
+    operands=0,
+    results=0,
+    doc="let the dependent grid launch before this one completes (griddepcontrol.launch_dependents)",
+)
 elect_sync = OpDef(
     "nvvm.elect_sync",
     requires="elect",
@@ -654,7 +669,8 @@ wgmma_wait = OpDef(
 
 SM90_OPS = tuple(o.name for o in (
     mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_try_wait,
-    mbarrier_wait, fence_proxy_async, fence_mbarrier_init, elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
+    mbarrier_wait, fence_proxy_async, fence_mbarrier_init, griddep_wait, griddep_launch_dependents,
+    elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
     cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, cluster_arrive, cluster_wait, tma_make_desc,
     tma_load, tma_store, tma_prefetch_desc,
     bulk_load, bulk_store, bulk_commit, bulk_wait, wgmma_fence, wgmma, wgmma_commit, wgmma_wait,

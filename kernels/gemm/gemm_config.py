@@ -82,6 +82,8 @@ class GemmConfig(NamedTuple):
     max_blocks: int = 0  # stream: the most blocks of the stream-K grid (0 elsewhere)
     min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
     schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
+    min_blocks: int = 0  # mma: blocks per SM the registers must allow (PTX .minnctapersm; 0: ptxas's choice)
+    pdl: bool = False  # programmatic dependent launch: B is read before griddepcontrol.wait, A and C after
 
     @property
     def elem_bytes(self) -> int:

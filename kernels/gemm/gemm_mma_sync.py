@@ -122,19 +122,26 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                 pair.append(pa + (r * row_words + t * (CHUNK_BYTES // WORD) + wk_i * U * (STEP_BYTES // WORD)))
             a_ptrs.append(pair)
 
-        def load(it):
-            """Iteration ``it``'s fragments: ``(b[u][j], a[u][i][h])`` as 4 x i32 Vectors."""
-            bs, as_ = [], []
+        def load_b(it):
+            """Iteration ``it``'s B fragments ``b[u][j]`` (4 x i32 Vectors)."""
+            bs = []
             kb_it = it * (steps_per_iter // 2) * kblock_words
-            ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
             for u in fx.range_constexpr(U):
                 koff = kb_it + (u // 2) * kblock_words
                 if fx.const_expr(u % 2):
                     koff = koff + b_half
                 bs.append([(b_ptrs[j] + koff).load(vec_width=4, align=16) for j in range(NT)])
-                aoff = ka_it + u * (STEP_BYTES // WORD)
-                as_.append([[(a_ptrs[i][h] + aoff).load(vec_width=4, align=16) for h in range(2)] for i in range(MT)])
-            return bs, as_
+            return bs
+
+        def load_a(it):
+            """Iteration ``it``'s A fragments ``a[u][i][h]``."""
+            ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
+            return [[[(a_ptrs[i][h] + (ka_it + u * (STEP_BYTES // WORD))).load(vec_width=4, align=16)
+                      for h in range(2)] for i in range(MT)] for u in range(U)]  # fmt: skip
+
+        def load(it):
+            """Iteration ``it``'s fragments: ``(b[u][j], a[u][i][h])`` as 4 x i32 Vectors."""
+            return load_b(it), load_a(it)
 
         def words(v, w):
             """32-bit word ``w`` of a loaded 16-byte chunk as the registers the mma takes: the word itself, or
@@ -169,7 +176,15 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         # the next iteration's loads are issued before this one's mma; unrolled by two so that the two
         # register buffers alternate without copies
         acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
-        cur = load(fx.Int32(0))
+        if fx.const_expr(cfg.pdl):
+            # programmatic dependent launch: the next kernel may start now; the weight (written by no kernel
+            # of the stream) streams in while the previous kernel finishes; A, the scales and C wait for it
+            fx.nvvm.griddep_launch_dependents()
+            b0 = load_b(fx.Int32(0))
+            fx.nvvm.griddep_wait()
+            cur = (b0, load_a(fx.Int32(0)))
+        else:
+            cur = load(fx.Int32(0))
         for p in range(0, (iters - 1) // 2):
             nxt = load(2 * p + 1)
             acc = compute(cur, acc)
@@ -229,8 +244,9 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         stream: fx.Stream = fx.Stream(None),
     ):
         grid = (cfg.N // cfg.tile_n, (i32_m + cfg.tile_m - 1) // cfg.tile_m, 1)
+        attrs = {"min_blocks_per_sm": cfg.min_blocks} if cfg.min_blocks else None
         kernel_gemm(arg_c, arg_a, arg_b, arg_scale_a, arg_scale_b, arg_bias, i32_m).launch(
-            grid=grid, block=(threads, 1, 1), stream=stream
+            grid=grid, block=(threads, 1, 1), stream=stream, value_attrs=attrs
         )
 
     launch_gemm.gemm_config = cfg

@@ -63,6 +63,8 @@ def compile_preshuffle_gemm(
     stages: int | None = None,
     max_blocks: int | None = None,
     schedule: str | None = None,
+    min_blocks: int | None = None,
+    pdl: bool = False,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -70,7 +72,10 @@ def compile_preshuffle_gemm(
     for the heuristic only; ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``; ``maxnreg``
     caps the registers per thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per
     SM on the mma path); ``stages`` caps the shared-memory ring (wgmma, stream); ``max_blocks`` caps the
-    stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``.
+    stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``; ``min_blocks``
+    (mma path): the blocks per SM the kernel's registers must allow (PTX ``.minnctapersm``: ptxas then keeps
+    more loads in flight than its occupancy-first schedule does); ``pdl``: built for programmatic dependent
+    launch (docs/gemm.md): B streams in before ``griddepcontrol.wait``, A, the scales and C after it.
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -109,6 +114,14 @@ def compile_preshuffle_gemm(
         max_blocks=max_blocks,
         schedule=schedule,
     )
+    if min_blocks is not None:
+        if cfg.path != "mma" or type(min_blocks) is not int or not 1 <= min_blocks <= 32:
+            raise ValueError(f"min_blocks={min_blocks!r}: the mma path takes 1..32 blocks per SM")
+        cfg = cfg._replace(min_blocks=min_blocks)
+    if pdl:
+        if cfg.path != "mma":
+            raise ValueError(f"pdl=True: programmatic dependent launch is built on the mma path, not {cfg.path}")
+        cfg = cfg._replace(pdl=True)
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(
             ("mma-smem", bool(use_async_copy), lds_stage),

@@ -1,0 +1,84 @@
+"""One short H200 run for the decode GEMM (issue 11): the HBM read ceiling, then decode variants against cuBLAS.
+
+    PYTHONPATH=. python -m benchmarks.gemm_decode_round [--budget 135] [--variants-file f]
+
+1. **ceiling** (:mod:`benchmarks.read_ceiling`): an empty kernel, a torch copy and the plainest kernels that
+   read a decode weight's bytes once (16-byte loads, or 1-D bulk copies into shared memory), as CUDA-graph
+   replays over inputs larger than L2, plain and with programmatic dependent launch (PDL).
+2. **decode** fp8, N x K in {4096x4096, 7168x2048, 10240x8192} x M in {1, 8, 16, 32}: cuBLAS
+   (``torch._scaled_mm``) once per problem, then each variant checked (FlyDSL's rule, rows past M untouched)
+   and timed the same way. Variants ending in ``/pdl`` run with the PDL launch attribute.
+
+Stops adding measurements after ``--budget`` seconds and prints the compact tables last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+# per N x K: the variants (benchmarks/cases/preshuffle_gemm.py syntax; /mNN: blocks per SM for ptxas, /pdl)
+VARIANTS = {
+    (4096, 4096): ["auto", "_x_x_@mma/m2", "_x_x_@mma/m2/pdl", "_x16x2048:1,1,8@mma/m2", "_x16x2048:1,1,8@mma/m2/pdl",
+                   "_x32x4096:1,2,8@mma/m1"],
+    (7168, 2048): ["auto", "_x16x1024:1,1,8@mma/m2", "_x16x1024:1,1,8@mma/m2/pdl", "_x32x2048:1,2,8@mma/m2",
+                   "_x32x2048:1,2,8@mma/m2/pdl"],
+    (10240, 8192): ["auto", "_x32x512@mma/m3", "_x32x512@mma/m3/pdl", "_x32x1024:1,2,8@mma/m2/pdl"],
+}  # fmt: skip
+MS = [1, 8, 16, 32]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", type=float, default=135.0)
+    ap.add_argument("--iters", type=int, default=40)
+    ap.add_argument("--skip-ceiling", action="store_true")
+    ap.add_argument("--ms", default=",".join(map(str, MS)))
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    import torch
+
+    from benchmarks.cases.preshuffle_gemm import compact, measure, hbm_bandwidth
+    from benchmarks.read_ceiling import ceiling, pdl_launches
+
+    out = Path(os.environ.get("OUT_DIR") or os.environ.get("OUT") or "/tmp")
+    bw = hbm_bandwidth()
+    print(f"[round] HBM copy bandwidth {bw / 1e9:.0f} GB/s, commit {os.popen('git rev-parse --short HEAD').read().strip()}")
+    crow = [] if args.skip_ceiling else ceiling()
+    rows = []
+    ms = [int(m) for m in args.ms.split(",")]
+    for (N, K), variants in VARIANTS.items():
+        for M in ms:
+            cub = None
+            for v in variants:
+                if time.perf_counter() - t0 > args.budget:
+                    break
+                pdl = v.endswith("/pdl")
+                pdl_launches(pdl)
+                try:
+                    r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
+                                cublas=cub is None)  # fmt: skip
+                finally:
+                    pdl_launches(False)
+                if cub is None:
+                    cub = r.cublas_us
+                else:
+                    r.cublas_us = cub
+                rows.append(r)
+                print(compact([r]).splitlines()[1], flush=True)
+                torch.cuda.empty_cache()
+    (out / "decode_round.json").write_text(json.dumps({"ceiling": crow, "rows": [r.__dict__ for r in rows]}, indent=1))
+    print("\n" + "=" * 90)
+    print(f"decode round, {time.perf_counter() - t0:.0f} s, HBM copy {bw / 1e9:.0f} GB/s")
+    for what, name, mb, us, gbs in crow:
+        roof = mb * 1e6 / bw * 1e6 if mb else 0.0
+        print(f"ceiling {what:34s} {name:11s} {us:7.2f} us {gbs:6.0f} GB/s" + (f"  {100 * roof / us:4.0f}% roof" if mb else ""))
+    print(compact(rows))
+    return 1 if any(not r.ok for r in rows if r.note.startswith("WRONG")) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,263 @@
+"""The HBM read ceiling of a decode GEMM: one kernel that reads a weight's bytes once and writes almost nothing.
+
+A decode GEMM (M = 1 … 32) is a read of B; its time can be no less than what the plainest kernel reading
+the same bytes takes on the same GPU, launched the same way (CUDA-graph replays over inputs larger than the
+L2). :func:`read_launcher` builds that kernel: ``blocks × threads`` threads, each loading ``per_thread``
+16-byte chunks (``ld.global.v4``, every load of the thread issued before the first result is used when
+``per_thread <= unroll``, else in a loop of ``unroll`` loads) strided so that each warp reads 512 contiguous
+bytes per load, folding them with XOR into one word that is stored only if it equals a value it never has
+(so that no load is dead code and the kernel writes nothing).
+
+``pdl=True`` builds the kernel that a programmatic dependent launch needs: it lets the next kernel of the
+stream launch at once (``griddepcontrol.launch_dependents``) and waits for the previous one
+(``griddepcontrol.wait``) only before its store — a GEMM would read its weight before the wait and the
+activations after it. :func:`pdl_launches` makes the launches of kernels built afterwards carry the launch
+attribute (``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``).
+
+``python -m benchmarks.read_ceiling`` (H200) prints µs and GB/s per size and configuration.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import struct
+
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
+__all__ = ["read_launcher", "empty_launcher", "pdl_launches"]
+
+MAGIC = 0x5EED1234  # the XOR of a weight's words is never compared equal to this in the benchmark's data
+
+
+@functools.cache
+def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl: bool = False):
+    """``launch(b, out)``: read the first ``nbytes`` (a multiple of 16) of ``b``; ``out`` an int32 tensor
+    that is written only if the XOR of everything read equals :data:`MAGIC`."""
+    chunks = nbytes // 16
+    total = blocks * threads
+    per = math.ceil(chunks / total)
+    u = min(per, unroll)
+    rounds = math.ceil(per / u)
+
+    @flyc.kernel(known_block_size=(threads, 1, 1))
+    def read_kernel(B: fx.Tensor, OUT: fx.Tensor):
+        if fx.const_expr(pdl):
+            fx.nvvm.griddep_launch_dependents()
+        p = B.iterator.recast(fx.Int32)
+        first = fx.block_idx.x * threads + fx.thread_idx.x
+        acc = fx.full(4, 0, fx.Int32)
+        for r in range(rounds):
+            vs = []
+            for j in fx.range_constexpr(u):
+                idx = fx.min(first + (r * u + j) * total, chunks - 1)  # the ragged end re-reads the last chunk
+                vs.append((p + idx * 4).load(vec_width=4, align=16))
+            for v in vs:
+                acc = acc ^ v
+        word = acc[0] ^ acc[1] ^ acc[2] ^ acc[3]
+        if fx.const_expr(pdl):
+            fx.nvvm.griddep_wait()  # the store may follow the previous kernel's writes
+        if word == MAGIC:
+            OUT.iterator.recast(fx.Int32).store(word)
+
+    @flyc.jit
+    def launch(b: fx.Tensor, out: fx.Tensor, stream: fx.Stream = fx.Stream(None)):
+        # ptxas schedules for occupancy without a bound: it would keep only 7 of 16 loads in flight
+        minb = max(1, min(2048 // threads, -(-blocks // 132)))
+        read_kernel(b, out).launch(grid=(blocks, 1, 1), block=(threads, 1, 1), stream=stream,
+                                   value_attrs={"min_blocks_per_sm": minb})  # fmt: skip
+
+    return launch
+
+
+@functools.cache
+def bulk_read_launcher(nbytes: int, blocks: int, piece: int = 16384, slots: int = 12, pdl: bool = False):
+    """``launch(b, out)``: read the first ``nbytes`` (a multiple of ``piece``) of ``b`` with 1-D bulk copies
+    (``cp.async.bulk``, the stream path's mechanism) into ``slots`` shared-memory slots per block: piece ``p``
+    goes to block ``p % blocks``; one thread issues the block's first ``slots`` pieces at once and reissues
+    a slot as soon as its copy has landed (no registers hold the bytes in flight)."""
+    pieces = nbytes // piece
+    per = math.ceil(pieces / blocks)
+    slots = min(slots, per)
+
+    @flyc.kernel(known_block_size=(32, 1, 1))
+    def bulk_read_kernel(B: fx.Tensor, OUT: fx.Tensor):
+        if fx.const_expr(pdl):
+            fx.nvvm.griddep_launch_dependents()
+        raw = fx.SharedAllocator(static=False).allocate(slots * piece + 8 * slots + 128).ptr
+        base = fx.nvvm.align_shared(raw, 128).recast(fx.Int8)
+        bars = (base + slots * piece).recast(fx.Int64)
+        g = B.iterator.recast(fx.Int8)
+        blk = fx.block_idx.x
+        if fx.thread_idx.x == 0:
+            for s in fx.range_constexpr(slots):
+                fx.nvvm.mbarrier_init(bars + s, 1)
+            fx.nvvm.fence_mbarrier_init()
+            for s in fx.range_constexpr(slots):
+                p = blk + s * blocks
+                if p < pieces:
+                    fx.nvvm.mbarrier_arrive_expect_tx(bars + s, piece)
+                    fx.nvvm.bulk_copy_g2s(base + s * piece, g + p * piece, piece, bars + s)
+            word = fx.Int32(0)
+            for i in range(per):
+                s = i % slots
+                p = blk + i * blocks
+                if p < pieces:
+                    fx.nvvm.mbarrier_wait(bars + s, (i // slots) % 2)
+                    word = word ^ (base + s * piece).recast(fx.Int32).load()
+                    q = p + slots * blocks
+                    if q < pieces:
+                        fx.nvvm.mbarrier_arrive_expect_tx(bars + s, piece)
+                        fx.nvvm.bulk_copy_g2s(base + s * piece, g + q * piece, piece, bars + s)
+            if fx.const_expr(pdl):
+                fx.nvvm.griddep_wait()
+            if word == MAGIC:
+                OUT.iterator.recast(fx.Int32).store(word)
+
+    @flyc.jit
+    def launch(b: fx.Tensor, out: fx.Tensor, stream: fx.Stream = fx.Stream(None)):
+        bulk_read_kernel(b, out).launch(grid=(blocks, 1, 1), block=(32, 1, 1), stream=stream)
+
+    return launch
+
+
+@functools.cache
+def empty_launcher(blocks: int, threads: int, pdl: bool = False):
+    """``launch(out)``: a kernel that does nothing but (with ``pdl``) the two griddepcontrol steps."""
+
+    @flyc.kernel(known_block_size=(threads, 1, 1))
+    def empty_kernel(OUT: fx.Tensor):
+        if fx.const_expr(pdl):
+            fx.nvvm.griddep_launch_dependents()
+            fx.nvvm.griddep_wait()
+        if fx.thread_idx.x == threads + 1:  # never: a kernel with a parameter it might write
+            OUT.iterator.recast(fx.Int32).store(fx.Int32(1))
+
+    @flyc.jit
+    def launch(out: fx.Tensor, stream: fx.Stream = fx.Stream(None)):
+        empty_kernel(out).launch(grid=(blocks, 1, 1), block=(threads, 1, 1), stream=stream)
+
+    return launch
+
+
+# CUlaunchConfig (56 bytes): grid xyz, block xyz, sharedMemBytes, pad, hStream @32, attrs @40, numAttrs @48.
+# CUlaunchAttribute (72 bytes): id (u32) @0, value (a 64-byte union) @8.
+_PSS = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+_STATE: dict = {}
+
+
+def pdl_launches(on: bool = True) -> None:
+    """Launch every flydsl CUDA kernel loaded from now on (in this process) with programmatic stream
+    serialization allowed (on), or as before (off): the driver entry the runtime calls becomes a wrapper that
+    adds the launch attribute to the config it receives. Kernels so launched must call
+    ``griddep_wait()`` before they touch what an earlier kernel of the stream writes."""
+    from flydsl.runtime import cuda as rt
+
+    if "orig" not in _STATE:
+        _STATE["orig"] = rt._ctypes_launch()
+        real = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+        real.restype = ctypes.c_int
+        real.argtypes = [ctypes.c_void_p] * 4
+        attr = (ctypes.c_uint8 * 72)()
+        struct.pack_into("<I", attr, 0, _PSS)
+        struct.pack_into("<i", attr, 8, 1)
+        cfg = (ctypes.c_uint8 * 56)()
+        addr = ctypes.addressof(attr)
+
+        def call(config, func, params, extra):
+            ctypes.memmove(cfg, config, 56)
+            struct.pack_into("<QI", cfg, 40, addr, 1)
+            return real(ctypes.addressof(cfg), func, params, extra)
+
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        _STATE["pdl"] = proto(call)
+        _STATE["keep"] = (attr, cfg, real, call)
+    rt._STATE["ctypes_launch"] = _STATE["pdl"] if on else _STATE["orig"]
+
+
+def _graph_us(thunks, iters: int = 60) -> float:
+    """µs per call of a CUDA graph of ``iters`` calls rotating over ``thunks`` (median of 5 replays)."""
+    import statistics
+
+    import torch
+
+    for t in thunks:
+        t()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        thunks[0]()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for i in range(iters):
+            thunks[i % len(thunks)]()
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        g.replay()
+        e.record()
+        torch.cuda.synchronize()
+        times.append(s.elapsed_time(e) * 1e3 / iters)
+    return statistics.median(times)
+
+
+SIZES = {"4096x4096": 4096 * 4096, "7168x2048": 7168 * 2048, "10240x8192": 10240 * 8192}
+# (blocks, threads, unroll): one wave of 132 SMs at 1-4 blocks each, all loads of a thread in flight at once
+CONFIGS = [(132, 512, 64), (264, 512, 64), (528, 256, 64), (132, 1024, 64), (264, 512, 8)]
+
+
+def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[tuple]:
+    """``(what, size name, MB, µs, GB/s)`` rows: a torch copy of the bytes (read + written), an empty kernel,
+    and the read kernel per configuration, with and without programmatic dependent launch."""
+    import torch
+
+    rows = []
+    out = torch.zeros(4, dtype=torch.int32, device="cuda")
+    for mode in pdl:
+        pdl_launches(mode)
+        tag = "pdl" if mode else "plain"
+        for blocks, threads in ((132, 256), (1, 32)):
+            us = _graph_us([lambda f=empty_launcher(blocks, threads, mode): f(out)])
+            rows.append((f"empty {blocks}x{threads} {tag}", "-", 0.0, us, 0.0))
+            log(f"ceiling {rows[-1][0]:34s} {us:7.2f} us", flush=True)
+    pdl_launches(False)
+    for name, nbytes in sizes.items():
+        copies = max(2, math.ceil(110e6 / nbytes))
+        bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
+                for _ in range(copies)]  # fmt: skip
+        dsts = [torch.empty_like(b) for b in bufs]
+        us = _graph_us([lambda s=s, d=d: d.copy_(s) for s, d in zip(bufs, dsts)])
+        rows.append(("torch copy (read+write)", name, nbytes / 1e6, us, 2 * nbytes / us / 1e3))
+        log(f"ceiling {rows[-1][0]:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+        del dsts
+        for mode in pdl:
+            pdl_launches(mode)
+            for blocks, threads, unroll in configs:
+                if mode and (blocks, threads, unroll) != configs[0] and (blocks, threads, unroll) != (264, 512, 64):
+                    continue
+                f = read_launcher(nbytes, blocks, threads, unroll, mode)
+                us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
+                what = f"read {blocks}x{threads} u{unroll} {'pdl' if mode else 'plain'}"
+                rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
+                log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+            for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)):
+                f = bulk_read_launcher(nbytes, blocks, piece, slots, mode)
+                us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
+                what = f"bulk {blocks}x{piece // 1024}KBx{slots} {'pdl' if mode else 'plain'}"
+                rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
+                log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+        pdl_launches(False)
+        del bufs
+        torch.cuda.empty_cache()
+    return rows
+
+
+if __name__ == "__main__":
+    ceiling()
