@@ -226,6 +226,13 @@ def emit_bulk_store(fe: FunctionEmitter, op: Op) -> None:
     fe.call("llvm.nvvm.cp.async.bulk.shared.cta.to.global", "void", args + [("i64", "0"), ("i1", "false")])
 
 
+@emitter("nvvm.bulk_prefetch_l2")
+def emit_bulk_prefetch_l2(fe: FunctionEmitter, op: Op) -> None:
+    src, nbytes = op.operands
+    args = [("ptr addrspace(1)", fe.val(src)), _i32(fe, nbytes), ("i64", "0"), ("i1", "false")]
+    fe.call("llvm.nvvm.cp.async.bulk.prefetch.L2", "void", args)
+
+
 @emitter("nvvm.bulk_commit")
 def emit_bulk_commit(fe: FunctionEmitter, op: Op) -> None:
     fe.call("llvm.nvvm.cp.async.bulk.commit.group", "void", [])

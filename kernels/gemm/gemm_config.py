@@ -114,6 +114,10 @@ class GemmConfig(NamedTuple):
         return self.K // self.tile_k
 
     def describe(self) -> str:
+        extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (", PDL" if self.pdl else "")
+        return self._describe() + extra
+
+    def _describe(self) -> str:
         if self.path == "stream":
             wgs = max(1, self.tile_n // 64)
             return (

@@ -178,8 +178,11 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
         if fx.const_expr(cfg.pdl):
             # programmatic dependent launch: the next kernel may start now; the weight (written by no kernel
-            # of the stream) streams in while the previous kernel finishes; A, the scales and C wait for it
+            # of the stream) streams in while the previous kernel finishes — the block's whole share into L2,
+            # the first iteration into registers; A, the scales and C wait for it
             fx.nvvm.griddep_launch_dependents()
+            if warp == 0:
+                _prefetch_b(B, fx.block_idx.x * cfg.tile_n, lane)
             b0 = load_b(fx.Int32(0))
             fx.nvvm.griddep_wait()
             cur = (b0, load_a(fx.Int32(0)))
@@ -215,6 +218,17 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                 _epilogue(epi, acc, m_warp, n_warp, g, t)
         else:
             _epilogue(epi, acc, m_warp, n_warp, g, t)
+
+    def _prefetch_b(B, n0, lane):
+        """Lane ``lane`` of one warp asks L2 for the block's rows ``n0 … n0 + tile_n`` of K atoms ``lane``,
+        ``lane + 32``, …: per K atom and panel the rows are ``min(tile_n, 64) × 128`` contiguous bytes."""
+        gb = B.iterator.recast(fx.Int8)
+        rows = min(cfg.tile_n, PANEL_N)
+        base = gb + ((n0 // PANEL_N) * (PANEL_N * kb) + (n0 % PANEL_N) * ATOM_BYTES)
+        for r in fx.range_constexpr(-(-(kb // ATOM_BYTES) // 32)):
+            ka = fx.min(lane + 32 * r, kb // ATOM_BYTES - 1)  # past the last atom: the last again (harmless)
+            for pnl in fx.range_constexpr(max(1, cfg.tile_n // PANEL_N)):
+                fx.nvvm.bulk_prefetch_l2(base + (pnl * PANEL_N * kb + ka * PANEL_N * ATOM_BYTES), rows * ATOM_BYTES)
 
     def _epilogue(epi, acc, m_warp, n_warp, g, t):
         rows = []

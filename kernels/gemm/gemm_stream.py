@@ -84,6 +84,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
     @flyc.kernel(known_block_size=(threads, 1, 1))
     def kernel_gemm(tma_a: nvvm.TmaAtom, C: fx.Tensor, B: fx.Tensor, SA: fx.Tensor, SB: fx.Tensor,
                     BIAS: fx.Tensor, WS: fx.Tensor, M: fx.Int32):  # fmt: skip
+        if fx.const_expr(cfg.pdl):
+            nvvm.griddep_launch_dependents()  # the next kernel of the stream may launch (docs/gemm.md, PDL)
         epi = Epilogue(cfg, C, SA, SB, BIAS, M)
         tid = fx.thread_idx.x
         wg = nvvm.warpgroup_idx()
@@ -119,6 +121,21 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
             if nvvm.warp_idx_in_warpgroup() == 0:
                 if nvvm.elect_one():
                     gB = B.iterator.recast(fx.Int8)
+                    if fx.const_expr(cfg.pdl):
+                        # the weight is written by no kernel of the stream: the block's share of it streams
+                        # into L2 while the previous kernel finishes; A (its output, maybe) waits for it
+                        for tile in range(it0 // iters, (it1 - 1) // iters + 1):
+                            tn = tile // mtiles
+                            r0 = tn * BN
+                            src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
+                            for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
+                                src = src0 + kt * (kblks * PIECE)
+                                for p in fx.range_constexpr(P):  # the same pieces as the copies below
+                                    for j in fx.range_constexpr(kblks):
+                                        nvvm.bulk_prefetch_l2(
+                                            src + (p * PANEL_N * row_bytes + j * PIECE), ROWS * ATOM_BYTES
+                                        )
+                        nvvm.griddep_wait()
                     st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
                     for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                         tn = tile // mtiles
@@ -140,6 +157,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
+            if fx.const_expr(cfg.pdl):
+                nvvm.griddep_wait()  # the scales, C and the workspace follow the previous kernel
             cw = wg - 1  # rows 64*cw .. 64*cw + 63 of the tile's B rows
             t = nvvm.thread_idx_in_warpgroup()
             op = nvvm.WgmmaOp(dt, acc_t, TN)

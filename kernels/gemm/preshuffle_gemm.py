@@ -119,8 +119,8 @@ def compile_preshuffle_gemm(
             raise ValueError(f"min_blocks={min_blocks!r}: the mma path takes 1..32 blocks per SM")
         cfg = cfg._replace(min_blocks=min_blocks)
     if pdl:
-        if cfg.path != "mma":
-            raise ValueError(f"pdl=True: programmatic dependent launch is built on the mma path, not {cfg.path}")
+        if cfg.path == "wgmma":
+            raise ValueError("pdl=True: programmatic dependent launch is built on the mma and stream paths")
         cfg = cfg._replace(pdl=True)
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(

@@ -51,6 +51,7 @@ def every_op(desc, g, x):
     nv.barrier_arrive(c32(2), c32(256))
     nv.tma_store(desc, sm, x, c32(0))
     nv.bulk_store(ptr.cast(g, result_types=[PointerType(T.bf16, "global")]), sm, c32(256))
+    nv.bulk_prefetch_l2(ptr.cast(g, result_types=[PointerType(T.bf16, "global")]), c32(4096))
     nv.bulk_commit()
     nv.bulk_wait(pending=0, read=True)
     nv.bulk_wait(pending=1)
@@ -87,6 +88,7 @@ def test_every_op_lowers_to_its_intrinsic_and_ptxas_accepts_it():
               "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
               "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
               "fence.mbarrier_init.release.cluster", "griddepcontrol.launch_dependents", "griddepcontrol.wait",
+              "cp.async.bulk.prefetch.L2.global",
               "setmaxnreg.inc.sync.aligned.u32 	232", "bar.sync 	1, 256",
               "bar.arrive 	2, 256", "cp.async.bulk.wait_group.read 	0", "prefetch.param.tensormap",
               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.wait_group.sync.aligned 0",

@@ -23,6 +23,7 @@ from .hopper import (  # Hopper (sm_90a): mbarriers, fences, TMA, wgmma — docs
     bulk_commit_group,
     bulk_copy_g2s,
     bulk_copy_s2g,
+    bulk_prefetch_l2,
     bulk_wait_group,
     cluster_arrive,
     cluster_arrive_relaxed,
@@ -84,7 +85,8 @@ from .warp import (
 
 __all__ = [
     "PipelineState", "TmaAtom", "WgmmaOp", "align_shared", "barrier_arrive", "barrier_sync",
-    "block_idx_in_cluster", "bulk_commit_group", "bulk_copy_g2s", "bulk_copy_s2g", "bulk_wait_group",
+    "block_idx_in_cluster", "bulk_commit_group", "bulk_copy_g2s", "bulk_copy_s2g", "bulk_prefetch_l2",
+    "bulk_wait_group",
     "cluster_arrive", "cluster_arrive_relaxed", "cluster_ctarank", "cluster_idx", "cluster_shape", "cluster_sync",
     "cluster_wait", "has_clusters", "map_shared", "mapa", "elect_one", "fence_mbarrier_init",
     "griddep_wait", "griddep_launch_dependents", "fence_proxy_async",

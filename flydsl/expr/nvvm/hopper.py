@@ -56,7 +56,8 @@ __all__ = [
     "cluster_wait", "cluster_sync", "map_shared", "mapa", "PipelineState", "align_shared",
     # re-exported from .tma and .wgmma
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
-    "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
+    "bulk_copy_s2g", "bulk_prefetch_l2", "bulk_commit_group", "bulk_wait_group",
+    "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
     "wgmma", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_acc_coords",
 ]  # fmt: skip
 
@@ -351,6 +352,7 @@ from .tma import (  # noqa: E402
     bulk_commit_group,
     bulk_copy_g2s,
     bulk_copy_s2g,
+    bulk_prefetch_l2,
     bulk_wait_group,
     make_tma_atom,
     tma_load,
