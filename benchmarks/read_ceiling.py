@@ -210,7 +210,7 @@ def _graph_us(thunks, iters: int = 60) -> float:
 
 SIZES = {"4096x4096": 4096 * 4096, "7168x2048": 7168 * 2048, "10240x8192": 10240 * 8192}
 # (blocks, threads, unroll): one wave of 132 SMs at 1-4 blocks each, all loads of a thread in flight at once
-CONFIGS = [(132, 512, 64), (264, 512, 64), (528, 256, 64), (132, 1024, 64), (264, 512, 8)]
+CONFIGS = [(132, 512, 16), (264, 512, 16), (528, 256, 16), (132, 1024, 16), (264, 512, 8)]
 
 
 def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[tuple]:
@@ -240,7 +240,7 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
         for mode in pdl:
             pdl_launches(mode)
             for blocks, threads, unroll in configs:
-                if mode and (blocks, threads, unroll) != configs[0] and (blocks, threads, unroll) != (264, 512, 64):
+                if mode and (blocks, threads, unroll) != configs[0] and (blocks, threads, unroll) != (264, 512, 16):
                     continue
                 f = read_launcher(nbytes, blocks, threads, unroll, mode)
                 us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
