@@ -31,6 +31,46 @@ VARIANTS = {
 MS = [1, 8, 16, 32]
 
 
+_START = r"""
+import cProfile, io, pstats, sys, time, torch
+from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
+fn = compile_preshuffle_gemm(N=4096, K=4096, in_dtype='fp8', M=16)
+a = torch.ones(16 * 4096, dtype=torch.int8, device='cuda')
+b = torch.ones(4096 * 4096, dtype=torch.int8, device='cuda')
+s = torch.ones(4096, device='cuda'); c = torch.zeros(16 * 4096, dtype=torch.bfloat16, device='cuda')
+torch.cuda.synchronize()
+pr = cProfile.Profile() if sys.argv[1] == 'prof' else None
+pr and pr.enable()
+t2 = time.perf_counter()
+fn(c, a, b, s, s, c[:0], 16, 4096); torch.cuda.synchronize(); t3 = time.perf_counter()
+if pr:
+    pr.disable(); o = io.StringIO(); pstats.Stats(pr, stream=o).sort_stats('cumulative').print_stats(18)
+    keep = ('flydsl', 'cuda', 'function calls')
+    print('\n'.join(ln[:150] for ln in o.getvalue().splitlines() if any(k in ln for k in keep)))
+print('RESULT', round(t3 - t2, 4))
+"""
+
+
+def cached_start() -> list[str]:
+    """The first call of a second process that finds the kernel in the disk cache (issue 11: < 100 ms), three
+    times, then once under cProfile (where the time goes)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    lines = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "FLYDSL_RUNTIME_CACHE_DIR": cache}
+        for label in ("fill", "cached", "cached", "cached", "prof"):
+            r = subprocess.run([sys.executable, "-c", _START, label], env=env, capture_output=True, text=True)
+            got = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")]
+            lines.append(f"start {label:6s} first call {got[0].split()[1] if got else 'failed'} s")
+            if label == "prof" or not got:
+                lines += (r.stdout + r.stderr[-800:]).splitlines()[-40:]
+            print(lines[-1] if label != "prof" else "\n".join(lines[-41:]), flush=True)
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=135.0)
@@ -49,6 +89,7 @@ def main(argv=None) -> int:
     commit = os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip()
     print(f"[round] HBM copy bandwidth {bw / 1e9:.0f} GB/s, commit {commit}")
     crow = [] if args.skip_ceiling else ceiling()
+    started = cached_start()
     rows = []
     ms = [int(m) for m in args.ms.split(",")]
     for (N, K), variants in VARIANTS.items():
@@ -80,6 +121,8 @@ def main(argv=None) -> int:
         roof = mb * 1e6 / bw * 1e6 if mb else 0.0
         pct = f"  {100 * roof / us:4.0f}% of the copy roofline" if mb else ""
         print(f"ceiling {what:34s} {name:11s} {us:7.2f} us {gbs:6.0f} GB/s{pct}")
+    for line in started:
+        print(line)
     print(compact(rows))
     return 1 if any(not r.ok for r in rows if r.note.startswith("WRONG")) else 0
 
