@@ -383,7 +383,7 @@ class JitFunction(FlyDSLJitNames):
             disk = DiskCache(self.fn.__name__, self.deps_hex())
             dk = disk_key(self.deps_hex(), k, target.arch, self.compile_hints)
             if not env.dump_ir:
-                art = _load(disk, dk)
+                art = _load(disk, dk, lazy=_device_kind() == "cuda")
         if art is None:
             art = self._compile(args, key_parts, target, want_ptx)
             if disk is not None:
@@ -499,12 +499,14 @@ def _device_kind() -> str:
     return get_device().kind
 
 
-def _load(disk: DiskCache, key: str) -> Artifact | None:
+def _load(disk: DiskCache, key: str, lazy: bool = False) -> Artifact | None:
+    """The entry's artifact, or None (missing, damaged: removed). ``lazy`` (the GPU runs it from its device
+    code): the kernels' IR is parsed only if something asks for it."""
     body = disk.load(key)
     if body is None:
         return None
     try:
-        return Artifact.from_body(body)
+        return Artifact.from_body(body, lazy=lazy and bool(body.get("ptx")))
     except Exception:  # a valid checksum over text we cannot read (older format): rebuild
         try:
             os.remove(disk.path(key))

@@ -132,8 +132,8 @@ class CudaLauncher:
 
         self.kernels = {}
         for name, info in artifact.kernels.items():
-            sig = artifact.kernel_op(name).attrs["function_type"].inputs
-            kinds = info.param_kinds or [param_kind(t) for t in sig]
+            # the kinds recorded by code generation (a cached artifact need not parse its kernels' IR)
+            kinds = info.param_kinds or [param_kind(t) for t in artifact.kernel_op(name).attrs["function_type"].inputs]
             self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.symbol or name, kinds)
         direct = {name: _launch_function(k) for name, k in self.kernels.items()}
         self.run = launch_plan(artifact.host_op(), direct)
