@@ -383,7 +383,7 @@ class JitFunction(FlyDSLJitNames):
             disk = DiskCache(self.fn.__name__, self.deps_hex())
             dk = disk_key(self.deps_hex(), k, target.arch, self.compile_hints)
             if not env.dump_ir:
-                art = _load(disk, dk, lazy=_device_kind() == "cuda")
+                art = _load(disk, dk, lazy=want_ptx)  # the GPU (or nothing) runs it: kernels parsed on demand
         if art is None:
             art = self._compile(args, key_parts, target, want_ptx)
             if disk is not None:

@@ -173,6 +173,7 @@ def test_the_fast_source_and_global_scans_match_inspect_and_dis():
     ``inspect.getsource`` (less trailing comments) and ``dis`` give, over the compiler and the GEMM kernels."""
     import dis
     import inspect
+    import linecache
     import types
 
     from flydsl.compiler import deps
@@ -186,3 +187,17 @@ def test_the_fast_source_and_global_scans_match_inspect_and_dis():
         for c in deps._codes(f.__code__):
             ref = list(dict.fromkeys(i.argval for i in dis.get_instructions(c) if i.opname in deps._LOADS))
             assert deps._global_loads(c) == ref, c.co_name
+    from flydsl.expr import irtypes, pointer
+    from kernels.gemm import epilogue, gemm_config, streamk
+
+    classes = [gemm_config.GemmConfig, epilogue.Epilogue, streamk.StreamK, deps._Walker, irtypes.Types,
+               pointer.Pointer]  # fmt: skip
+    for cls in classes:  # a NamedTuple, plain classes, properties attached after the class statement
+        path, first, last = deps._class_span(cls)
+        text = "".join(linecache.getlines(path)[first - 1 : last])
+        try:
+            src, line = inspect.getsourcelines(cls)
+        except OSError:  # a class inspect cannot find (a re-exported alias): ours still names its lines
+            assert text.lstrip().startswith(("class ", "@")), cls
+            continue
+        assert (first, text.rstrip()) == (line, "".join(src).rstrip()), cls
