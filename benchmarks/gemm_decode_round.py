@@ -7,7 +7,8 @@
    replays over inputs larger than L2, plain and with programmatic dependent launch (PDL).
 2. **decode** fp8, N x K in {4096x4096, 7168x2048, 10240x8192} x M in {1, 8, 16, 32}: cuBLAS
    (``torch._scaled_mm``) once per problem, then each variant checked (FlyDSL's rule, rows past M untouched)
-   and timed the same way. Variants ending in ``/pdl`` run with the PDL launch attribute.
+   and timed the same way. Variants with ``/pdl`` are built for programmatic dependent launch (and so
+   launched with it): the weight streams in while the previous GEMM of the graph finishes.
 
 Stops adding measurements after ``--budget`` seconds and prints the compact tables last.
 """
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
     import torch
 
     from benchmarks.cases.preshuffle_gemm import compact, hbm_bandwidth, measure
-    from benchmarks.read_ceiling import ceiling, pdl_launches
+    from benchmarks.read_ceiling import ceiling
 
     out = Path(os.environ.get("OUT_DIR") or os.environ.get("OUT") or "/tmp")
     bw = hbm_bandwidth()
@@ -100,13 +101,8 @@ def main(argv=None) -> int:
                     v = v.replace("/m2", "/m1").replace("/m3", "/m2")
                 if time.perf_counter() - t0 > args.budget:
                     break
-                pdl = v.endswith("/pdl")
-                pdl_launches(pdl)
-                try:
-                    r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
-                                cublas=cub is None)  # fmt: skip
-                finally:
-                    pdl_launches(False)
+                r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
+                            cublas=cub is None)  # fmt: skip
                 if cub is None:
                     cub = r.cublas_us
                 else:

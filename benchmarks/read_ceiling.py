@@ -8,26 +8,24 @@ L2). :func:`read_launcher` builds that kernel: ``blocks × threads`` threads, ea
 bytes per load, folding them with XOR into one word that is stored only if it equals a value it never has
 (so that no load is dead code and the kernel writes nothing).
 
-``pdl=True`` builds the kernel that a programmatic dependent launch needs: it lets the next kernel of the
-stream launch at once (``griddepcontrol.launch_dependents``) and waits for the previous one
-(``griddepcontrol.wait``) only before its store — a GEMM would read its weight before the wait and the
-activations after it. :func:`pdl_launches` makes the launches of kernels built afterwards carry the launch
-attribute (``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``).
+``pdl=True`` builds the kernel for programmatic dependent launch: it lets the next kernel of the stream
+launch at once (``griddepcontrol.launch_dependents``) and waits for the previous one
+(``griddepcontrol.wait``) only before its store — a GEMM reads its weight before the wait and the
+activations after it. A kernel that calls ``griddep_wait`` is launched with the attribute that allows it
+(``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``: :attr:`flydsl.codegen.KernelInfo.pdl`).
 
 ``python -m benchmarks.read_ceiling`` (H200) prints µs and GB/s per size and configuration.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import math
-import struct
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 
-__all__ = ["read_launcher", "empty_launcher", "pdl_launches"]
+__all__ = ["read_launcher", "bulk_read_launcher", "empty_launcher", "ceiling"]
 
 MAGIC = 0x5EED1234  # the XOR of a weight's words is never compared equal to this in the benchmark's data
 
@@ -142,41 +140,6 @@ def empty_launcher(blocks: int, threads: int, pdl: bool = False):
     return launch
 
 
-# CUlaunchConfig (56 bytes): grid xyz, block xyz, sharedMemBytes, pad, hStream @32, attrs @40, numAttrs @48.
-# CUlaunchAttribute (72 bytes): id (u32) @0, value (a 64-byte union) @8.
-_PSS = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-_STATE: dict = {}
-
-
-def pdl_launches(on: bool = True) -> None:
-    """Launch every flydsl CUDA kernel loaded from now on (in this process) with programmatic stream
-    serialization allowed (on), or as before (off): the driver entry the runtime calls becomes a wrapper that
-    adds the launch attribute to the config it receives. Kernels so launched must call
-    ``griddep_wait()`` before they touch what an earlier kernel of the stream writes."""
-    from flydsl.runtime import cuda as rt
-
-    if "orig" not in _STATE:
-        _STATE["orig"] = rt._ctypes_launch()
-        real = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
-        real.restype = ctypes.c_int
-        real.argtypes = [ctypes.c_void_p] * 4
-        attr = (ctypes.c_uint8 * 72)()
-        struct.pack_into("<I", attr, 0, _PSS)
-        struct.pack_into("<i", attr, 8, 1)
-        cfg = (ctypes.c_uint8 * 56)()
-        addr = ctypes.addressof(attr)
-
-        def call(config, func, params, extra):
-            ctypes.memmove(cfg, config, 56)
-            struct.pack_into("<QI", cfg, 40, addr, 1)
-            return real(ctypes.addressof(cfg), func, params, extra)
-
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-        _STATE["pdl"] = proto(call)
-        _STATE["keep"] = (attr, cfg, real, call)
-    rt._STATE["ctypes_launch"] = _STATE["pdl"] if on else _STATE["orig"]
-
-
 def _graph_us(thunks, iters: int = 60) -> float:
     """µs per call of a CUDA graph of ``iters`` calls rotating over ``thunks`` (median of 5 replays)."""
     import statistics
@@ -215,19 +178,18 @@ CONFIGS = [(132, 512, 16), (264, 512, 16), (528, 256, 16), (132, 1024, 16), (264
 
 def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[tuple]:
     """``(what, size name, MB, µs, GB/s)`` rows: a torch copy of the bytes (read + written), an empty kernel,
-    and the read kernel per configuration, with and without programmatic dependent launch."""
+    and the read kernels per configuration, launched plainly and (``pdl``) with programmatic dependent
+    launch."""
     import torch
 
     rows = []
     out = torch.zeros(4, dtype=torch.int32, device="cuda")
     for mode in pdl:
-        pdl_launches(mode)
         tag = "pdl" if mode else "plain"
         for blocks, threads in ((132, 256), (1, 32)):
             us = _graph_us([lambda f=empty_launcher(blocks, threads, mode): f(out)])
             rows.append((f"empty {blocks}x{threads} {tag}", "-", 0.0, us, 0.0))
             log(f"ceiling {rows[-1][0]:34s} {us:7.2f} us", flush=True)
-    pdl_launches(False)
     for name, nbytes in sizes.items():
         copies = max(2, math.ceil(110e6 / nbytes))
         bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
@@ -238,22 +200,21 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
         log(f"ceiling {rows[-1][0]:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
         del dsts
         for mode in pdl:
-            pdl_launches(mode)
+            tag = "pdl" if mode else "plain"
             for blocks, threads, unroll in configs:
-                if mode and (blocks, threads, unroll) != configs[0] and (blocks, threads, unroll) != (264, 512, 16):
+                if mode and (blocks, threads, unroll) not in (configs[0], (264, 512, 16)):
                     continue
                 f = read_launcher(nbytes, blocks, threads, unroll, mode)
                 us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
-                what = f"read {blocks}x{threads} u{unroll} {'pdl' if mode else 'plain'}"
+                what = f"read {blocks}x{threads} u{unroll} {tag}"
                 rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
                 log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
             for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)):
                 f = bulk_read_launcher(nbytes, blocks, piece, slots, mode)
                 us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
-                what = f"bulk {blocks}x{piece // 1024}KBx{slots} {'pdl' if mode else 'plain'}"
+                what = f"bulk {blocks}x{piece // 1024}KBx{slots} {tag}"
                 rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
                 log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
-        pdl_launches(False)
         del bufs
         torch.cuda.empty_cache()
     return rows
