@@ -72,6 +72,52 @@ def cached_start() -> list[str]:
     return lines
 
 
+def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
+    """A PDL launch must not read what the kernel before it writes until that kernel is done: a CUDA graph of
+    (copy a_j into A; GEMM(A, B_j) -> C_j) and of back-to-back GEMMs alternating two problems (sharing the
+    stream path's split-K workspace) must give both references exactly as eager launches do."""
+    import torch
+
+    from benchmarks.cases.preshuffle_gemm import variant_kwargs
+    from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm, shuffle_weight
+    from kernels.gemm.reference import make_inputs, reference_gemm, verify_output
+
+    fn = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(variant, M, N))
+    probs = [make_inputs(M, N, K, "fp8", seed=40 + i, device="cuda") for i in range(2)]
+    refs = [reference_gemm(a, b, sa, sb) for a, b, sa, sb, _ in probs]
+    bs = [shuffle_weight(b).view(torch.int8) for _, b, _, _, _ in probs]
+    abuf = torch.empty_like(probs[0][0].view(torch.int8))
+    cs = [torch.zeros((M, N), dtype=torch.bfloat16, device="cuda") for _ in range(2)]
+    z = torch.zeros(0, dtype=torch.bfloat16, device="cuda")
+
+    def step(j, copy):
+        a, _, sa, sb, _ = probs[j % 2]
+        if copy:
+            abuf.copy_(a.view(torch.int8))
+        fn(cs[j % 2], abuf if copy else a.view(torch.int8), bs[j % 2], sa, sb, z, M, N, torch.cuda.current_stream())
+
+    out = []
+    for copy in (True, False):
+        step(0, copy)
+        torch.cuda.synchronize()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+            for j in range(8):
+                step(j, copy)
+        torch.cuda.current_stream().wait_stream(side)
+        for c in cs:
+            c.zero_()
+        for _ in range(3):
+            g.replay()
+        torch.cuda.synchronize()
+        out.append(all(verify_output(c.float(), r, log=lambda *a, **k: None) for c, r in zip(cs, refs)))
+    return f"pdl-check {M}x{N}x{K} {variant}: copy->gemm {'ok' if out[0] else 'WRONG'}, gemm->gemm " + (
+        "ok" if out[1] else "WRONG"
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=135.0)
@@ -91,6 +137,16 @@ def main(argv=None) -> int:
     print(f"[round] HBM copy bandwidth {bw / 1e9:.0f} GB/s, commit {commit}")
     crow = [] if args.skip_ceiling else ceiling()
     started = cached_start()
+    for N, K, M, v in (
+        (4096, 4096, 16, "_x_x_@mma/m2/pdl"),
+        (10240, 8192, 16, "auto/pdl"),
+        (4096, 4096, 32, "auto/pdl"),
+    ):
+        try:
+            started.append(pdl_chain_check(N, K, M, v))
+        except Exception as ex:  # reported, not fatal
+            started.append(f"pdl-check {M}x{N}x{K} {v}: ERROR {type(ex).__name__}: {str(ex)[:200]}")
+        print(started[-1], flush=True)
     rows = []
     ms = [int(m) for m in args.ms.split(",")]
     for (N, K), variants in VARIANTS.items():
