@@ -118,6 +118,22 @@ def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
     )
 
 
+def report(meta: dict, crow: list, started: list, rows: list) -> str:
+    """The round as markdown: the read ceiling, the cached start and the decode table."""
+    from benchmarks.cases.preshuffle_gemm import table
+
+    bw = meta["hbm_gbps"] * 1e9
+    lines = [f"# decode GEMM round, {meta['gpu']} (commit {meta['commit']})", "",
+             f"HBM copy bandwidth {meta['hbm_gbps']:.0f} GB/s (the roofline's). CUDA-graph replays over inputs "
+             "larger than L2; medians.", "", "## The read ceiling", "",
+             "| kernel | B (N x K, fp8) | µs | GB/s | % of the copy roofline |", "|---|---|---|---|---|"]  # fmt: skip
+    for what, name, mb, us, gbs in crow:
+        pct = f"{100 * mb * 1e6 / bw * 1e6 / us:.0f}" if mb else "—"
+        lines.append(f"| {what} | {name} | {us:.2f} | {gbs:.0f} | {pct} |")
+    lines += ["", "## Cached start and PDL checks", "", "```", *started, "```", "", "## Decode", "", table(rows)]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=float, default=135.0)
@@ -166,7 +182,10 @@ def main(argv=None) -> int:
                 rows.append(r)
                 print(compact([r]).splitlines()[1], flush=True)
                 torch.cuda.empty_cache()
-    (out / "decode_round.json").write_text(json.dumps({"ceiling": crow, "rows": [r.__dict__ for r in rows]}, indent=1))
+    meta = {"commit": commit, "hbm_gbps": bw / 1e9, "gpu": torch.cuda.get_device_name()}
+    data = {"meta": meta, "ceiling": crow, "start": started, "rows": [r.__dict__ for r in rows]}
+    (out / "decode_round.json").write_text(json.dumps(data, indent=1))
+    (out / "decode_round.md").write_text(report(meta, crow, started, rows))
     print("\n" + "=" * 90)
     print(f"decode round, {time.perf_counter() - t0:.0f} s, HBM copy {bw / 1e9:.0f} GB/s")
     for what, name, mb, us, gbs in crow:
