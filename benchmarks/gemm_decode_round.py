@@ -140,6 +140,9 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--skip-ceiling", action="store_true")
     ap.add_argument("--ms", default=",".join(map(str, MS)))
+    ap.add_argument("--sweep", action="store_true", help="first: TFLOP/s against M = 1 … 8192 (N = K = 4096), plot")
+    ap.add_argument("--no-start", action="store_true", help="skip the cached-start and PDL checks")
+    ap.add_argument("--variants", default=None, help="';'-separated NxK=v1,v2 … replacing VARIANTS")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     import torch
@@ -149,14 +152,32 @@ def main(argv=None) -> int:
 
     out = Path(os.environ.get("OUT_DIR") or os.environ.get("OUT") or "/tmp")
     bw = hbm_bandwidth()
-    commit = os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip()
+    commit = os.environ.get("GEMM_COMMIT") or os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip()
     print(f"[round] HBM copy bandwidth {bw / 1e9:.0f} GB/s, commit {commit}")
+    if args.sweep:
+        from benchmarks.cases import preshuffle_gemm as bench
+
+        sweep = bench.run(["sweep"], ["auto"], None, False, args.iters, log=lambda *a, **k: None)
+        bench.plot_sweep(sweep, out / "decode_round_sweep.png")
+        (out / "decode_round_sweep.md").write_text(bench.table(sweep))
+        print(bench.compact(sweep), flush=True)
+    variants = VARIANTS
+    if args.variants:
+        variants = {}
+        for part in args.variants.split(";"):
+            nk, vs = part.split("=")
+            n, k = (int(x) for x in nk.split("x"))
+            variants[(n, k)] = vs.split(",")
     crow = [] if args.skip_ceiling else ceiling()
-    started = cached_start()
+    started = [] if args.no_start else cached_start()
     for N, K, M, v in (
-        (4096, 4096, 16, "_x_x_@mma/m2/pdl"),
-        (10240, 8192, 16, "auto/pdl"),
-        (4096, 4096, 32, "auto/pdl"),
+        ()
+        if args.no_start
+        else (
+            (4096, 4096, 16, "_x_x_@mma/m2/pdl"),
+            (10240, 8192, 16, "auto/pdl"),
+            (4096, 4096, 32, "auto/pdl"),
+        )
     ):
         try:
             started.append(pdl_chain_check(N, K, M, v))
@@ -165,10 +186,10 @@ def main(argv=None) -> int:
         print(started[-1], flush=True)
     rows = []
     ms = [int(m) for m in args.ms.split(",")]
-    for (N, K), variants in VARIANTS.items():
+    for (N, K), vs in variants.items():
         for M in ms:
             cub = None
-            for v in variants:
+            for v in vs:
                 if M > 16:  # two m16 tiles a warp: half the blocks per SM fit without spilling (ptxas -v)
                     v = v.replace("/m2", "/m1").replace("/m3", "/m2")
                 if time.perf_counter() - t0 > args.budget:
