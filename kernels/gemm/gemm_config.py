@@ -520,6 +520,27 @@ def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 
                       "direct", blocks, STREAM_MIN_ITERS)  # fmt: skip
 
 
+SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block
+
+
+def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None) -> GemmConfig:
+    """``cfg`` made to fit ``min_blocks`` blocks per SM: the mma path's registers (``.minnctapersm``); the stream
+    path's registers too (no ``setmaxnreg``: ptxas's bound of ``65536 / (min_blocks × threads)``) and its ring
+    (as many stages as fit in ``228 KB / min_blocks - 1 KB``, or ``stages`` when they fit) — so that the next
+    kernel's blocks (programmatic dependent launch) or a second tile can be resident beside one."""
+    if cfg.path == "wgmma" or type(min_blocks) is not int or not 1 <= min_blocks <= 32:
+        raise ValueError(f"min_blocks={min_blocks!r}: the mma and stream paths take 1..32 blocks per SM")
+    if cfg.path == "stream":
+        stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+        budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16
+        if budget < 2 * (stage_bytes + 16):
+            raise ValueError(f"min_blocks={min_blocks}: two stages of {cfg.describe()} do not fit {min_blocks} "
+                             "blocks per SM")  # fmt: skip
+        fit = min(STREAM_MAX_STAGES, budget // (stage_bytes + 16))
+        cfg = cfg._replace(stages=_stages(stages, fit))
+    return cfg._replace(min_blocks=min_blocks)
+
+
 def grid_blocks(cfg: GemmConfig, M: int) -> int:
     """Blocks of a launch for ``M`` rows."""
     return (cfg.N // cfg.tile_n) * math.ceil(M / cfg.tile_m)

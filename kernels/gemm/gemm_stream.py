@@ -117,7 +117,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
 
         if wg == 0:
             # ------------------------------------------------------------ producer: bulk copies (B) + TMA (A)
-            nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
+            if fx.const_expr(not cfg.min_blocks):  # several blocks per SM: ptxas's bound, no reallocation
+                nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
             if nvvm.warp_idx_in_warpgroup() == 0:
                 if nvvm.elect_one():
                     gB = B.iterator.recast(fx.Int8)
@@ -156,7 +157,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                             st = st.next()
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
-            nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
+            if fx.const_expr(not cfg.min_blocks):
+                nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
             if fx.const_expr(cfg.pdl):
                 nvvm.griddep_wait()  # the scales, C and the workspace follow the previous kernel
             cw = wg - 1  # rows 64*cw .. 64*cw + 63 of the tile's B rows
@@ -249,8 +251,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
         a2 = fx.make_view(arg_a.iterator, fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
         tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (TN, BK)))
         tiles = tiles_n * ((i32_m + TN - 1) // TN)
+        attrs = {"min_blocks_per_sm": cfg.min_blocks} if cfg.min_blocks else None
         kernel_gemm(tma_a, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, arg_workspace, i32_m).launch(
-            grid=(sk.grid(tiles), 1, 1), block=(threads, 1, 1), stream=stream
+            grid=(sk.grid(tiles), 1, 1), block=(threads, 1, 1), stream=stream, value_attrs=attrs
         )
 
     launch_gemm.gemm_config = cfg

@@ -25,7 +25,7 @@ describes the design.
 
 from __future__ import annotations
 
-from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config
+from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config, with_min_blocks
 from .gemm_mma_sync import build_mma_sync_gemm
 from .gemm_stream import build_stream_gemm
 from .gemm_wgmma import build_wgmma_gemm
@@ -73,8 +73,9 @@ def compile_preshuffle_gemm(
     caps the registers per thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per
     SM on the mma path); ``stages`` caps the shared-memory ring (wgmma, stream); ``max_blocks`` caps the
     stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``; ``min_blocks``
-    (mma path): the blocks per SM the kernel's registers must allow (PTX ``.minnctapersm``: ptxas then keeps
-    more loads in flight than its occupancy-first schedule does); ``pdl``: built for programmatic dependent
+    (mma and stream paths): the blocks per SM the kernel's registers (PTX ``.minnctapersm``: ptxas then keeps
+    more loads in flight than its occupancy-first schedule does) and shared memory must allow
+    (:func:`~kernels.gemm.gemm_config.with_min_blocks`); ``pdl``: built for programmatic dependent
     launch (docs/gemm.md): B streams in before ``griddepcontrol.wait``, A, the scales and C after it.
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
@@ -115,9 +116,7 @@ def compile_preshuffle_gemm(
         schedule=schedule,
     )
     if min_blocks is not None:
-        if cfg.path != "mma" or type(min_blocks) is not int or not 1 <= min_blocks <= 32:
-            raise ValueError(f"min_blocks={min_blocks!r}: the mma path takes 1..32 blocks per SM")
-        cfg = cfg._replace(min_blocks=min_blocks)
+        cfg = with_min_blocks(cfg, min_blocks, stages)
     if pdl:
         if cfg.path == "wgmma":
             raise ValueError("pdl=True: programmatic dependent launch is built on the mma and stream paths")

@@ -27,6 +27,7 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
     ("fp8", 21, 128, 1024, dict(path="stream", tile_m=8, tile_n=64, tile_k=128, max_blocks=10, pdl=True)),  # split
     ("fp8", 9, 128, 512, dict(path="stream", tile_m=16, tile_n=32, tile_k=256, max_blocks=5, pdl=True)),
     ("int8", 40, 256, 1024, dict(path="stream", tile_m=16, tile_n=128, tile_k=256, max_blocks=5, pdl=True)),
+    ("fp8", 21, 128, 1024, dict(path="stream", tile_m=8, tile_n=64, tile_k=128, max_blocks=10, min_blocks=2)),
 ]
 
 
@@ -34,14 +35,17 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
 def test_pdl_and_min_blocks_interpreter(in_dtype, M, N, K, kw, interpreter):
     res = run_gemm(in_dtype, M, N, K, cuda=False, seed=M, **kw)
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
-    assert "PDL" in res.config and ("blocks/SM" in res.config) == ("min_blocks" in kw), res.config
+    assert ("PDL" in res.config) == kw.get("pdl", False), res.config
+    assert ("blocks/SM" in res.config) == ("min_blocks" in kw), res.config
 
 
 def test_knobs_are_rejected_where_they_do_not_apply():
     with pytest.raises(ValueError, match="mma and stream"):
         compile_preshuffle_gemm(N=256, K=256, tile_m=64, tile_n=64, tile_k=128, pdl=True)
     with pytest.raises(ValueError, match="min_blocks"):
-        compile_preshuffle_gemm(N=256, K=256, path="stream", min_blocks=2)
+        compile_preshuffle_gemm(N=256, K=256, path="wgmma", min_blocks=2)
+    with pytest.raises(ValueError, match="do not fit"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", tile_m=256, min_blocks=8)
     with pytest.raises(ValueError, match="min_blocks"):
         compile_preshuffle_gemm(N=256, K=256, path="mma", min_blocks=0)
 
@@ -51,6 +55,7 @@ def test_knobs_are_rejected_where_they_do_not_apply():
                                                  "griddepcontrol.wait", "cp.async.bulk.prefetch.L2.global"]),
     (dict(path="stream", pdl=True), ["griddepcontrol.launch_dependents", "griddepcontrol.wait",
                                      "cp.async.bulk.prefetch.L2.global"]),
+    (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
     (dict(path="mma"), []),
 ])  # fmt: skip
 def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
