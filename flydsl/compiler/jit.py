@@ -386,6 +386,10 @@ class JitFunction(FlyDSLJitNames):
                 art = _load(disk, dk, lazy=want_ptx)  # the GPU (or nothing) runs it: kernels parsed on demand
         if art is None:
             art = self._compile(args, key_parts, target, want_ptx)
+            if art.ptx and art.cubin is None and _device_kind() == "cuda":
+                # assembled once here (nvJitLink, when installed): every later process loads the cubin
+                # instead of having the driver compile the PTX again at module load (a cached start)
+                art.cubin = _cubin(art.ptx, target.arch)
             if disk is not None:
                 disk.store(dk, art.to_body())
         elif want_ptx and not art.ptx:
@@ -497,6 +501,16 @@ class JitFunction(FlyDSLJitNames):
 
 def _device_kind() -> str:
     return get_device().kind
+
+
+def _cubin(ptx: str, arch: str) -> bytes | None:
+    """The PTX assembled by nvJitLink, or None (not installed, or it refused: the driver compiles the PTX)."""
+    try:
+        from ..codegen.compile import ptx_to_cubin
+
+        return ptx_to_cubin(ptx, arch)
+    except Exception:  # noqa: BLE001 - an optimization only: the PTX stays the device code
+        return None
 
 
 def _load(disk: DiskCache, key: str, lazy: bool = False) -> Artifact | None:

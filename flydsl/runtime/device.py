@@ -125,7 +125,12 @@ class CudaLauncher:
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
         if kernel_factory is None:
-            module = cuda.CudaModule(artifact.cubin or artifact.ptx)  # through the module: tests replace it
+            try:  # through the module: tests replace it
+                module = cuda.CudaModule(artifact.cubin or artifact.ptx)
+            except Exception:
+                if not artifact.cubin:
+                    raise
+                module = cuda.CudaModule(artifact.ptx)  # a cubin this driver cannot load: its PTX
 
             def kernel_factory(image, name, kinds, pdl=False):
                 return cuda.CudaKernel(module, name, kinds, **({"pdl": True} if pdl else {}))
