@@ -177,17 +177,14 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         # register buffers alternate without copies
         acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
         if fx.const_expr(cfg.pdl):
-            # programmatic dependent launch: the next kernel may start now; the weight (written by no kernel
-            # of the stream) streams in while the previous kernel finishes — the block's whole share into L2,
-            # the first iteration into registers; A, the scales and C wait for it
+            # programmatic dependent launch: the next kernel may start now; the block's share of the weight
+            # streams into L2 while the previous kernel finishes. Nothing is read into the SM before the wait:
+            # L2 is where writes land, so even a weight the previous kernel wrote is read as written.
             fx.nvvm.griddep_launch_dependents()
             if warp == 0:
                 _prefetch_b(B, fx.block_idx.x * cfg.tile_n, lane)
-            b0 = load_b(fx.Int32(0))
             fx.nvvm.griddep_wait()
-            cur = (b0, load_a(fx.Int32(0)))
-        else:
-            cur = load(fx.Int32(0))
+        cur = load(fx.Int32(0))
         for p in range(0, (iters - 1) // 2):
             nxt = load(2 * p + 1)
             acc = compute(cur, acc)

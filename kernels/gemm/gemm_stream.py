@@ -123,8 +123,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                 if nvvm.elect_one():
                     gB = B.iterator.recast(fx.Int8)
                     if fx.const_expr(cfg.pdl):
-                        # the weight is written by no kernel of the stream: the block's share of it streams
-                        # into L2 while the previous kernel finishes; A (its output, maybe) waits for it
+                        # the block's share of the weight streams into L2 while the previous kernel finishes;
+                        # every read into the SM waits for it (L2 holds what that kernel writes, so a prefetch
+                        # never makes a read stale)
                         for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                             tn = tile // mtiles
                             r0 = tn * BN

@@ -75,8 +75,10 @@ def compile_preshuffle_gemm(
     stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``; ``min_blocks``
     (mma and stream paths): the blocks per SM the kernel's registers (PTX ``.minnctapersm``: ptxas then keeps
     more loads in flight than its occupancy-first schedule does) and shared memory must allow
-    (:func:`~kernels.gemm.gemm_config.with_min_blocks`); ``pdl``: built for programmatic dependent
-    launch (docs/gemm.md): B streams in before ``griddepcontrol.wait``, A, the scales and C after it.
+    (:func:`~kernels.gemm.gemm_config.with_min_blocks`); ``pdl`` (mma and stream paths): launched with
+    programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
+    finishes and prefetches its share of B into L2, then waits (``griddepcontrol.wait``) before it reads
+    anything — correct whatever the previous kernel writes.
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
