@@ -31,9 +31,10 @@ MAGIC = 0x5EED1234  # the XOR of a weight's words is never compared equal to thi
 
 
 @functools.cache
-def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl: bool = False):
+def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl=False):
     """``launch(b, out)``: read the first ``nbytes`` (a multiple of 16) of ``b``; ``out`` an int32 tensor
-    that is written only if the XOR of everything read equals :data:`MAGIC`."""
+    that is written only if the XOR of everything read equals :data:`MAGIC`. ``pdl``: False, True (read at
+    once, wait before the store) or ``"prefetch"`` (prefetch into L2, wait, then read)."""
     chunks = nbytes // 16
     total = blocks * threads
     per = math.ceil(chunks / total)
@@ -46,6 +47,15 @@ def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl:
             fx.nvvm.griddep_launch_dependents()
         p = B.iterator.recast(fx.Int32)
         first = fx.block_idx.x * threads + fx.thread_idx.x
+        if fx.const_expr(pdl == "prefetch"):
+            # the GEMM's way: the block's bytes into L2 (one 16-byte chunk per thread and load, so
+            # ``threads`` consecutive chunks per load), then nothing read into the SM before the wait
+            if fx.thread_idx.x == 0:
+                g = B.iterator.recast(fx.Int8)
+                for k in fx.range_constexpr(rounds * u):
+                    start = fx.min(fx.block_idx.x * threads + k * total, chunks - threads)
+                    fx.nvvm.bulk_prefetch_l2(g + start * 16, threads * 16)
+            fx.nvvm.griddep_wait()
         acc = fx.full(4, 0, fx.Int32)
         for r in range(rounds):
             vs = []
@@ -55,7 +65,7 @@ def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl:
             for v in vs:
                 acc = acc ^ v
         word = acc[0] ^ acc[1] ^ acc[2] ^ acc[3]
-        if fx.const_expr(pdl):
+        if fx.const_expr(pdl is True):
             fx.nvvm.griddep_wait()  # the store may follow the previous kernel's writes
         if word == MAGIC:
             OUT.iterator.recast(fx.Int32).store(word)
@@ -199,8 +209,8 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
         rows.append(("torch copy (read+write)", name, nbytes / 1e6, us, 2 * nbytes / us / 1e3))
         log(f"ceiling {rows[-1][0]:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
         del dsts
-        for mode in pdl:
-            tag = "pdl" if mode else "plain"
+        for mode in (*pdl, "prefetch") if True in pdl else pdl:
+            tag = "pdl-prefetch" if mode == "prefetch" else "pdl" if mode else "plain"
             for blocks, threads, unroll in configs:
                 if mode and (blocks, threads, unroll) not in (configs[0], (264, 512, 16)):
                     continue
@@ -209,7 +219,7 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
                 what = f"read {blocks}x{threads} u{unroll} {tag}"
                 rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
                 log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
-            for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)):
+            for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)) if mode != "prefetch" else ():
                 f = bulk_read_launcher(nbytes, blocks, piece, slots, mode)
                 us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
                 what = f"bulk {blocks}x{piece // 1024}KBx{slots} {tag}"
