@@ -123,19 +123,14 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         smem_limit: a one-item list: the dynamic shared memory the kernel may use now.
         native: launch through the native helper (:mod:`.native`): None where it is available and packs
             every parameter kind, True (required) or False (the Python path).
-        pdl: launch with programmatic stream serialization allowed (the Python path: the helper's config
-            has no attributes).
+        pdl: launch with programmatic stream serialization allowed (:data:`PDL_ATTRIBUTE` in the config).
 
     The function's ``inline(prefix, exprs)`` gives the same launch as source lines (and their globals) for
     a launch plan to paste in place of a call (one Python call and 8 + n argument passes fewer).
     """
     lay = LaunchLayout(kinds, pdl)
-    if pdl:
-        if native:
-            raise RuntimeError(f"kernel {name}: no native launch (programmatic dependent launch)")
-        native = False
     if native is not False:
-        helper = _native_launch(lay, func_handle, driver_call)
+        helper = _native_launch(lay, func_handle, driver_call, pdl)
         if helper is not None:
             return _native_function(name, lay, helper, driver_call, on_error, smem_limit)
         if native:
@@ -239,9 +234,9 @@ def _native_codes() -> dict:
     return CODES
 
 
-def _native_launch(lay: LaunchLayout, func_handle: int, driver_call):
+def _native_launch(lay: LaunchLayout, func_handle: int, driver_call, pdl: bool = False):
     """The helper's ``Launch`` for this kernel, or None (helper unavailable, a kind it does not pack, or a
-    driver entry that is not a ctypes function)."""
+    driver entry that is not a ctypes function); ``pdl``: its config carries :data:`PDL_ATTRIBUTE`."""
     from .native import CODES, launch_type
 
     if any(k not in CODES for k in lay.kinds):
@@ -254,7 +249,8 @@ def _native_launch(lay: LaunchLayout, func_handle: int, driver_call):
     except (TypeError, ctypes.ArgumentError):
         return None
     offsets = tuple(off - CONFIG_SIZE for off in lay.offsets)  # the helper's buffer holds the parameters only
-    return t(addr, func_handle, "".join(CODES[k] for k in lay.kinds), offsets, lay.size - CONFIG_SIZE)
+    extra = (ctypes.addressof(PDL_ATTRIBUTE), 1) if pdl else ()
+    return t(addr, func_handle, "".join(CODES[k] for k in lay.kinds), offsets, lay.size - CONFIG_SIZE, *extra)
 
 
 def _native_function(name: str, lay: LaunchLayout, helper, driver_call, on_error, smem_limit: list):
@@ -267,7 +263,7 @@ def _native_function(name: str, lay: LaunchLayout, helper, driver_call, on_error
         return _around(prefix, n, exprs, smem_limit, [f"    {prefix}err = {n['NL']}({', '.join(exprs)})"]), ns
 
     # the driver entry (a ctypes callback in tests) must outlive the helper that calls it
-    return _function(name, lay, inline, keepalive=(helper, driver_call), native=True)
+    return _function(name, lay, inline, keepalive=(helper, driver_call, PDL_ATTRIBUTE), native=True)
 
 
 _RAW = {"ptr": pointer_of}

@@ -176,3 +176,29 @@ def test_a_kernel_that_waits_for_its_grid_dependency_is_launched_with_pdl(monkey
     make(True)(a)
     make(False)(a)
     assert seen == [((3, 1, 1), 1, (6, 1)), ((2, 1, 1), 0, None)]
+
+
+@pytest.mark.parametrize("native", [None, False])
+def test_both_launch_paths_carry_the_pdl_attribute(native):
+    """The native helper (when it builds) and the Python path pack the same config: attrs -> one
+    CUlaunchAttribute (id 6, value 1) for a PDL launch, none otherwise."""
+    import struct
+
+    from flydsl.runtime._cuda_launch import make_launch
+
+    seen = []
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+    def call(cfg, fn, params, extra):
+        raw = ctypes.string_at(cfg, 56)
+        attrs, n = struct.unpack_from("<QI", raw, 40)
+        val = ctypes.c_int32.from_address(ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0]).value
+        seen.append((struct.unpack_from("<3I", raw), n, struct.unpack("<I4xi", ctypes.string_at(attrs, 12)) if n else None,
+                     val))  # fmt: skip
+        return 0
+
+    drv = proto(call)
+    for pdl in (True, False):
+        fn = make_launch("k", 1, ["i32"], drv, lambda *a: None, [48 * 1024], native=native, pdl=pdl)
+        fn(5, 1, 1, 32, 1, 1, 0, 0, 41 + pdl)
+    assert seen == [((5, 1, 1), 1, (6, 1), 42), ((5, 1, 1), 0, None, 41)]
