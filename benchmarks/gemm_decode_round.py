@@ -168,8 +168,16 @@ def main(argv=None) -> int:
             nk, vs = part.split("=")
             n, k = (int(x) for x in nk.split("x"))
             variants[(n, k)] = vs.split(",")
-    crow = [] if args.skip_ceiling else ceiling()
-    started = [] if args.no_start else cached_start()
+    crow, started = [], []
+    for what, fn, into in (("ceiling", ceiling, crow), ("start", cached_start, started)):
+        if (what == "ceiling" and args.skip_ceiling) or (what == "start" and args.no_start):
+            continue
+        try:
+            into.extend(fn())
+        except Exception as ex:  # reported; the decode table still runs
+            import traceback
+
+            print(f"[round] {what} failed: {type(ex).__name__}: {ex}\n{traceback.format_exc()[-1500:]}", flush=True)
     for N, K, M, v in (
         ()
         if args.no_start

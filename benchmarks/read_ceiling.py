@@ -197,7 +197,11 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
     for mode in pdl:
         tag = "pdl" if mode else "plain"
         for blocks, threads in ((132, 256), (1, 32)):
-            us = _graph_us([lambda f=empty_launcher(blocks, threads, mode): f(out)])
+            try:
+                us = _graph_us([lambda f=empty_launcher(blocks, threads, mode): f(out)])
+            except Exception as ex:
+                log(f"ceiling empty {blocks}x{threads} {tag} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
+                continue
             rows.append((f"empty {blocks}x{threads} {tag}", "-", 0.0, us, 0.0))
             log(f"ceiling {rows[-1][0]:34s} {us:7.2f} us", flush=True)
     for name, nbytes in sizes.items():
@@ -214,15 +218,23 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
             for blocks, threads, unroll in configs:
                 if mode and (blocks, threads, unroll) not in (configs[0], (264, 512, 16)):
                     continue
-                f = read_launcher(nbytes, blocks, threads, unroll, mode)
-                us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
                 what = f"read {blocks}x{threads} u{unroll} {tag}"
+                try:
+                    f = read_launcher(nbytes, blocks, threads, unroll, mode)
+                    us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
+                except Exception as ex:  # reported, the others still run
+                    log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
+                    continue
                 rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
                 log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
             for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)) if mode != "prefetch" else ():
-                f = bulk_read_launcher(nbytes, blocks, piece, slots, mode)
-                us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
                 what = f"bulk {blocks}x{piece // 1024}KBx{slots} {tag}"
+                try:
+                    f = bulk_read_launcher(nbytes, blocks, piece, slots, mode)
+                    us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
+                except Exception as ex:
+                    log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
+                    continue
                 rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
                 log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
         del bufs
