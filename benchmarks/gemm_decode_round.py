@@ -23,11 +23,10 @@ from pathlib import Path
 
 # per N x K: the variants (benchmarks/cases/preshuffle_gemm.py syntax; /mNN: blocks per SM for ptxas, /pdl)
 VARIANTS = {
-    (4096, 4096): ["auto", "auto/pdl", "_x_x_@mma/m2", "_x_x_@mma/m2/pdl", "_x16x2048:1,1,8@mma/m2/pdl",
-                   "_x32x4096:1,2,8@mma/m1/pdl", "_x_x_@stream/m2/pdl"],
-    (7168, 2048): ["auto", "auto/pdl", "auto/m2/pdl", "_x16x1024:1,1,8@mma/m2", "_x16x1024:1,1,8@mma/m2/pdl",
-                   "_x32x2048:1,2,8@mma/m2/pdl"],
-    (10240, 8192): ["auto", "auto/pdl", "auto/m2/pdl", "_x32x512@mma/m3", "_x32x512@mma/m3/pdl"],
+    (4096, 4096): ["auto", "auto/pdl", "_x16x2048:1,1,8@mma/m2/pdl", "_x16x4096:1,1,8@mma/m2/pdl",
+                   "_x32x4096:1,2,8@mma/m1/pdl", "_x_x_@stream/pdl"],
+    (7168, 2048): ["auto", "auto/pdl", "_x32x2048:1,2,8@mma/m2/pdl", "_x16x1024:1,1,8@mma/m2/pdl"],
+    (10240, 8192): ["auto", "auto/pdl", "_x32x512@mma/m3", "_x32x512@mma/m3/pdl"],
 }  # fmt: skip
 MS = [1, 16, 32]
 
@@ -45,7 +44,7 @@ pr and pr.enable()
 t2 = time.perf_counter()
 fn(c, a, b, s, s, c[:0], 16, 4096); torch.cuda.synchronize(); t3 = time.perf_counter()
 if pr:
-    pr.disable(); o = io.StringIO(); pstats.Stats(pr, stream=o).sort_stats('cumulative').print_stats(18)
+    pr.disable(); o = io.StringIO(); pstats.Stats(pr, stream=o).sort_stats('cumulative').print_stats(45)
     keep = ('flydsl', 'cuda', 'function calls')
     print('\n'.join(ln[:150] for ln in o.getvalue().splitlines() if any(k in ln for k in keep)))
 print('RESULT', round(t3 - t2, 4))

@@ -83,7 +83,7 @@ class GemmConfig(NamedTuple):
     min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
     schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
     min_blocks: int = 0  # mma: blocks per SM the registers must allow (PTX .minnctapersm; 0: ptxas's choice)
-    pdl: bool = False  # programmatic dependent launch: B prefetched into L2 before griddepcontrol.wait
+    pdl: bool = False  # programmatic dependent launch: B's first share read before griddepcontrol.wait
 
     @property
     def elem_bytes(self) -> int:

@@ -177,14 +177,15 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         # register buffers alternate without copies
         acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
         if fx.const_expr(cfg.pdl):
-            # programmatic dependent launch: the next kernel may start now; the block's share of the weight
-            # streams into L2 while the previous kernel finishes. Nothing is read into the SM before the wait:
-            # L2 is where writes land, so even a weight the previous kernel wrote is read as written.
+            # programmatic dependent launch: the next kernel may start now, and the first iteration's weight
+            # loads (all of them when tile_k = K) fly while the previous kernel finishes (no kernel of the
+            # stream writes B: the caller's promise); A, the scales and C wait for it
             fx.nvvm.griddep_launch_dependents()
-            if warp == 0:
-                _prefetch_b(B, fx.block_idx.x * cfg.tile_n, lane)
+            b0 = load_b(fx.Int32(0))
             fx.nvvm.griddep_wait()
-        cur = load(fx.Int32(0))
+            cur = (b0, load_a(fx.Int32(0)))
+        else:
+            cur = load(fx.Int32(0))
         for p in range(0, (iters - 1) // 2):
             nxt = load(2 * p + 1)
             acc = compute(cur, acc)
@@ -215,17 +216,6 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                 _epilogue(epi, acc, m_warp, n_warp, g, t)
         else:
             _epilogue(epi, acc, m_warp, n_warp, g, t)
-
-    def _prefetch_b(B, n0, lane):
-        """Lane ``lane`` of one warp asks L2 for the block's rows ``n0 … n0 + tile_n`` of K atoms ``lane``,
-        ``lane + 32``, …: per K atom and panel the rows are ``min(tile_n, 64) × 128`` contiguous bytes."""
-        gb = B.iterator.recast(fx.Int8)
-        rows = min(cfg.tile_n, PANEL_N)
-        base = gb + ((n0 // PANEL_N) * (PANEL_N * kb) + (n0 % PANEL_N) * ATOM_BYTES)
-        for r in fx.range_constexpr(-(-(kb // ATOM_BYTES) // 32)):
-            ka = fx.min(lane + 32 * r, kb // ATOM_BYTES - 1)  # past the last atom: the last again (harmless)
-            for pnl in fx.range_constexpr(max(1, cfg.tile_n // PANEL_N)):
-                fx.nvvm.bulk_prefetch_l2(base + (pnl * PANEL_N * kb + ka * PANEL_N * ATOM_BYTES), rows * ATOM_BYTES)
 
     def _epilogue(epi, acc, m_warp, n_warp, g, t):
         rows = []

@@ -122,40 +122,52 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
             if nvvm.warp_idx_in_warpgroup() == 0:
                 if nvvm.elect_one():
                     gB = B.iterator.recast(fx.Int8)
+
+                    def copy_b(src0, kt, stage):
+                        """The stage's pieces of B: panel p's rows of K atom j, one bulk copy each."""
+                        src = src0 + kt * (kblks * PIECE)
+                        dst = base + stage * w_stage
+                        for p in fx.range_constexpr(P):
+                            for j in fx.range_constexpr(kblks):
+                                nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
+                                                   src + (p * PANEL_N * row_bytes + j * PIECE),
+                                                   ROWS * ATOM_BYTES, full + stage)  # fmt: skip
+
                     if fx.const_expr(cfg.pdl):
-                        # the block's share of the weight streams into L2 while the previous kernel finishes;
-                        # every read into the SM waits for it (L2 holds what that kernel writes, so a prefetch
-                        # never makes a read stale)
+                        # programmatic dependent launch: the first pass of the ring fills with the weight while
+                        # the previous kernel finishes (no kernel of the stream writes B: the caller's promise);
+                        # A, the previous kernel's output maybe, after griddepcontrol.wait
+                        i = fx.Int32(0)
                         for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                             tn = tile // mtiles
                             r0 = tn * BN
                             src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
                             for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
-                                src = src0 + kt * (kblks * PIECE)
-                                for p in fx.range_constexpr(P):  # the same pieces as the copies below
-                                    for j in fx.range_constexpr(kblks):
-                                        nvvm.bulk_prefetch_l2(
-                                            src + (p * PANEL_N * row_bytes + j * PIECE), ROWS * ATOM_BYTES
-                                        )
+                                if i < stages:  # a fresh ring: the empty barriers are free
+                                    nvvm.mbarrier_arrive_expect_tx(full + i, tma_a.tile_bytes + w_copy)
+                                    copy_b(src0, kt, i)
+                                i = i + 1
                         nvvm.griddep_wait()
                     st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
+                    i = fx.Int32(0)
                     for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                         tn = tile // mtiles
                         m0 = (tile - tn * mtiles) * TN
                         r0 = tn * BN  # the tile's first row of B: its panel, and the row in the panel
                         src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
                         for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
-                            nvvm.mbarrier_wait(empty + st.index, st.phase)
-                            nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                            if fx.const_expr(cfg.pdl):
+                                if i >= stages:
+                                    nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                    nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                    copy_b(src0, kt, st.index)
+                            else:
+                                nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                copy_b(src0, kt, st.index)
                             nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
-                            src = src0 + kt * (kblks * PIECE)
-                            dst = base + st.index * w_stage
-                            for p in fx.range_constexpr(P):  # panel p's rows of K atom j: one copy
-                                for j in fx.range_constexpr(kblks):
-                                    nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
-                                                       src + (p * PANEL_N * row_bytes + j * PIECE),
-                                                       ROWS * ATOM_BYTES, full + st.index)  # fmt: skip
                             st = st.next()
+                            i = i + 1
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             if fx.const_expr(not cfg.min_blocks):

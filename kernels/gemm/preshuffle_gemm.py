@@ -77,8 +77,9 @@ def compile_preshuffle_gemm(
     more loads in flight than its occupancy-first schedule does) and shared memory must allow
     (:func:`~kernels.gemm.gemm_config.with_min_blocks`); ``pdl`` (mma and stream paths): launched with
     programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
-    finishes and prefetches its share of B into L2, then waits (``griddepcontrol.wait``) before it reads
-    anything — correct whatever the previous kernel writes.
+    finishes and reads its first share of B at once — **B must not be written by the kernel launched just
+    before** (weights are not) — then waits (``griddepcontrol.wait``) before it reads A and the scales or
+    writes C.
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the

@@ -1,9 +1,10 @@
-"""The decode knobs of the preshuffle GEMM: programmatic dependent launch (``pdl=True``: the weight streams in
-before ``griddepcontrol.wait``, A, the scales, C and the split-K workspace after it) on the mma and stream
-paths, and ``min_blocks`` (the mma path's ``.minnctapersm``: ptxas keeps more loads in flight).
+"""The decode knobs of the preshuffle GEMM: programmatic dependent launch (``pdl=True``: the first share of the
+weight is read before ``griddepcontrol.wait``, A, the scales, C and the split-K workspace after it) on the mma
+and stream paths, and ``min_blocks`` (``.minnctapersm``: ptxas keeps more loads in flight; the stream path's
+ring sized for that many blocks per SM).
 
 On the CPU interpreter (where a launch runs after the previous one has ended, so a grid dependency is
-always met and a prefetch changes nothing): the same results as without the knobs, rows past M untouched.
+always met): the same results as without the knobs, rows past M untouched.
 Offline (ptxas): the PTX holds what each knob promises, and no local memory. Marked ``gpu``: CUDA graphs of
 PDL launches that depend on the kernel before them give both references.
 """
@@ -52,9 +53,8 @@ def test_knobs_are_rejected_where_they_do_not_apply():
 
 @pytest.mark.parametrize("kw,want", [
     (dict(path="mma", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.launch_dependents",
-                                                 "griddepcontrol.wait", "cp.async.bulk.prefetch.L2.global"]),
-    (dict(path="stream", pdl=True), ["griddepcontrol.launch_dependents", "griddepcontrol.wait",
-                                     "cp.async.bulk.prefetch.L2.global"]),
+                                                 "griddepcontrol.wait"]),
+    (dict(path="stream", pdl=True), ["griddepcontrol.launch_dependents", "griddepcontrol.wait"]),
     (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
     (dict(path="mma"), []),
 ])  # fmt: skip
