@@ -138,6 +138,9 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=135.0)
     ap.add_argument("--iters", type=int, default=40)
     ap.add_argument("--skip-ceiling", action="store_true")
+    ap.add_argument(
+        "--ceiling-cvt", action="store_true", help="the ceiling's plain read and its widening variants only"
+    )
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--sweep", action="store_true", help="first: TFLOP/s against M = 1 … 8192 (N = K = 4096), plot")
     ap.add_argument("--no-start", action="store_true", help="skip the cached-start and PDL checks")
@@ -168,6 +171,13 @@ def main(argv=None) -> int:
             n, k = (int(x) for x in nk.split("x"))
             variants[(n, k)] = vs.split(",")
     crow, started = [], []
+    if args.ceiling_cvt:
+        import functools
+
+        from benchmarks.read_ceiling import SIZES
+
+        small = {k: v for k, v in SIZES.items() if v < 40e6}
+        ceiling = functools.partial(ceiling, sizes=small, configs=[(132, 512, 16)], pdl=(False,), empty=False)
     for what, fn, into in (("ceiling", ceiling, crow), ("start", cached_start, started)):
         if (what == "ceiling" and args.skip_ceiling) or (what == "start" and args.no_start):
             continue

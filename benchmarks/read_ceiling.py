@@ -31,10 +31,12 @@ MAGIC = 0x5EED1234  # the XOR of a weight's words is never compared equal to thi
 
 
 @functools.cache
-def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl=False):
+def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl=False, convert: int = 0):
     """``launch(b, out)``: read the first ``nbytes`` (a multiple of 16) of ``b``; ``out`` an int32 tensor
     that is written only if the XOR of everything read equals :data:`MAGIC`. ``pdl``: False, True (read at
-    once, wait before the store) or ``"prefetch"`` (prefetch into L2, wait, then read)."""
+    once, wait before the store) or ``"prefetch"`` (prefetch into L2, wait, then read). ``convert``: widen
+    every byte read from e4m3 to f16 that many times (the mma path's ``cvt.rn.f16x2.e4m3x2`` per two bytes
+    of B, and as many again for A) before folding it: what the conversions cost a pure read."""
     chunks = nbytes // 16
     total = blocks * threads
     per = math.ceil(chunks / total)
@@ -63,7 +65,14 @@ def read_launcher(nbytes: int, blocks: int, threads: int, unroll: int = 64, pdl=
                 idx = fx.min(first + (r * u + j) * total, chunks - 1)  # the ragged end re-reads the last chunk
                 vs.append((p + idx * 4).load(vec_width=4, align=16))
             for v in vs:
-                acc = acc ^ v
+                if fx.const_expr(convert):
+                    for w in fx.range_constexpr(4):
+                        for c in fx.range_constexpr(convert):
+                            word = v[w : w + 1] if c == 0 else (v[w : w + 1] ^ c)
+                            h = word.bitcast(fx.Float8E4M3FN).to(fx.Float16).bitcast(fx.Int32)
+                            acc = acc ^ fx.Vector.from_elements([h[0], h[1], fx.Int32(0), fx.Int32(0)], fx.Int32)
+                else:
+                    acc = acc ^ v
         word = acc[0] ^ acc[1] ^ acc[2] ^ acc[3]
         if fx.const_expr(pdl is True):
             fx.nvvm.griddep_wait()  # the store may follow the previous kernel's writes
@@ -186,7 +195,7 @@ SIZES = {"4096x4096": 4096 * 4096, "7168x2048": 7168 * 2048, "10240x8192": 10240
 CONFIGS = [(132, 512, 16), (264, 512, 16), (528, 256, 16), (132, 1024, 16), (264, 512, 8)]
 
 
-def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[tuple]:
+def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print, empty=True) -> list[tuple]:
     """``(what, size name, MB, µs, GB/s)`` rows: a torch copy of the bytes (read + written), an empty kernel,
     and the read kernels per configuration, launched plainly and (``pdl``) with programmatic dependent
     launch."""
@@ -194,7 +203,7 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
 
     rows = []
     out = torch.zeros(4, dtype=torch.int32, device="cuda")
-    for mode in pdl:
+    for mode in pdl if empty else ():
         tag = "pdl" if mode else "plain"
         for blocks, threads in ((132, 256), (1, 32)):
             try:
@@ -209,9 +218,10 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
         bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
                 for _ in range(copies)]  # fmt: skip
         dsts = [torch.empty_like(b) for b in bufs]
-        us = _graph_us([lambda s=s, d=d: d.copy_(s) for s, d in zip(bufs, dsts)])
-        rows.append(("torch copy (read+write)", name, nbytes / 1e6, us, 2 * nbytes / us / 1e3))
-        log(f"ceiling {rows[-1][0]:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+        if empty:
+            us = _graph_us([lambda s=s, d=d: d.copy_(s) for s, d in zip(bufs, dsts)])
+            rows.append(("torch copy (read+write)", name, nbytes / 1e6, us, 2 * nbytes / us / 1e3))
+            log(f"ceiling {rows[-1][0]:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
         del dsts
         for mode in (*pdl, "prefetch") if True in pdl else pdl:
             tag = "pdl-prefetch" if mode == "prefetch" else "pdl" if mode else "plain"
@@ -223,6 +233,16 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print) -> list[
                     f = read_launcher(nbytes, blocks, threads, unroll, mode)
                     us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
                 except Exception as ex:  # reported, the others still run
+                    log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
+                    continue
+                rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
+                log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+            for convert in (1, 2) if mode is False and nbytes < 40e6 else ():  # what the mma path's widening costs
+                what = f"read {configs[0][0]}x{configs[0][1]} u{configs[0][2]} cvt x{convert}"
+                try:
+                    f = read_launcher(nbytes, *configs[0], False, convert)
+                    us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
+                except Exception as ex:
                     log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
                     continue
                 rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
