@@ -23,8 +23,8 @@ from pathlib import Path
 
 # per N x K: the variants (benchmarks/cases/preshuffle_gemm.py syntax; /mNN: blocks per SM for ptxas, /pdl)
 VARIANTS = {
-    (4096, 4096): ["auto", "auto/pdl", "_x32x1024:1,1,8@mma", "_x16x2048:1,1,8@mma/m2/pdl", "_x16x4096:1,1,8@mma/m2/pdl",
-                   "_x32x4096:1,2,8@mma/m1/pdl", "_x32x1024:1,1,8@mma/pdl"],
+    (4096, 4096): ["auto", "auto/pdl", "_x32x1024:1,1,8@mma", "_x16x2048:1,1,8@mma/m2/pdl",
+                   "_x16x4096:1,1,8@mma/m2/pdl", "_x32x4096:1,2,8@mma/m1/pdl", "_x32x1024:1,1,8@mma/pdl"],
     (7168, 2048): ["auto", "auto/pdl", "_x32x2048:1,2,8@mma/m2/pdl", "_x32x1024:1,1,8@mma"],
     (10240, 8192): ["auto", "auto/pdl", "_x32x512@mma/m3", "_x32x512@mma/m3/pdl"],
 }  # fmt: skip
