@@ -23,9 +23,9 @@ from pathlib import Path
 
 # per N x K: the variants (benchmarks/cases/preshuffle_gemm.py syntax; /mNN: blocks per SM for ptxas, /pdl)
 VARIANTS = {
-    (4096, 4096): ["auto", "auto/pdl", "_x32x1024:1,1,8@mma", "_x16x2048:1,1,8@mma/m2/pdl",
-                   "_x16x4096:1,1,8@mma/m2/pdl", "_x32x4096:1,2,8@mma/m1/pdl", "_x32x1024:1,1,8@mma/pdl"],
-    (7168, 2048): ["auto", "auto/pdl", "_x32x2048:1,2,8@mma/m2/pdl", "_x32x1024:1,1,8@mma"],
+    (4096, 4096): ["auto", "auto/pdl", "_x32x1024:1,1,8@mma", "8x16x1024:1,1,8@mma", "8x32x1024:1,1,8@mma/pdl",
+                   "_x16x2048:1,1,8@mma/m2/pdl", "_x32x4096:1,2,8@mma/m1/pdl", "_x32x1024:1,1,8@mma/pdl"],
+    (7168, 2048): ["auto", "auto/pdl", "_x32x2048:1,2,8@mma/m2/pdl", "_x32x1024:1,1,8@mma", "8x32x1024:1,1,8@mma"],
     (10240, 8192): ["auto", "auto/pdl", "_x32x512@mma/m3", "_x32x512@mma/m3/pdl"],
 }  # fmt: skip
 MS = [1, 16, 32]
@@ -207,6 +207,8 @@ def main(argv=None) -> int:
         for M in ms:
             cub = None
             for v in vs:
+                if v.startswith("8x") and M > 8:  # the 8-row tile reads B once per 8 rows: M <= 8 only
+                    continue
                 if M > 16 and "@mma" in v:  # two m16 tiles a warp: fewer blocks per SM fit without spilling
                     v = v.replace("/m2", "/m1").replace("/m3", "/m2")
                 if time.perf_counter() - t0 > args.budget:

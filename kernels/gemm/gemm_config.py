@@ -95,8 +95,8 @@ class GemmConfig(NamedTuple):
 
     @property
     def mt(self) -> int:
-        """m16 tiles per warp."""
-        return self.tile_m // self.warps_m // 16
+        """m16 tiles per warp (one for the mma path's 8-row tile: the m16 tile's other rows are zeros)."""
+        return max(1, self.tile_m // self.warps_m // 16)
 
     @property
     def nt(self) -> int:
@@ -388,9 +388,11 @@ def make_config(
     if stages is not None:
         raise ValueError("stages applies to the wgmma and stream paths (shared-memory rings); the mma path has none")
 
-    if tile_m % 16 or tile_m > 128:
+    if tile_m != 8 and (tile_m % 16 or tile_m > 128):
         new = min(128, max(16, -(-tile_m // 16) * 16))
-        _note(("tile_m", tile_m), f"tile_m={tile_m} is not a multiple of 16 up to 128 (mma.sync rows); using {new}")
+        _note(
+            ("tile_m", tile_m), f"tile_m={tile_m} is not 8 or a multiple of 16 up to 128 (mma.sync rows); using {new}"
+        )
         tile_m = new
     n_ok = [d for d in _divisors(N, 8) if d <= 256]
     if tile_n not in n_ok:
@@ -418,7 +420,7 @@ def make_config(
         problems = []
         if min(wm, wn, wk) < 1 or wm * wn * wk > MAX_WARPS:
             problems.append(f"1 to {MAX_WARPS} warps")
-        elif (tile_m // 16) % wm or (tile_n // 8) % wn:
+        elif max(1, tile_m // 16) % wm or (tile_n // 8) % wn:
             problems.append("warps_m dividing tile_m/16 and warps_n dividing tile_n/8")
         elif tile_kb % (ATOM_BYTES * wk):
             problems.append(f"warps_k dividing tile_k into whole {ATOM_BYTES}-byte atoms")

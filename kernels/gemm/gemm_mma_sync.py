@@ -63,6 +63,7 @@ def build_mma_sync_gemm(cfg: GemmConfig):
     shape, ab_type, acc_type = MMA_TYPES[cfg.in_dtype]
     wm, wn, wk = cfg.warps_m, cfg.warps_n, cfg.warps_k
     MT, NT, U = cfg.mt, cfg.nt, cfg.steps_per_warp
+    H = 1 if cfg.tile_m == 8 else 2  # tile_m 8: rows g + 8 of the m16 tile are zeros (never loaded or widened)
     warp_rows, warp_cols = cfg.tile_m // wm, cfg.tile_n // wn
     steps_per_iter = cfg.tile_k * e // STEP_BYTES
     iters = cfg.iters
@@ -117,7 +118,7 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         a_ptrs = []
         for i in fx.range_constexpr(MT):
             pair = []
-            for h in fx.range_constexpr(2):
+            for h in fx.range_constexpr(H):
                 r = fx.min(m_warp + 16 * i + 8 * h + g, M - 1)
                 pair.append(pa + (r * row_words + t * (CHUNK_BYTES // WORD) + wk_i * U * (STEP_BYTES // WORD)))
             a_ptrs.append(pair)
@@ -137,7 +138,7 @@ def build_mma_sync_gemm(cfg: GemmConfig):
             """Iteration ``it``'s A fragments ``a[u][i][h]``."""
             ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
             return [[[(a_ptrs[i][h] + (ka_it + u * (STEP_BYTES // WORD))).load(vec_width=4, align=16)
-                      for h in range(2)] for i in range(MT)] for u in range(U)]  # fmt: skip
+                      for h in range(H)] for i in range(MT)] for u in range(U)]  # fmt: skip
 
         def load(it):
             """Iteration ``it``'s fragments: ``(b[u][j], a[u][i][h])`` as 4 x i32 Vectors."""
@@ -161,10 +162,12 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                 for w in fx.range_constexpr(0, 4, 2 // per):
                     if fx.const_expr(per == 2):
                         bw = [words(bs[u][j], w) for j in range(NT)]
-                        aw = [[words(as_[u][i][h], w) for h in range(2)] for i in range(MT)]
+                        aw = [[words(as_[u][i][h], w) for h in range(H)] for i in range(MT)]
                     else:
                         bw = [bs[u][j][w : w + 2] for j in range(NT)]
-                        aw = [[as_[u][i][h][w : w + 2] for h in range(2)] for i in range(MT)]
+                        aw = [[as_[u][i][h][w : w + 2] for h in range(H)] for i in range(MT)]
+                    if fx.const_expr(H == 1):
+                        aw = [[row[0], fx.full(2, 0, fx.Int32)] for row in aw]
                     bf = [bw[j].bitcast(ab_type) for j in range(NT)]
                     for i in fx.range_constexpr(MT):
                         lo, hi = aw[i]
@@ -227,10 +230,11 @@ def build_mma_sync_gemm(cfg: GemmConfig):
             sb, bias = epi.col_operands(col)
             for i in fx.range_constexpr(MT):
                 r0, sa0, r1 = rows[i]
-                sa1 = epi.row_scale(r1) if epi.scaled else None
+                sa1 = epi.row_scale(r1) if epi.scaled and H == 2 else None
                 v = acc[i][j].to(fx.Float32)
                 epi.store_pair(v[0:2], r0, col, sa0, sb, bias)
-                epi.store_pair(v[2:4], r1, col, sa1, sb, bias)
+                if fx.const_expr(H == 2):
+                    epi.store_pair(v[2:4], r1, col, sa1, sb, bias)
 
     @flyc.jit
     def launch_gemm(

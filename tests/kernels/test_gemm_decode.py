@@ -1,4 +1,4 @@
-"""The decode knobs of the preshuffle GEMM: programmatic dependent launch (``pdl=True``: the first share of the
+"""The decode knobs of the preshuffle GEMM: the mma path's 8-row tile, programmatic dependent launch (``pdl=True``: the first share of the
 weight is read before ``griddepcontrol.wait``, A, the scales, C and the split-K workspace after it) on the mma
 and stream paths, and ``min_blocks`` (``.minnctapersm``: ptxas keeps more loads in flight; the stream path's
 ring sized for that many blocks per SM).
@@ -29,6 +29,11 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
     ("fp8", 9, 128, 512, dict(path="stream", tile_m=16, tile_n=32, tile_k=256, max_blocks=5, pdl=True)),
     ("int8", 40, 256, 1024, dict(path="stream", tile_m=16, tile_n=128, tile_k=256, max_blocks=5, pdl=True)),
     ("fp8", 21, 128, 1024, dict(path="stream", tile_m=8, tile_n=64, tile_k=128, max_blocks=10, min_blocks=2)),
+    # the mma path's 8-row tile (the m16 tile's rows 8-15 zeros: no A loads or widening for them)
+    ("fp8", 1, 128, 512, dict(path="mma", tile_m=8, tile_n=32, tile_k=256)),
+    ("fp8", 13, 128, 512, dict(path="mma", tile_m=8, tile_n=16, tile_k=512, pdl=True)),  # two row tiles
+    ("int8", 8, 256, 1024, dict(path="mma", tile_m=8, tile_n=64, tile_k=512, warps=(1, 4, 2))),
+    ("bf16", 5, 64, 256, dict(path="mma", tile_m=8, tile_n=8, tile_k=128)),
 ]
 
 
