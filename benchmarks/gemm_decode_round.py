@@ -16,6 +16,7 @@ Stops adding measurements after ``--budget`` seconds and prints the compact tabl
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -29,6 +30,18 @@ VARIANTS = {
     (10240, 8192): ["auto", "auto/pdl", "_x32x512@mma/m3", "_x32x512@mma/m3/pdl"],
 }  # fmt: skip
 MS = [1, 16, 32]
+# --final: the decode table (the default and PDL, every M), the TFLOP/s sweep, then candidates for the defaults
+FINAL_VARIANTS = ["auto", "auto/pdl"]
+FINAL_MS = [1, 8, 16, 32]
+CANDIDATES = [  # (N, K, Ms, variant): measured after the table and the sweep, while the budget lasts
+    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma"),
+    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma/pdl"),
+    (4096, 4096, (1, 8, 16), "_x32x1024:1,1,8@mma"),
+    (4096, 4096, (1, 8, 16), "_x32x1024:1,1,8@mma/pdl"),
+    (4096, 4096, (1, 16), "_x16x2048:1,1,8@mma/pdl"),
+    (7168, 2048, (1, 8), "8x32x1024:1,1,8@mma"),
+    (7168, 2048, (1, 16), "_x32x2048:1,2,8@mma/pdl"),
+]
 
 
 _START = r"""
@@ -51,7 +64,7 @@ print('RESULT', round(t3 - t2, 4))
 """
 
 
-def cached_start() -> list[str]:
+def cached_start(prof: bool = True) -> list[str]:
     """The first call of a second process that finds the kernel in the disk cache (issue 11: < 100 ms), three
     times, then once under cProfile (where the time goes)."""
     import subprocess
@@ -61,7 +74,7 @@ def cached_start() -> list[str]:
     lines = []
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "FLYDSL_RUNTIME_CACHE_DIR": cache}
-        for label in ("fill", "cached", "cached", "cached", "prof"):
+        for label in ("fill", "cached", "cached", "cached") + (("prof",) if prof else ()):
             r = subprocess.run([sys.executable, "-c", _START, label], env=env, capture_output=True, text=True)
             got = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT")]
             lines.append(f"start {label:6s} first call {got[0].split()[1] if got else 'failed'} s")
@@ -145,6 +158,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep", action="store_true", help="first: TFLOP/s against M = 1 … 8192 (N = K = 4096), plot")
     ap.add_argument("--no-start", action="store_true", help="skip the cached-start and PDL checks")
     ap.add_argument("--variants", default=None, help="';'-separated NxK=v1,v2 … replacing VARIANTS")
+    ap.add_argument("--final", action="store_true",
+                    help="the decode table (FINAL_VARIANTS x FINAL_MS), the sweep, then CANDIDATES")  # fmt: skip
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     import torch
@@ -156,13 +171,6 @@ def main(argv=None) -> int:
     bw = hbm_bandwidth()
     commit = os.environ.get("GEMM_COMMIT") or os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip()
     print(f"[round] HBM copy bandwidth {bw / 1e9:.0f} GB/s, commit {commit}")
-    if args.sweep:
-        from benchmarks.cases import preshuffle_gemm as bench
-
-        sweep = bench.run(["sweep"], ["auto"], None, False, args.iters, log=lambda *a, **k: None)
-        bench.plot_sweep(sweep, out / "decode_round_sweep.png")
-        (out / "decode_round_sweep.md").write_text(bench.table(sweep))
-        print(bench.compact(sweep), flush=True)
     variants = VARIANTS
     if args.variants:
         variants = {}
@@ -172,13 +180,12 @@ def main(argv=None) -> int:
             variants[(n, k)] = vs.split(",")
     crow, started = [], []
     if args.ceiling_cvt:
-        import functools
-
         from benchmarks.read_ceiling import SIZES
 
         small = {k: v for k, v in SIZES.items() if v < 40e6}
         ceiling = functools.partial(ceiling, sizes=small, configs=[(132, 512, 16)], pdl=(False,), empty=False)
-    for what, fn, into in (("ceiling", ceiling, crow), ("start", cached_start, started)):
+    start = functools.partial(cached_start, prof=not args.final)
+    for what, fn, into in (("ceiling", ceiling, crow), ("start", start, started)):
         if (what == "ceiling" and args.skip_ceiling) or (what == "start" and args.no_start):
             continue
         try:
@@ -191,9 +198,9 @@ def main(argv=None) -> int:
         ()
         if args.no_start
         else (
-            (4096, 4096, 16, "_x_x_@mma/m2/pdl"),
-            (10240, 8192, 16, "auto/pdl"),
-            (4096, 4096, 32, "auto/pdl"),
+            (4096, 4096, 16, "auto/pdl"),  # the mma path
+            (10240, 8192, 16, "auto/pdl"),  # the stream path, split tiles (the workspace)
+            (4096, 4096, 32, "auto/pdl"),  # the stream path, whole tiles
         )
     ):
         try:
@@ -201,27 +208,48 @@ def main(argv=None) -> int:
         except Exception as ex:  # reported, not fatal
             started.append(f"pdl-check {M}x{N}x{K} {v}: ERROR {type(ex).__name__}: {str(ex)[:200]}")
         print(started[-1], flush=True)
-    rows = []
+    rows, cublas = [], {}
     ms = [int(m) for m in args.ms.split(",")]
-    for (N, K), vs in variants.items():
-        for M in ms:
-            cub = None
-            for v in vs:
-                if v.startswith("8x") and M > 8:  # the 8-row tile reads B once per 8 rows: M <= 8 only
-                    continue
-                if M > 16 and "@mma" in v:  # two m16 tiles a warp: fewer blocks per SM fit without spilling
-                    v = v.replace("/m2", "/m1").replace("/m3", "/m2")
-                if time.perf_counter() - t0 > args.budget:
-                    break
-                r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
-                            cublas=cub is None)  # fmt: skip
-                if cub is None:
-                    cub = r.cublas_us
-                else:
-                    r.cublas_us = cub
-                rows.append(r)
-                print(compact([r]).splitlines()[1], flush=True)
-                torch.cuda.empty_cache()
+    if args.final:
+        plan = [(N, K, M, v) for (N, K) in VARIANTS for M in FINAL_MS for v in FINAL_VARIANTS]
+        later = [(N, K, M, v) for N, K, cms, v in CANDIDATES for M in cms]
+    else:
+        plan = [(N, K, M, v) for (N, K), vs in variants.items() for M in ms for v in vs]
+        later = []
+
+    def run_plan(plan):
+        for N, K, M, v in plan:
+            if v.startswith("8x") and M > 8:  # the 8-row tile reads B once per 8 rows: M <= 8 only
+                continue
+            if M > 16 and "@mma" in v:  # two m16 tiles a warp: fewer blocks per SM fit without spilling
+                v = v.replace("/m2", "/m1").replace("/m3", "/m2")
+            if time.perf_counter() - t0 > args.budget:
+                print(f"[round] budget spent: {N}x{K} M={M} {v} and the rest not measured", flush=True)
+                return
+            cub = cublas.get((N, K, M))
+            r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
+                        cublas=cub is None)  # fmt: skip
+            if cub is None:
+                cublas[(N, K, M)] = r.cublas_us
+            else:
+                r.cublas_us = cub
+            rows.append(r)
+            print(compact([r]).splitlines()[1], flush=True)
+            torch.cuda.empty_cache()
+
+    run_plan(plan)
+    sweep = []
+    if args.sweep or args.final:
+        from benchmarks.cases import preshuffle_gemm as bench
+
+        try:
+            sweep = bench.run(["sweep"], ["auto"], None, False, args.iters, log=lambda *a, **k: None)
+            bench.plot_sweep(sweep, out / "decode_round_sweep.png")
+            (out / "decode_round_sweep.md").write_text(bench.table(sweep))
+            (out / "decode_round_sweep.json").write_text(json.dumps([r.__dict__ for r in sweep], indent=1))
+        except Exception as ex:  # reported; the rest still runs
+            print(f"[round] sweep failed: {type(ex).__name__}: {ex}", flush=True)
+    run_plan(later)
     meta = {"commit": commit, "hbm_gbps": bw / 1e9, "gpu": torch.cuda.get_device_name()}
     data = {"meta": meta, "ceiling": crow, "start": started, "rows": [r.__dict__ for r in rows]}
     (out / "decode_round.json").write_text(json.dumps(data, indent=1))
@@ -234,6 +262,10 @@ def main(argv=None) -> int:
         print(f"ceiling {what:34s} {name:11s} {us:7.2f} us {gbs:6.0f} GB/s{pct}")
     for line in started:
         print(line)
+    if sweep:
+        from benchmarks.cases.preshuffle_gemm import compact as _c
+
+        print(_c(sweep))
     print(compact(rows))
     return 1 if any(not r.ok for r in rows if r.note.startswith("WRONG")) else 0
 
