@@ -21,6 +21,7 @@ import weakref
 from collections import namedtuple
 
 from ..codegen import KernelInfo
+from ..codegen.compile import ptx_to_cubin
 from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._sem.fastmath import default_from_hints
@@ -506,8 +507,6 @@ def _device_kind() -> str:
 def _cubin(ptx: str, arch: str) -> bytes | None:
     """The PTX assembled by nvJitLink, or None (not installed, or it refused: the driver compiles the PTX)."""
     try:
-        from ..codegen.compile import ptx_to_cubin
-
         return ptx_to_cubin(ptx, arch)
     except Exception:  # noqa: BLE001 - an optimization only: the PTX stays the device code
         return None
