@@ -159,35 +159,16 @@ def empty_launcher(blocks: int, threads: int, pdl: bool = False):
     return launch
 
 
+def _reads(bufs, out, f) -> list:
+    """One call of the read launcher ``f`` per buffer (the graph rotates over them)."""
+    return [lambda b=b: f(b, out) for b in bufs]
+
+
 def _graph_us(thunks, iters: int = 60) -> float:
-    """µs per call of a CUDA graph of ``iters`` calls rotating over ``thunks`` (median of 5 replays)."""
-    import statistics
+    """µs per call of a CUDA graph of ``iters`` calls rotating over ``thunks`` (the GEMM benchmark's timer)."""
+    from kernels.gemm.harness import time_calls
 
-    import torch
-
-    for t in thunks:
-        t()
-    torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        thunks[0]()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(iters):
-            thunks[i % len(thunks)]()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3 / iters)
-    return statistics.median(times)
+    return time_calls(thunks, iters, warmup=len(thunks), graph=True)
 
 
 SIZES = {"4096x4096": 4096 * 4096, "7168x2048": 7168 * 2048, "10240x8192": 10240 * 8192}
@@ -198,65 +179,52 @@ CONFIGS = [(132, 512, 16), (264, 512, 16), (528, 256, 16), (132, 1024, 16), (264
 def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print, empty=True) -> list[tuple]:
     """``(what, size name, MB, µs, GB/s)`` rows: a torch copy of the bytes (read + written), an empty kernel,
     and the read kernels per configuration, launched plainly and (``pdl``) with programmatic dependent
-    launch."""
+    launch; a kernel that fails is reported and skipped."""
     import torch
 
     rows = []
     out = torch.zeros(4, dtype=torch.int32, device="cuda")
+
+    def one(what, name, nbytes, thunks, make, *args, moved=None):
+        """Time ``make(*args)`` over ``thunks(launcher)``; a kernel that fails is reported and skipped."""
+        try:
+            us = _graph_us(thunks(make(*args)))
+        except Exception as ex:  # reported, the others still run
+            log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
+            return
+        rows.append((what, name, nbytes / 1e6, us, (moved or nbytes) / us / 1e3))
+        log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+
+    def on_out(f):
+        return [lambda: f(out)]
+
     for mode in pdl if empty else ():
-        tag = "pdl" if mode else "plain"
         for blocks, threads in ((132, 256), (1, 32)):
-            try:
-                us = _graph_us([lambda f=empty_launcher(blocks, threads, mode): f(out)])
-            except Exception as ex:
-                log(f"ceiling empty {blocks}x{threads} {tag} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
-                continue
-            rows.append((f"empty {blocks}x{threads} {tag}", "-", 0.0, us, 0.0))
-            log(f"ceiling {rows[-1][0]:34s} {us:7.2f} us", flush=True)
+            one(f"empty {blocks}x{threads} {'pdl' if mode else 'plain'}", "-", 0, on_out, empty_launcher, blocks,
+                threads, mode)  # fmt: skip
     for name, nbytes in sizes.items():
         copies = max(2, math.ceil(110e6 / nbytes))
         bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
                 for _ in range(copies)]  # fmt: skip
-        dsts = [torch.empty_like(b) for b in bufs]
+        reads = functools.partial(_reads, bufs, out)
         if empty:
-            us = _graph_us([lambda s=s, d=d: d.copy_(s) for s, d in zip(bufs, dsts)])
-            rows.append(("torch copy (read+write)", name, nbytes / 1e6, us, 2 * nbytes / us / 1e3))
-            log(f"ceiling {rows[-1][0]:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
-        del dsts
+            dsts = [torch.empty_like(b) for b in bufs]
+            one("torch copy (read+write)", name, nbytes, lambda pairs: [lambda s=s, d=d: d.copy_(s) for s, d in pairs],
+                list, zip(bufs, dsts), moved=2 * nbytes)  # fmt: skip
+            del dsts
         for mode in (*pdl, "prefetch") if True in pdl else pdl:
             tag = "pdl-prefetch" if mode == "prefetch" else "pdl" if mode else "plain"
             for blocks, threads, unroll in configs:
                 if mode and (blocks, threads, unroll) not in (configs[0], (264, 512, 16)):
                     continue
-                what = f"read {blocks}x{threads} u{unroll} {tag}"
-                try:
-                    f = read_launcher(nbytes, blocks, threads, unroll, mode)
-                    us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
-                except Exception as ex:  # reported, the others still run
-                    log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
-                    continue
-                rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
-                log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+                one(f"read {blocks}x{threads} u{unroll} {tag}", name, nbytes, reads, read_launcher, nbytes, blocks,
+                    threads, unroll, mode)  # fmt: skip
             for convert in (1, 2) if mode is False and nbytes < 40e6 else ():  # what the mma path's widening costs
-                what = f"read {configs[0][0]}x{configs[0][1]} u{configs[0][2]} cvt x{convert}"
-                try:
-                    f = read_launcher(nbytes, *configs[0], False, convert)
-                    us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
-                except Exception as ex:
-                    log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
-                    continue
-                rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
-                log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+                one(f"read {configs[0][0]}x{configs[0][1]} u{configs[0][2]} cvt x{convert}", name, nbytes, reads,
+                    read_launcher, nbytes, *configs[0], False, convert)  # fmt: skip
             for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)) if mode != "prefetch" else ():
-                what = f"bulk {blocks}x{piece // 1024}KBx{slots} {tag}"
-                try:
-                    f = bulk_read_launcher(nbytes, blocks, piece, slots, mode)
-                    us = _graph_us([lambda f=f, b=b: f(b, out) for b in bufs])
-                except Exception as ex:
-                    log(f"ceiling {what:34s} {name:11s} FAILED {type(ex).__name__}: {str(ex)[:200]}", flush=True)
-                    continue
-                rows.append((what, name, nbytes / 1e6, us, nbytes / us / 1e3))
-                log(f"ceiling {what:34s} {name:11s} {us:7.2f} us {rows[-1][4]:7.0f} GB/s", flush=True)
+                one(f"bulk {blocks}x{piece // 1024}KBx{slots} {tag}", name, nbytes, reads, bulk_read_launcher, nbytes,
+                    blocks, piece, slots, mode)  # fmt: skip
         del bufs
         torch.cuda.empty_cache()
     return rows
