@@ -21,6 +21,7 @@ import weakref
 from collections import namedtuple
 
 from ..codegen import KernelInfo, has_code_generator
+from ..codegen.compile import ptx_to_cubin
 from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._sem.fastmath import default_from_hints
@@ -385,9 +386,13 @@ class JitFunction(FlyDSLJitNames):
             disk = DiskCache(self.fn.__name__, self.deps_hex())
             dk = disk_key(self.deps_hex(), k, target.arch, self.compile_hints)
             if not env.dump_ir:
-                art = _load(disk, dk)
+                art = _load(disk, dk, lazy=want_ptx)  # the GPU (or nothing) runs it: kernels parsed on demand
         if art is None:
             art = self._compile(args, key_parts, target, want_ptx)
+            if art.ptx and art.cubin is None and _device_kind() == "cuda":
+                # assembled once here (nvJitLink, when installed): every later process loads the cubin
+                # instead of having the driver compile the PTX again at module load (a cached start)
+                art.cubin = _cubin(art.ptx, target.arch)
             if disk is not None:
                 disk.store(dk, art.to_body())
         elif want_ptx and not art.ptx:
@@ -502,12 +507,22 @@ def _device_kind() -> str:
     return get_device().kind
 
 
-def _load(disk: DiskCache, key: str) -> Artifact | None:
+def _cubin(ptx: str, arch: str) -> bytes | None:
+    """The PTX assembled by nvJitLink, or None (not installed, or it refused: the driver compiles the PTX)."""
+    try:
+        return ptx_to_cubin(ptx, arch)
+    except Exception:  # noqa: BLE001 - an optimization only: the PTX stays the device code
+        return None
+
+
+def _load(disk: DiskCache, key: str, lazy: bool = False) -> Artifact | None:
+    """The entry's artifact, or None (missing, damaged: removed). ``lazy`` (the GPU runs it from its device
+    code): the kernels' IR is parsed only if something asks for it."""
     body = disk.load(key)
     if body is None:
         return None
     try:
-        return Artifact.from_body(body)
+        return Artifact.from_body(body, lazy=lazy and bool(body.get("ptx")))
     except Exception:  # a valid checksum over text we cannot read (older format): rebuild
         try:
             os.remove(disk.path(key))

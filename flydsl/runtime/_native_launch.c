@@ -45,6 +45,8 @@ typedef struct {
     Py_ssize_t size;
     char *codes;
     Py_ssize_t *offsets;
+    void *attrs; /* CUlaunchAttribute[num_attrs] (kept alive by the caller), or NULL */
+    unsigned int num_attrs;
 } Launch;
 
 enum { STACK_BYTES = 4096, STACK_PARAMS = 256 };
@@ -168,6 +170,8 @@ static PyObject *launch_call(PyObject *self_, PyObject *const *args, size_t narg
     unsigned long long stream;
     if (as_u32(args[6], &cfg.smem) < 0 || as_u64(args[7], 0, &stream) < 0) return NULL;
     cfg.stream = (void *)(uintptr_t)stream;
+    cfg.attrs = self->attrs;
+    cfg.num_attrs = self->num_attrs;
 
     uint64_t stack_buf[STACK_BYTES / 8];
     void *stack_ptrs[STACK_PARAMS];
@@ -198,8 +202,11 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     unsigned long long driver, function;
     const char *codes;
     Py_ssize_t ncodes, size;
+    unsigned long long attrs = 0;
+    unsigned int num_attrs = 0;
     PyObject *offsets;
-    if (!PyArg_ParseTuple(args, "KKs#On", &driver, &function, &codes, &ncodes, &offsets, &size)) return NULL;
+    if (!PyArg_ParseTuple(args, "KKs#On|KI", &driver, &function, &codes, &ncodes, &offsets, &size, &attrs, &num_attrs))
+        return NULL;
     if (!PyTuple_Check(offsets) || PyTuple_GET_SIZE(offsets) != ncodes) {
         PyErr_SetString(PyExc_ValueError, "offsets: a tuple of one offset per parameter code");
         return NULL;
@@ -213,6 +220,8 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->vectorcall = launch_call;
     self->driver = (launch_fn)(uintptr_t)driver;
     self->function = (void *)(uintptr_t)function;
+    self->attrs = (void *)(uintptr_t)attrs;
+    self->num_attrs = attrs ? num_attrs : 0;
     self->n = ncodes;
     self->size = size;
     self->codes = PyMem_Malloc((size_t)ncodes + 1);
@@ -252,7 +261,8 @@ static void launch_dealloc(PyObject *self_) {
 static PyTypeObject LaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_flydsl_launch.Launch",
-    .tp_doc = "Launch(driver, function, codes, offsets, size): launch(gx, gy, gz, bx, by, bz, smem, stream, *params)",
+    .tp_doc = "Launch(driver, function, codes, offsets, size[, attrs, num_attrs]): launch(gx, gy, gz, bx, by, bz, "
+              "smem, stream, *params)",
     .tp_basicsize = sizeof(Launch),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_new = launch_new,

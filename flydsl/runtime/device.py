@@ -58,8 +58,8 @@ class DeviceError(ArgError):
 class Device:
     """A place to run kernels: ``kind`` is ``"cuda"`` or ``"cpu"``.
 
-    ``kernel_factory(image, name, kinds)`` builds the CUDA kernels of a launcher (default: load ``image``
-    into the driver, :class:`flydsl.runtime.cuda.CudaKernel`); a stand-in measures or tests the launch
+    ``kernel_factory(image, name, kinds, pdl=False)`` builds the CUDA kernels of a launcher (default: load
+    ``image`` into the driver, :class:`flydsl.runtime.cuda.CudaKernel`); a stand-in measures or tests the launch
     path without a GPU (``benchmarks/launch_overhead.py``, ``tests/unit/test_jit_cuda_path.py``).
     """
 
@@ -125,16 +125,22 @@ class CudaLauncher:
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
         if kernel_factory is None:
-            module = cuda.CudaModule(artifact.cubin or artifact.ptx)  # through the module: tests replace it
+            try:  # through the module: tests replace it
+                module = cuda.CudaModule(artifact.cubin or artifact.ptx)
+            except Exception:
+                if not artifact.cubin:
+                    raise
+                module = cuda.CudaModule(artifact.ptx)  # a cubin this driver cannot load: its PTX
 
-            def kernel_factory(image, name, kinds):
-                return cuda.CudaKernel(module, name, kinds)
+            def kernel_factory(image, name, kinds, pdl=False):
+                return cuda.CudaKernel(module, name, kinds, **({"pdl": True} if pdl else {}))
 
         self.kernels = {}
         for name, info in artifact.kernels.items():
-            sig = artifact.kernel_op(name).attrs["function_type"].inputs
-            kinds = info.param_kinds or [param_kind(t) for t in sig]
-            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.symbol or name, kinds)
+            # the kinds recorded by code generation (a cached artifact need not parse its kernels' IR)
+            kinds = info.param_kinds or [param_kind(t) for t in artifact.kernel_op(name).attrs["function_type"].inputs]
+            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.symbol or name, kinds,
+                                                pdl=info.pdl)  # fmt: skip
         direct = {name: _launch_function(k) for name, k in self.kernels.items()}
         self.run = launch_plan(artifact.host_op(), direct)
         if self.run is None:  # loops or branches in the host function: the interpreter runs it
@@ -211,8 +217,8 @@ class StandInCudaDevice(Device):
     """
 
     def __init__(self, driver_call, func_handle: int = 0x1000):
-        def factory(image, name, kinds):
-            return cuda.CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle)
+        def factory(image, name, kinds, pdl=False):
+            return cuda.CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle, pdl=pdl)
 
         super().__init__("cuda", factory)
 
