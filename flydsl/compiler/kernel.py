@@ -17,6 +17,7 @@ import sys
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
+from ..expr._sem.iterators import MemIter
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.smem import DYNAMIC_SMEM_ATTR
 from ..expr.typing import Constexpr, Stream, Tensor
@@ -152,7 +153,9 @@ class _Param:
             return ("const", _const_key(self.value))
         parts = []
         for x, n in zip(self.leaves, self.mask):
-            if n:
+            if type(x) is MemIter:  # a pointer with its known alignment (see rebuild)
+                parts.append((MemIter, x.ir_value().type, x.align, x.exact))
+            elif n:
                 sig = getattr(x, "__fly_signature__", None)
                 parts.append((type(x), sig() if sig else tuple(v.type for v in leaf_values(x))))
             else:
@@ -165,7 +168,12 @@ class _Param:
         it = iter(args)
         new = []
         for x, n in zip(self.leaves, self.mask):
-            new.append(rebuild_leaf(x, [next(it) for _ in range(n)]) if n else x)
+            if type(x) is MemIter:
+                # NOTE: a tensor's iterator or a pointer argument keeps its alignment inside the kernel (it is
+                # in the key), so copies through it claim what the launch proves
+                new.append(MemIter._new(next(it), x.dtype, x.align, x.exact))
+            else:
+                new.append(rebuild_leaf(x, [next(it) for _ in range(n)]) if n else x)
         return unflatten(self.skel, iter(new))
 
     def arg_names(self) -> list[str]:
