@@ -8,7 +8,8 @@ own class, so no other Python frame runs before it (:func:`make_dispatcher`):
    a tensor's unit last stride, 32-bit dims and strides, an int's range (else the full path);
 2. the *fast key*: the environment snapshot, the compile hints, and per argument only what can change the
    compiled code among values of that type — a torch tensor's ``dtype``, ``data_ptr() & 15`` (its
-   alignment class) and ``is_cuda``; an int's 32/64-bit class; a Constexpr's value;
+   alignment class), ``is_cuda`` and its strides' ``| & 15`` (their divisibility class); an int's 32/64-bit
+   class; a Constexpr's value;
 3. the dependency watch (identity of the compile-time globals and closure cells, see
    :meth:`flydsl.compiler.deps.Deps.watcher`);
 4. the first specialization registered for the pattern is *inlined*: its fast key compared part by part
@@ -157,6 +158,8 @@ class _Gen:
         self.guards.append(f"{r}[{rank - 1}] == 1")
         self.guards.extend(f"{x} <= {I32_MAX}" for x in dims + strides)  # torch strides are >= 0
         self.key += [f"{a}.dtype", f"{p} & 15", f"{a}.is_cuda"]
+        if rank > 1:  # the run-time strides' divisibility class (specialize's last dyn_tensor part)
+            self.key.append(f"({' | '.join(strides)}) & 15")
         self.val(p)
         for x in dims + strides:
             self.val(x, (0, I32_MAX))

@@ -157,7 +157,9 @@ class _Param:
                 parts.append((MemIter, x.ir_value().type, x.align, x.exact))
             elif n:
                 sig = getattr(x, "__fly_signature__", None)
-                parts.append((type(x), sig() if sig else tuple(v.type for v in leaf_values(x))))
+                part = (type(x), sig() if sig else tuple(v.type for v in leaf_values(x)))
+                # a tensor's stride divisibility decides what its accesses claim: one kernel per value
+                parts.append(part + (x._div,) if isinstance(x, Tensor) else part)
             else:
                 parts.append(("static", _const_key(x)))
         return (self.skel, tuple(parts))

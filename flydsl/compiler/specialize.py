@@ -101,7 +101,7 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
     n = len(shape)
     if n == 1 and strides[0] == 1 and shape[0] <= I32_MAX:  # the common case, short
         ptr = ref.ptr
-        key.append(("dyn_tensor", dt, 1, 0, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
+        key.append(("dyn_tensor", dt, 1, 0, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda, 16))
         vals.append(ref)
         vals.append(shape[0])
         return
@@ -116,7 +116,12 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
     if max(shape) > I32_MAX or max(strides) > I32_MAX or min(strides) < -I32_MAX:
         check_i32(shape, strides)
     ptr = ref.ptr
-    key.append(("dyn_tensor", dt, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
+    rest = 0  # the run-time strides' common power of two (capped at 16): rows 16-byte aligned stay provably so
+    for i, s in enumerate(strides):
+        if i != u:
+            rest |= s
+    sdiv = min(16, rest & -rest) if rest else 16
+    key.append(("dyn_tensor", dt, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda, sdiv))
     vals.append(ref)
     vals.extend(shape)
     vals.extend(strides[:u])

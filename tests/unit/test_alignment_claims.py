@@ -169,6 +169,53 @@ def test_a_misaligned_specialization_claims_two_bytes_and_tests_the_address(inte
     assert ir.count("align = 8, fast_align = 16") == 2, ir
 
 
+# -- tensor arguments: the rows' stride is part of the specialization ----------------------------------------
+
+
+@flyc.kernel
+def _double_tensor_rows(X: fx.Tensor, Y: fx.Tensor):
+    """FlyDSL's RMSNorm pattern: row ``bid`` of a tensor whose row stride is a run-time value."""
+    xr = fx.slice(fx.rocdl.make_buffer_tensor(X), (fx.block_idx.x, None))
+    yr = fx.slice(fx.rocdl.make_buffer_tensor(Y), (fx.block_idx.x, None))
+    atom = fx.make_copy_atom(fx.rocdl.BufferCopy128b(), 16)
+    xd, yd = fx.logical_divide(xr, fx.make_layout(VEC, 1)), fx.logical_divide(yr, fx.make_layout(VEC, 1))
+    r = fx.make_rmem_tensor(VEC, fx.BFloat16)
+    fx.copy(atom, fx.slice(xd, (None, fx.thread_idx.x)), r)
+    fx.memref_store_vec(fx.memref_load_vec(r) * 2.0, r)
+    fx.copy(atom, r, fx.slice(yd, (None, fx.thread_idx.x)))
+
+
+@flyc.jit
+def double_tensor_rows(X: fx.Tensor, Y: fx.Tensor, rows: fx.Int32):
+    _double_tensor_rows(X, Y).launch(grid=(rows, 1, 1), block=(COLS // VEC, 1, 1))
+
+
+@pytest.mark.parametrize("array", ["numpy", "torch"])
+def test_a_row_stride_off_the_16_byte_grid_gets_its_own_specialization(interpreter, array):
+    """Rows of 64 bf16 (128 bytes) prove every row 16-byte aligned: unchecked 16-byte accesses. A window of
+    rows 65 elements apart (odd rows 2 bytes off) is another specialization (the strides' divisibility is in
+    the key, and in the fast path's key for torch tensors), whose accesses test the address; alternating
+    the two reuses each one and stays right (a reused 16-byte claim would fault on the interpreter)."""
+    if array == "torch":
+        torch = pytest.importorskip("torch")
+    rows = 5
+    double_tensor_rows.clear_cache()
+    for k, width in enumerate((COLS, COLS + 1, COLS, COLS + 1)):
+        big = (np.arange(rows * width) % 61).astype(BF16).reshape(rows, width)
+        out = np.zeros((rows, width), BF16)
+        x, y = big[:, :COLS], out[:, :COLS]
+        if array == "torch":
+            tx, ty = torch.from_numpy(big.view(np.int16)).view(torch.bfloat16), torch.from_numpy(out.view(np.int16))
+            double_tensor_rows(tx[:, :COLS], ty.view(torch.bfloat16)[:, :COLS], rows)
+        else:
+            double_tensor_rows(x, y, rows)
+        np.testing.assert_array_equal(y.astype(np.float32), x.astype(np.float32) * 2, err_msg=f"width {width}")
+        if k < 2:  # the two compiles (the later calls hit the cache)
+            ir = double_tensor_rows._last[1].artifact.ir_text()
+            assert ir.count("align = 16" if width == COLS else "align = 2") == 2, ir
+    assert len(double_tensor_rows._mem_cache) == 2
+
+
 # -- the GPU ------------------------------------------------------------------------------------------------
 
 
