@@ -91,6 +91,21 @@ def test_pow2_multiple_reads_the_offset_arithmetic():
         assert pow2_multiple(0) == CAP and pow2_multiple(12) == 4 and pow2_multiple(fx.Int32(40)) == 8
 
 
+def test_alignment_through_an_offset():
+    """(alignment, exact) of base + off elements: exact facts stay exact only where they are."""
+    from flydsl.expr._sem.iterators import _align_plus
+
+    assert _align_plus(16, True, 1, 2) == (2, True)  # one bf16 into a 16-byte aligned row: exactly 2
+    assert _align_plus(2, True, 1, 2) == (4, False)  # 2 mod 4 plus 2: at least 4
+    assert _align_plus(2, True, 8, 2) == (2, True)  # plus 16 bytes: still exactly 2
+    assert _align_plus(1024, False, 512, 2) == (1024, False)  # shared bases keep more than 16 bytes
+    assert _align_plus(1024, False, 8, 2) == (16, True)
+    with trace_kernel([i32]) as t:
+        bid = fx.Int32(t.args[0])
+        assert _align_plus(16, True, bid * 4096, 2) == (16, True)  # 16 means "a multiple of 16"
+        assert _align_plus(16, True, bid * 3, 2) == (2, False)  # a run-time lower bound, not exact
+
+
 # -- FlyDSL's pattern: a row of a raw pointer through a buffer tensor and 128-bit copies ----------------------
 
 

@@ -58,13 +58,13 @@ def _align_plus(align: int, exact: bool, off, esz: int) -> tuple[int, bool]:
     (exactly, when ``exact``): the offset's bytes are a multiple of ``b`` (its proven power of two); the
     sum keeps the smaller alignment, exactly when one side's is exact and smaller, or when both are exact
     and equal the sum's is at least twice that (odd + odd multiples of ``a`` are even ones)."""
-    b = min(16, pow2_multiple(off) * esz)
+    b = pow2_multiple(off) * esz  # not capped: shared-memory bases are known to 128 or 1024 bytes
     off_exact = type(off) is int
     if b < align:
         return b, off_exact
-    if align >= 16 or b > align:
+    if align >= 16 or b > align:  # an exact 16 means "a multiple of 16" (arguments' alignment is capped there)
         return align, exact
-    return (min(16, 2 * align), False) if exact and off_exact else (align, False)
+    return (2 * align, False) if exact and off_exact else (align, False)
 
 
 def _i32(x) -> Int32:
