@@ -13,22 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 
 
-def _time_us(fn, iters: int, warmup: int = 5) -> float:
-    import torch
+def _time_us(fn, iters: int) -> float:
+    """Median device time of one call in µs (the shared harness's CUDA-event timing)."""
+    from benchmarks.harness import time_thunks
 
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000.0 / iters
+    return statistics.median(time_thunks([fn], warmup=5, reps=iters))
 
 
 def _offset(shape, dtype, shift):

@@ -109,6 +109,15 @@ def test_alignment_through_an_offset():
 # -- FlyDSL's pattern: a row of a raw pointer through a buffer tensor and 128-bit copies ----------------------
 
 
+def _double_vectors(atom, xs, ys):
+    """Thread t doubles elements [8t, 8t + 8) of row ``xs`` into ``ys``: one 128-bit copy in, one out."""
+    xd, yd = fx.logical_divide(xs, fx.make_layout(VEC, 1)), fx.logical_divide(ys, fx.make_layout(VEC, 1))
+    r = fx.make_rmem_tensor(VEC, fx.BFloat16)
+    fx.copy(atom, fx.slice(xd, (None, fx.thread_idx.x)), r)
+    fx.memref_store_vec(fx.memref_load_vec(r) * 2.0, r)
+    fx.copy(atom, r, fx.slice(yd, (None, fx.thread_idx.x)))
+
+
 @flyc.kernel
 def _double_rows(X: fx.Pointer, Y: fx.Pointer, buffered: fx.Constexpr[bool]):
     row = fx.make_layout(COLS, 1)
@@ -119,11 +128,7 @@ def _double_rows(X: fx.Pointer, Y: fx.Pointer, buffered: fx.Constexpr[bool]):
         atom = fx.make_copy_atom(fx.rocdl.BufferCopy128b(), 16)
     else:
         atom = fx.make_copy_atom(fx.UniversalCopy128b(), 16)
-    xd, yd = fx.logical_divide(xs, fx.make_layout(VEC, 1)), fx.logical_divide(ys, fx.make_layout(VEC, 1))
-    r = fx.make_rmem_tensor(VEC, fx.BFloat16)
-    fx.copy(atom, fx.slice(xd, (None, fx.thread_idx.x)), r)
-    fx.memref_store_vec(fx.memref_load_vec(r) * 2.0, r)
-    fx.copy(atom, r, fx.slice(yd, (None, fx.thread_idx.x)))
+    _double_vectors(atom, xs, ys)
 
 
 @flyc.jit
@@ -192,12 +197,7 @@ def _double_tensor_rows(X: fx.Tensor, Y: fx.Tensor):
     """FlyDSL's RMSNorm pattern: row ``bid`` of a tensor whose row stride is a run-time value."""
     xr = fx.slice(fx.rocdl.make_buffer_tensor(X), (fx.block_idx.x, None))
     yr = fx.slice(fx.rocdl.make_buffer_tensor(Y), (fx.block_idx.x, None))
-    atom = fx.make_copy_atom(fx.rocdl.BufferCopy128b(), 16)
-    xd, yd = fx.logical_divide(xr, fx.make_layout(VEC, 1)), fx.logical_divide(yr, fx.make_layout(VEC, 1))
-    r = fx.make_rmem_tensor(VEC, fx.BFloat16)
-    fx.copy(atom, fx.slice(xd, (None, fx.thread_idx.x)), r)
-    fx.memref_store_vec(fx.memref_load_vec(r) * 2.0, r)
-    fx.copy(atom, r, fx.slice(yd, (None, fx.thread_idx.x)))
+    _double_vectors(fx.make_copy_atom(fx.rocdl.BufferCopy128b(), 16), xr, yr)
 
 
 @flyc.jit
