@@ -263,8 +263,9 @@ def convert_arg(x, key: list, vals: list) -> None:
 def pointer_conv():
     """The converter of a launcher parameter annotated ``fx.Pointer``: a
     :class:`~flydsl.compiler.raw_pointer.PointerArg`, or — as FlyDSL's compiled functions take them — a
-    plain integer address, which gets the element type, address space and assumed alignment of the pointer
-    last passed to this parameter."""
+    plain integer address, which gets the element type, address space and ``assumed_align`` of the first
+    pointer passed to this parameter, and otherwise its own alignment (a later aligned address is not held
+    to the alignment of a first misaligned one)."""
     last: list = []
 
     def conv(a, key, vals):
@@ -274,11 +275,11 @@ def pointer_conv():
                     "UNSUPPORTED_ARG",
                     got="an integer address before any flyc.from_c_void_p(dtype, address) (no element type yet)",
                 )
-            dtype, space, align = last[0]
-            a = PointerArg(dtype, a, space, min(align, alignment_of(a)) if a else align)
+            dtype, space, assumed = last[0]
+            a = PointerArg(dtype, a, space, min(assumed, alignment_of(a)) if assumed and a else assumed)
         if isinstance(a, PointerArg):
             if not last:
-                last.append((a.dtype, a.address_space, a.alignment))
+                last.append((a.dtype, a.address_space, a.assumed))
             convert_pointer_arg(a, key, vals)
             return
         convert_arg(a, key, vals)

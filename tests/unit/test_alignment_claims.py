@@ -157,6 +157,32 @@ def test_rows_at_any_element_offset_are_right_on_the_interpreter(interpreter, sh
     np.testing.assert_array_equal(y.astype(np.float32), x.astype(np.float32) * 2)
 
 
+def test_plain_addresses_get_their_own_alignment_after_a_misaligned_first_pointer(interpreter):
+    """FlyDSL's compiled functions take plain addresses: each gets its own alignment (capped by an
+    ``assumed_align`` of the first pointer), not the first pointer's."""
+
+    @flyc.jit
+    def rows2(X: fx.Pointer, Y: fx.Pointer, rows: fx.Int32):
+        _double_rows(X, Y, True).launch(grid=(rows, 1, 1), block=(COLS // VEC, 1, 1))
+
+    (_, x1), (_, y1) = _offset_rows(2, 1), _offset_rows(2, 1)
+    rows2(flyc.from_c_void_p(fx.BFloat16, x1.ctypes.data), flyc.from_c_void_p(fx.BFloat16, y1.ctypes.data), 2)
+    assert "align = 2" in rows2._last[1].artifact.ir_text()
+    (_, x0), (_, y0) = _offset_rows(2, 0), _offset_rows(2, 0)
+    rows2(x0.ctypes.data, y0.ctypes.data, 2)
+    assert rows2._last[1].artifact.ir_text().count("align = 16") == 2
+    np.testing.assert_array_equal(y0.astype(np.float32), x0.astype(np.float32) * 2)
+
+    @flyc.jit
+    def rows4(X: fx.Pointer, Y: fx.Pointer, rows: fx.Int32):
+        _double_rows(X, Y, True).launch(grid=(rows, 1, 1), block=(COLS // VEC, 1, 1))
+
+    p4 = [flyc.from_c_void_p(fx.BFloat16, a.ctypes.data, assumed_align=4) for a in (x0, y0)]
+    rows4(*p4, 2)
+    rows4(x0.ctypes.data, y0.ctypes.data, 2)  # 16-byte aligned, but the first pointer assumed only 4
+    assert rows4._last[1].artifact.ir_text().count("align = 4") == 2 and len(rows4._mem_cache) == 1
+
+
 def _compiled(interpreter, shift: int, buffered: bool):
     interpreter.setenv("COMPILE_ONLY", "1")
     double_rows.clear_cache()
