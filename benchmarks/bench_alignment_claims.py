@@ -47,7 +47,7 @@ def main() -> int:
     import flydsl.compiler as flyc
     import flydsl.expr as fx
 
-    shifts = (0, 1) if args.offset else (0,)
+    shifts = (0, 1, 4) if args.offset else (0,)
     rows = []
     M, N = args.rows, 8192
     from kernels.norm.rmsnorm_kernel import build_rmsnorm_module

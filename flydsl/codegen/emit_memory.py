@@ -366,16 +366,21 @@ class _Buffer:
             ok = fe.assign(f"and i1 {ok}, {self.mask}")
         return ok
 
-    def fast_condition(self) -> str:
-        """Whole access in bounds (and masked on) and, for vectors, aligned for one vector access."""
+    @property
+    def tested(self) -> bool:
+        """The vector path needs a run-time alignment test (the op's ``align`` does not cover it)."""
+        return bool(self.n) and self.vec_align > self.known_align
+
+    def fast_condition(self) -> tuple[str, str]:
+        """(whole access in bounds and masked on, that and — for vectors — aligned for one vector access)."""
         fe = self.fe
-        ok = self.in_bounds(self.size)
-        if self.n and self.vec_align > self.known_align:
+        whole = ok = self.in_bounds(self.size)
+        if self.tested:
             addr = fe.assign(f"ptrtoint ptr addrspace(1) {self.ptr} to i64")
             low = fe.assign(f"and i64 {addr}, {self.vec_align - 1}")
             aligned = fe.assign(f"icmp eq i64 {low}, 0")
             ok = fe.assign(f"and i1 {ok}, {aligned}")
-        return ok
+        return whole, ok
 
     def lane_ptr(self, i: int) -> str:
         ety = llvm_type(self.elem)
@@ -394,10 +399,20 @@ def emit_buffer_load(fe: FunctionEmitter, op: Op) -> None:
     b = _Buffer(fe, op, rsrc, off, mask, t)
     ty = llvm_type(t)
     fast, slow, join = fe.label("bload.fast"), fe.label("bload.slow"), fe.label("bload.end")
-    fe.cbr(b.fast_condition(), fast, slow)
+    whole, ok = b.fast_condition()
+    fe.cbr(ok, fast, slow)
     fe.start(fast)
     v = plain_load(fe, ty, "ptr addrspace(1)", b.ptr, b.vec_align if b.n else b.esz)
     fe.br(join)
+    incoming = [(v, fast)]
+    if b.tested and isinstance(t, VectorType):  # in bounds, misaligned (a storage offset): pieces, no lane tests
+        split, lanes = fe.label("bload.split"), fe.label("bload.bounded")
+        fe.start(slow)
+        fe.cbr(whole, split, lanes)
+        fe.start(split)
+        incoming.append((_split_load(fe, t, "ptr addrspace(1)", b.ptr, b.known_align, False), fe.block))
+        fe.br(join)
+        slow = lanes
     fe.start(slow)
     zero = const_literal(0, t)
     if not b.n:
@@ -416,10 +431,10 @@ def emit_buffer_load(fe: FunctionEmitter, op: Op) -> None:
             lane = fe.assign(f"phi {ety} [{x}, %{ld}], [{const_literal(0, b.elem)}, %{pre}]")
             acc = fe.assign(f"insertelement {ty} {acc}, {ety} {lane}, i64 {i}")
         slow_val = acc
-    slow_end = fe.block
+    incoming.append((slow_val, fe.block))
     fe.br(join)
     fe.start(join)
-    fe.define(op.results[0], fe.assign(f"phi {ty} [{v}, %{fast}], [{slow_val}, %{slow_end}]"))
+    fe.define(op.results[0], fe.assign(f"phi {ty} " + ", ".join(f"[{x}, %{blk}]" for x, blk in incoming)))
 
 
 @emitter("ptr.buffer_store")
@@ -431,10 +446,19 @@ def emit_buffer_store(fe: FunctionEmitter, op: Op) -> None:
     b = _Buffer(fe, op, rsrc, off, mask, t)
     ty = llvm_type(t)
     fast, slow, join = fe.label("bstore.fast"), fe.label("bstore.slow"), fe.label("bstore.end")
-    fe.cbr(b.fast_condition(), fast, slow if b.n else join)
+    whole, ok = b.fast_condition()
+    fe.cbr(ok, fast, slow if b.n else join)
     fe.start(fast)
     fe.emit(f"store {ty} {fe.val(val)}, ptr addrspace(1) {b.ptr}, align {b.vec_align if b.n else b.esz}")
     fe.br(join)
+    if b.tested and isinstance(t, VectorType):  # in bounds but misaligned: pieces of the proven alignment
+        split, lanes = fe.label("bstore.split"), fe.label("bstore.bounded")
+        fe.start(slow)
+        fe.cbr(whole, split, lanes)
+        fe.start(split)
+        _split_store(fe, t, fe.val(val), "ptr addrspace(1)", b.ptr, b.known_align)
+        fe.br(join)
+        slow = lanes
     if b.n:
         fe.start(slow)
         ety = llvm_type(b.elem)

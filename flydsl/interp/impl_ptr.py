@@ -9,11 +9,10 @@ Buffer ops (AMD semantics on every target): the byte offset is an unsigned 32-bi
 ``k`` of the access covers bytes ``[off + k*size, off + (k+1)*size)`` and is in range when that end
 is at most ``num_records``; ``num_records >= 0xFFFFFFFF`` means unbounded. Out-of-range or
 masked-off elements read 0 and are never written. In-range elements still go through the global
-memory check, so a resource wider than its buffer faults like a plain access. A vector access whose
-``align`` attribute (the alignment the compiler proved) covers the vector's size is issued, when wholly
-in range and unmasked, as one vector instruction with no run-time alignment test (as the code generator
-emits it), so a misaligned address then faults as on the GPU; with a smaller ``align`` the generated code
-tests the address and falls back to element accesses, which never fault for alignment.
+memory check, so a resource wider than its buffer faults like a plain access. A vector access's
+``align`` attribute is what the compiler proved: a wholly in-range, unmasked access relies on it without
+a test (one vector instruction when it covers the vector's size, else — after a run-time test of the
+full alignment — pieces of ``align`` bytes), so an address that breaks it faults as on the GPU.
 """
 
 from __future__ import annotations
@@ -257,10 +256,11 @@ def _buffer_kind(op, val_t):
 
 
 def unchecked_vector_align(op, n: int, size: int) -> int:
-    """The alignment a buffer vector access of ``n`` ``size``-byte elements is issued with without a
-    run-time test (0: the generated code tests the address first). Mirrors
-    :class:`flydsl.codegen.emit_memory._Buffer`: the vector's power-of-two alignment (at most 16), when the
-    op's ``align`` attribute is at least that."""
+    """The alignment the generated code relies on, without testing it, for a wholly in-range and unmasked
+    buffer access of ``n`` ``size``-byte elements (0: none beyond the element's). Mirrors
+    :class:`flydsl.codegen.emit_memory._Buffer`: the op's ``align`` attribute (what the compiler proved),
+    capped at the vector's power-of-two alignment (at most 16) — one vector instruction when it covers the
+    vector, else pieces of ``align`` bytes for a misaligned address."""
     if not n:
         return 0
     total, vec = n * size, 1
@@ -268,11 +268,12 @@ def unchecked_vector_align(op, n: int, size: int) -> int:
         vec *= 2
     known = op.attrs.get("align")
     known = known if isinstance(known, int) and known > 0 else size
-    return vec if vec > size and known >= vec else 0
+    a = min(known, vec)
+    return a if a > size else 0
 
 
 def _check_buffer_align(lanes, op, ptr, em, vec: int, what: str) -> None:
-    """The wholly in-range, unmasked accesses are one ``vec``-aligned vector instruction each."""
+    """The wholly in-range, unmasked accesses need ``vec``-aligned addresses (the GPU faults otherwise)."""
     if vec:
         check_vector_align(lanes, op, ptr, em.all(axis=1), vec, what)
 

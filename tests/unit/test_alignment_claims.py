@@ -66,6 +66,16 @@ def test_a_buffer_vector_access_claimed_aligned_faults_at_a_misaligned_address()
         launch(_buffer_kernel(16, 2, store=True), 1, 1, a, b)
 
 
+def test_a_buffer_access_relies_on_its_claimed_alignment_below_the_vector_too():
+    """``align = 8`` for a 16-byte vector: the address is tested for 16 bytes, else moved in 8-byte pieces,
+    which need the 8 bytes the compiler proved."""
+    a, b = np.arange(64).astype(BF16), np.zeros(64, BF16)
+    launch(_buffer_kernel(8, 8), 1, 1, a, b)  # 8-byte aligned: the pieces
+    np.testing.assert_array_equal(b[:VEC], a[4 : 4 + VEC])
+    with pytest.raises(InterpError, match=r"at norm\.py:65 \(ptr\.buffer_load\): misaligned vector read: .* align=8"):
+        launch(_buffer_kernel(8, 2), 1, 1, a, b)
+
+
 def test_a_buffer_access_that_tests_the_address_reads_any_element_aligned_address():
     """``align`` below the vector's size: the generated code tests the address and falls back to element
     accesses, so no address faults; an access straddling ``num_records`` goes element by element too."""
