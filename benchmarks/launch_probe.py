@@ -289,7 +289,7 @@ def main() -> None:
                  (1, "cuLaunchKernel, GIL released"), (3, "cuLaunchKernel, GIL kept"))  # fmt: skip
     for flags, what in () if native.launch_type() is None or not fn_vadd else flag_sets:
         entry = libcuda.cuLaunchKernel if flags & 1 else libcuda.cuLaunchKernelEx
-        h = native.launch_type()(ctypes.cast(entry, ctypes.c_void_p).value, fn_vadd, "QIQIQII", offs, size, flags)
+        h = native.launch_type()(ctypes.cast(entry, ctypes.c_void_p).value, fn_vadd, "QIQIQII", offs, size, 0, 0, flags)
         variants.append((f"flydsl native helper: {what}", lambda h=h: h(8, 1, 1, 128, 1, 1, 0, stream, *vals)))
     py_rows = [
         ("flydsl native helper, raw args", lambda: launcher(8, 1, 1, 128, 1, 1, 0, stream, *vals)),

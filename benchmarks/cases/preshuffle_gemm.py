@@ -77,9 +77,11 @@ def parse_variant(text: str) -> dict:
     the heuristic's tiles, and ``_`` for a tile (``_x8x1024``) takes that one from the heuristic."""
     kw = {}
     text, *opts = text.split("/")
-    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks"}
+    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks"}
     for o in opts:
-        if o in ("tma", "direct"):
+        if o == "pdl":
+            kw["pdl"] = True
+        elif o in ("tma", "direct"):
             kw["c_store"] = o
         elif o == "pp":
             kw["schedule"] = "pingpong"
@@ -145,14 +147,14 @@ def variant_kwargs(variant: str, M: int, N: int) -> dict:
     return kw
 
 
-def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, log=print) -> Row:
+def measure(group, in_dtype, M, N, K, variant: str, bw: float, iters: int = 50, log=print, cublas=True) -> Row:
     from kernels.gemm.harness import run_gemm
 
     kw = variant_kwargs(variant, M, N)
     e = 1 if in_dtype in ("fp8", "int8") else 2
     roof = N * K * e / bw * 1e6
     try:
-        r = run_gemm(in_dtype, M, N, K, cuda=True, bench=True, graph=True, cublas=True, iters=iters, warmup=3,
+        r = run_gemm(in_dtype, M, N, K, cuda=True, bench=True, graph=True, cublas=cublas, iters=iters, warmup=3,
                      log=log, **kw)  # fmt: skip
     except Exception as ex:  # a variant that does not build for a shape is reported, not fatal
         nan = float("nan")

@@ -22,7 +22,7 @@ from . import (  # noqa: F401 - each registers its ops' emitters
     emit_sm90,
     emit_vector,
 )
-from .backends import BACKENDS, hooks_for
+from .backends import BACKENDS, has_code_generator, hooks_for
 from .compile import (
     CompiledKernels,
     choose_opt_levels,
@@ -42,6 +42,7 @@ __all__ = [
     "Target",
     "BACKENDS",
     "hooks_for",
+    "has_code_generator",
     "TargetHooks",
     "CodegenError",
     "emit_llvm",

@@ -12,12 +12,17 @@ import threading
 from .nvptx import NVPTXHooks
 from .target import Target, TargetHooks
 
-__all__ = ["BACKENDS", "hooks_for"]
+__all__ = ["BACKENDS", "hooks_for", "has_code_generator"]
 
 BACKENDS: dict[str, type[TargetHooks]] = {"nvptx": NVPTXHooks}
 
 _HOOKS: dict[Target, TargetHooks] = {}
 _LOCK = threading.Lock()
+
+
+def has_code_generator(arch: str) -> bool:
+    """Whether device code can be generated for ``arch`` (an ``sm_*`` arch: yes; ``gfx*``: not yet)."""
+    return Target(arch).backend in BACKENDS
 
 
 def hooks_for(target: Target) -> TargetHooks:

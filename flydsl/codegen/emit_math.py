@@ -9,7 +9,10 @@ docs/codegen.md.
 
 from __future__ import annotations
 
-from ..ir import Op
+from ml_dtypes import finfo
+
+from ..dialects._base import bool_like
+from ..ir import Op, numpy_dtype
 from .errors import CodegenError
 from .intrinsics import mangle, reject_fp8, scalarize, vector_parts
 from .llvm_emitter import FunctionEmitter, emitter
@@ -171,3 +174,91 @@ def _make_transcendental(fn: str):
 
 for _fn in _TRANSCENDENTAL:
     emitter(f"math.{_fn}")(_make_transcendental(_fn))
+
+
+# -- MLIR's composite math ops ----------------------------------------------------------------------
+
+
+@emitter("math.isnormal")
+def emit_isnormal(fe: FunctionEmitter, op: Op) -> None:
+    """Finite and ``|x| >= `` the smallest normal (zero, subnormals, inf and NaN are not normal)."""
+    (a,) = op.operands
+    reject_fp8(op, a.type, "isnormal")
+    ty = llvm_type(a.type)
+    tiny = float(finfo(numpy_dtype(vector_parts(a.type)[1])).smallest_normal)
+    mag = fe.call(f"llvm.fabs.{mangle(ty)}", ty, [(ty, fe.val(a))])
+    finite = fe.assign(f"fcmp one {ty} {mag}, {_inf(a.type)}")
+    big = fe.assign(f"fcmp oge {ty} {mag}, {const_literal(tiny, a.type)}")
+    fe.define(op.results[0], fe.assign(f"and {llvm_type(op.results[0].type)} {finite}, {big}"))
+
+
+@emitter("math.clampf")
+def emit_clampf(fe: FunctionEmitter, op: Op) -> None:
+    """``llvm.minimum(llvm.maximum(x, lo), hi)``: NaN-propagating, as the interpreter."""
+    x, lo, hi = op.operands
+    reject_fp8(op, x.type)
+    ty = llvm_type(x.type)
+    m = mangle(ty)
+    mx = fe.call(f"llvm.maximum.{m}", ty, [(ty, fe.val(x)), (ty, fe.val(lo))], attrs="")
+    fe.define(op.results[0], fe.call(f"llvm.minimum.{m}", ty, [(ty, mx), (ty, fe.val(hi))], attrs=""))
+
+
+@emitter("math.fpowi")
+def emit_fpowi(fe: FunctionEmitter, op: Op) -> None:
+    """``powf(x, sitofp(n))`` lane by lane, ``n`` converted to f32 (f64 for f64), as the interpreter."""
+    x, n = op.operands
+    reject_fp8(op, x.type)
+    ety = llvm_type(vector_parts(x.type)[1])
+    nty = llvm_type(vector_parts(n.type)[1])
+    narrow = ety in ("half", "bfloat")
+    cty = "float" if narrow else ety
+
+    def lane(args):
+        (_, xv), (_, nv) = args
+        xv = fe.assign(f"fpext {ety} {xv} to float") if narrow else xv
+        nf = fe.assign(f"sitofp {nty} {nv} to {cty}")
+        r = fe.hooks.math(fe, op, "powf", [xv, nf], cty)
+        return fe.assign(f"fptrunc float {r} to {ety}") if narrow else r
+
+    args = [(llvm_type(x.type), fe.val(x)), (llvm_type(n.type), fe.val(n))]
+    fe.define(op.results[0], scalarize(fe, x.type, args, lane))
+
+
+@emitter("math.ipowi")
+def emit_ipowi(fe: FunctionEmitter, op: Op) -> None:
+    """Square-and-multiply over every bit of ``n`` (straight-line selects); ``n < 0`` gives 1 for
+    ``x == 1``, +/-1 for ``x == -1`` by the parity of ``n``, else 0 (the interpreter's semantics)."""
+    x, n = op.operands
+    t = x.type
+    ty = llvm_type(t)
+    bty = llvm_type(bool_like(t))
+    w = vector_parts(t)[1].bitwidth
+
+    def c(v: int) -> str:
+        return const_literal(v, t)
+
+    xv, nv = fe.val(x), fe.val(n)
+    acc, base = c(1), xv
+    for k in range(w):
+        bit = fe.assign(f"and {ty} {nv}, {c(1 << k if k < w - 1 else -(1 << k))}")
+        on = fe.assign(f"icmp ne {ty} {bit}, {c(0)}")
+        acc = fe.assign(f"select {bty} {on}, {ty} {fe.assign(f'mul {ty} {acc}, {base}')}, {ty} {acc}")
+        if k < w - 1:
+            base = fe.assign(f"mul {ty} {base}, {base}")
+    neg = fe.assign(f"icmp slt {ty} {nv}, {c(0)}")
+    is1 = fe.assign(f"icmp eq {ty} {xv}, {c(1)}")
+    ism1 = fe.assign(f"icmp eq {ty} {xv}, {c(-1)}")
+    odd = fe.assign(f"icmp ne {ty} {fe.assign(f'and {ty} {nv}, {c(1)}')}, {c(0)}")
+    sgn = fe.assign(f"select {bty} {odd}, {ty} {c(-1)}, {ty} {c(1)}")
+    small = fe.assign(f"select {bty} {ism1}, {ty} {sgn}, {ty} {c(0)}")
+    small = fe.assign(f"select {bty} {is1}, {ty} {c(1)}, {ty} {small}")
+    fe.define(op.results[0], fe.assign(f"select {bty} {neg}, {ty} {small}, {ty} {acc}"))
+
+
+@emitter("math.sincos")
+def emit_sincos(fe: FunctionEmitter, op: Op) -> None:
+    """Two results through the target's ``sin`` and ``cos``."""
+    t = op.operands[0].type
+    reject_fp8(op, t)
+    for r, fn in zip(op.results, ("sin", "cos")):
+        fe.define(r, _promoted(fe, op, lambda vals, cty, fn=fn: fe.hooks.math(fe, op, fn, vals, cty)))

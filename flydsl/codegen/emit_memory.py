@@ -5,6 +5,10 @@
   element's natural alignment, so a vector access needs ``align`` = its size to become one vector
   instruction); ``cache = "nc"`` adds ``!invariant.load`` (→ ``ld.global.nc``); other cache
   modifiers go through the target hook (inline PTX on NVIDIA) or are dropped (they are hints).
+  ``fast_align`` (larger than ``align``): a versioned access — the address is tested at run time and
+  the access is issued with ``align = fast_align`` when it has that alignment, else with ``align``
+  (which LLVM splits into accesses it can prove aligned); copy atoms over memory whose alignment the
+  specialization does not prove use it.
 - masked loads/stores: a scalar mask branches around the access; a lane mask uses
   ``llvm.masked.load/store``.
 - ``ptr.shared_alloc`` → an ``addrspace(3)`` global per op; ``ptr.dynamic_shared`` → one
@@ -34,6 +38,99 @@ def _align(op: Op, t) -> int:
     if isinstance(a, int) and a > 0 and a & (a - 1) == 0:
         return a
     return natural_align(t)
+
+
+def _fast_align(op: Op, t, align: int) -> int:
+    """The op's ``fast_align`` when it asks for more than ``align`` for a vector access (0: a plain one)."""
+    a = op.attrs.get("fast_align")
+    if isinstance(t, VectorType) and isinstance(a, int) and a > align and a & (a - 1) == 0:
+        return a
+    return 0
+
+
+def _pieces(t: VectorType, align: int) -> tuple[int, int]:
+    """(pieces, lanes per piece): ``t`` cut into accesses of at most ``align`` bytes."""
+    k = max(1, min(t.numel, align // store_size(t.elem)))
+    while t.numel % k:
+        k //= 2
+    return t.numel // k, k
+
+
+def _split_load(fe: FunctionEmitter, t: VectorType, pty: str, ptr: str, align: int, nc: bool) -> str:
+    """``t`` read as accesses of ``align`` bytes (different instructions from the vector path, so LLVM
+    cannot merge the two versions into one load of the weaker alignment)."""
+    ty, ety = llvm_type(t), llvm_type(t.elem)
+    pieces, k = _pieces(t, align)
+    pty_ = f"<{k} x {ety}>" if k > 1 else ety
+    acc = "poison"
+    for i in range(pieces):
+        q = fe.assign(f"getelementptr {ety}, {pty} {ptr}, i64 {i * k}")
+        x = plain_load(fe, pty_, pty, q, align, nc)
+        for j in range(k):
+            e = fe.assign(f"extractelement {pty_} {x}, i64 {j}") if k > 1 else x
+            acc = fe.assign(f"insertelement {ty} {acc}, {ety} {e}, i64 {i * k + j}")
+    return acc
+
+
+def _split_store(fe: FunctionEmitter, t: VectorType, v: str, pty: str, ptr: str, align: int) -> None:
+    ty, ety = llvm_type(t), llvm_type(t.elem)
+    pieces, k = _pieces(t, align)
+    for i in range(pieces):
+        q = fe.assign(f"getelementptr {ety}, {pty} {ptr}, i64 {i * k}")
+        if k > 1:
+            lanes = ", ".join(f"i32 {i * k + j}" for j in range(k))
+            x = fe.assign(f"shufflevector {ty} {v}, {ty} poison, <{k} x i32> <{lanes}>")
+            fe.emit(f"store <{k} x {ety}> {x}, {pty} {q}, align {align}")
+        else:
+            x = fe.assign(f"extractelement {ty} {v}, i64 {i}")
+            fe.emit(f"store {ety} {x}, {pty} {q}, align {align}")
+
+
+def _versioned(fe: FunctionEmitter, pty: str, ptr: str, fast: int, vector, split):
+    """``vector()`` when the address is a multiple of ``fast`` at run time, else ``split()``. Returns the
+    phi of their results, or None when they return None (stores)."""
+    addr = fe.assign(f"ptrtoint {pty} {ptr} to i64")
+    ok = fe.assign(f"icmp eq i64 {fe.assign(f'and i64 {addr}, {fast - 1}')}, 0")
+    hi, lo, join = fe.label("vec.aligned"), fe.label("vec.split"), fe.label("vec.end")
+    fe.cbr(ok, hi, lo)
+    fe.start(hi)
+    a = vector()
+    hi_end = fe.block
+    fe.br(join)
+    fe.start(lo)
+    b = split()
+    lo_end = fe.block
+    fe.br(join)
+    fe.start(join)
+    return None if a is None else (a, hi_end, b, lo_end)
+
+
+def _load(fe: FunctionEmitter, op: Op, t, pty: str, ptr: str, align: int, nc: bool) -> str:
+    """A plain load, versioned when the op has a ``fast_align``."""
+    ty = llvm_type(t)
+    fast = _fast_align(op, t, align)
+    if not fast:
+        return plain_load(fe, ty, pty, ptr, align, nc)
+    x, xb, y, yb = _versioned(
+        fe,
+        pty,
+        ptr,
+        fast,
+        lambda: plain_load(fe, ty, pty, ptr, fast, nc),
+        lambda: _split_load(fe, t, pty, ptr, align, nc),
+    )
+    return fe.assign(f"phi {ty} [{x}, %{xb}], [{y}, %{yb}]")
+
+
+def _store(fe: FunctionEmitter, op: Op, t, v: str, pty: str, p: str, align: int) -> None:
+    """A plain store, versioned when the op has a ``fast_align``."""
+    ty = llvm_type(t)
+    fast = _fast_align(op, t, align)
+    if not fast:
+        fe.emit(f"store {ty} {v}, {pty} {p}, align {align}")
+        return
+    _versioned(fe, pty, p, fast, lambda: fe.emit(f"store {ty} {v}, {pty} {p}, align {fast}"),
+               lambda: _split_store(fe, t, v, pty, p, align))  # fmt: skip
 
 
 @emitter("ptr.add")
@@ -71,7 +168,7 @@ def emit_load(fe: FunctionEmitter, op: Op) -> None:
             fe.define(op.results[0], r)
             return
     nc = cache == "nc" and space in (AddressSpace.GLOBAL, AddressSpace.GENERIC)
-    fe.define(op.results[0], plain_load(fe, ty, pty, fe.val(p), align, nc))
+    fe.define(op.results[0], _load(fe, op, t, pty, fe.val(p), align, nc))
 
 
 @emitter("ptr.store")
@@ -82,7 +179,7 @@ def emit_store(fe: FunctionEmitter, op: Op) -> None:
     space = PointerType.of(p).space
     if cache and cache != "nc" and fe.hooks.cached_store(fe, op, fe.val(v), fe.val(p), ty, space, cache):
         return
-    fe.emit(f"store {ty} {fe.val(v)}, {pty} {fe.val(p)}, align {_align(op, v.type)}")
+    _store(fe, op, v.type, fe.val(v), pty, fe.val(p), _align(op, v.type))
 
 
 @emitter("ptr.masked_load")
@@ -101,10 +198,11 @@ def emit_masked_load(fe: FunctionEmitter, op: Op) -> None:
     pre, ld, join = fe.block, fe.label("mload"), fe.label("mload.end")
     fe.cbr(fe.val(m), ld, join)
     fe.start(ld)
-    x = plain_load(fe, ty, pty, fe.val(p), align, nc)
+    x = _load(fe, op, t, pty, fe.val(p), align, nc)
+    ld_end = fe.block
     fe.br(join)
     fe.start(join)
-    fe.define(op.results[0], fe.assign(f"phi {ty} [{x}, %{ld}], [{fe.val(other)}, %{pre}]"))
+    fe.define(op.results[0], fe.assign(f"phi {ty} [{x}, %{ld_end}], [{fe.val(other)}, %{pre}]"))
 
 
 @emitter("ptr.masked_store")
@@ -120,7 +218,7 @@ def emit_masked_store(fe: FunctionEmitter, op: Op) -> None:
     st, join = fe.label("mstore"), fe.label("mstore.end")
     fe.cbr(fe.val(m), st, join)
     fe.start(st)
-    fe.emit(f"store {ty} {fe.val(v)}, {pty} {fe.val(p)}, align {align}")
+    _store(fe, op, v.type, fe.val(v), pty, fe.val(p), align)
     fe.br(join)
     fe.start(join)
 
@@ -268,16 +366,21 @@ class _Buffer:
             ok = fe.assign(f"and i1 {ok}, {self.mask}")
         return ok
 
-    def fast_condition(self) -> str:
-        """Whole access in bounds (and masked on) and, for vectors, aligned for one vector access."""
+    @property
+    def tested(self) -> bool:
+        """The vector path needs a run-time alignment test (the op's ``align`` does not cover it)."""
+        return bool(self.n) and self.vec_align > self.known_align
+
+    def fast_condition(self) -> tuple[str, str]:
+        """(whole access in bounds and masked on, that and — for vectors — aligned for one vector access)."""
         fe = self.fe
-        ok = self.in_bounds(self.size)
-        if self.n and self.vec_align > self.known_align:
+        whole = ok = self.in_bounds(self.size)
+        if self.tested:
             addr = fe.assign(f"ptrtoint ptr addrspace(1) {self.ptr} to i64")
             low = fe.assign(f"and i64 {addr}, {self.vec_align - 1}")
             aligned = fe.assign(f"icmp eq i64 {low}, 0")
             ok = fe.assign(f"and i1 {ok}, {aligned}")
-        return ok
+        return whole, ok
 
     def lane_ptr(self, i: int) -> str:
         ety = llvm_type(self.elem)
@@ -296,10 +399,20 @@ def emit_buffer_load(fe: FunctionEmitter, op: Op) -> None:
     b = _Buffer(fe, op, rsrc, off, mask, t)
     ty = llvm_type(t)
     fast, slow, join = fe.label("bload.fast"), fe.label("bload.slow"), fe.label("bload.end")
-    fe.cbr(b.fast_condition(), fast, slow)
+    whole, ok = b.fast_condition()
+    fe.cbr(ok, fast, slow)
     fe.start(fast)
     v = plain_load(fe, ty, "ptr addrspace(1)", b.ptr, b.vec_align if b.n else b.esz)
     fe.br(join)
+    incoming = [(v, fast)]
+    if b.tested and isinstance(t, VectorType):  # in bounds, misaligned (a storage offset): pieces, no lane tests
+        split, lanes = fe.label("bload.split"), fe.label("bload.bounded")
+        fe.start(slow)
+        fe.cbr(whole, split, lanes)
+        fe.start(split)
+        incoming.append((_split_load(fe, t, "ptr addrspace(1)", b.ptr, b.known_align, False), fe.block))
+        fe.br(join)
+        slow = lanes
     fe.start(slow)
     zero = const_literal(0, t)
     if not b.n:
@@ -318,10 +431,10 @@ def emit_buffer_load(fe: FunctionEmitter, op: Op) -> None:
             lane = fe.assign(f"phi {ety} [{x}, %{ld}], [{const_literal(0, b.elem)}, %{pre}]")
             acc = fe.assign(f"insertelement {ty} {acc}, {ety} {lane}, i64 {i}")
         slow_val = acc
-    slow_end = fe.block
+    incoming.append((slow_val, fe.block))
     fe.br(join)
     fe.start(join)
-    fe.define(op.results[0], fe.assign(f"phi {ty} [{v}, %{fast}], [{slow_val}, %{slow_end}]"))
+    fe.define(op.results[0], fe.assign(f"phi {ty} " + ", ".join(f"[{x}, %{blk}]" for x, blk in incoming)))
 
 
 @emitter("ptr.buffer_store")
@@ -333,10 +446,19 @@ def emit_buffer_store(fe: FunctionEmitter, op: Op) -> None:
     b = _Buffer(fe, op, rsrc, off, mask, t)
     ty = llvm_type(t)
     fast, slow, join = fe.label("bstore.fast"), fe.label("bstore.slow"), fe.label("bstore.end")
-    fe.cbr(b.fast_condition(), fast, slow if b.n else join)
+    whole, ok = b.fast_condition()
+    fe.cbr(ok, fast, slow if b.n else join)
     fe.start(fast)
     fe.emit(f"store {ty} {fe.val(val)}, ptr addrspace(1) {b.ptr}, align {b.vec_align if b.n else b.esz}")
     fe.br(join)
+    if b.tested and isinstance(t, VectorType):  # in bounds but misaligned: pieces of the proven alignment
+        split, lanes = fe.label("bstore.split"), fe.label("bstore.bounded")
+        fe.start(slow)
+        fe.cbr(whole, split, lanes)
+        fe.start(split)
+        _split_store(fe, t, fe.val(val), "ptr addrspace(1)", b.ptr, b.known_align)
+        fe.br(join)
+        slow = lanes
     if b.n:
         fe.start(slow)
         ety = llvm_type(b.elem)

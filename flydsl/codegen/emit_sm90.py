@@ -113,6 +113,16 @@ def emit_fence_mbarrier_init(fe: FunctionEmitter, op: Op) -> None:
     fe.call("llvm.nvvm.fence.mbarrier_init.release.cluster", "void", [])
 
 
+@emitter("nvvm.griddep_wait")
+def emit_griddep_wait(fe: FunctionEmitter, op: Op) -> None:
+    fe.call("llvm.nvvm.griddepcontrol.wait", "void", [])
+
+
+@emitter("nvvm.griddep_launch_dependents")
+def emit_griddep_launch_dependents(fe: FunctionEmitter, op: Op) -> None:
+    fe.call("llvm.nvvm.griddepcontrol.launch.dependents", "void", [])
+
+
 @emitter("nvvm.elect_sync")
 def emit_elect_sync(fe: FunctionEmitter, op: Op) -> None:
     r = fe.call("llvm.nvvm.elect.sync", "{i32, i1}", [("i32", "-1")])
@@ -214,6 +224,13 @@ def emit_bulk_store(fe: FunctionEmitter, op: Op) -> None:
     dst, src, nbytes = op.operands
     args = [("ptr addrspace(1)", fe.val(dst)), ("ptr addrspace(3)", fe.val(src)), _i32(fe, nbytes)]
     fe.call("llvm.nvvm.cp.async.bulk.shared.cta.to.global", "void", args + [("i64", "0"), ("i1", "false")])
+
+
+@emitter("nvvm.bulk_prefetch_l2")
+def emit_bulk_prefetch_l2(fe: FunctionEmitter, op: Op) -> None:
+    src, nbytes = op.operands
+    args = [("ptr addrspace(1)", fe.val(src)), _i32(fe, nbytes), ("i64", "0"), ("i1", "false")]
+    fe.call("llvm.nvvm.cp.async.bulk.prefetch.L2", "void", args)
 
 
 @emitter("nvvm.bulk_commit")

@@ -40,6 +40,8 @@ class KernelInfo:
     uses_dynamic_smem: bool = False
     block_size: tuple | None = None
     arg_names: list[str] = field(default_factory=list)  # the user's name of each parameter
+    # it calls griddepcontrol.wait (fx.nvvm.griddep_wait): launched with programmatic stream serialization
+    pdl: bool = False
 
     @property
     def param_kinds(self) -> list[str]:

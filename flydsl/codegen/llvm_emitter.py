@@ -385,6 +385,8 @@ def emit_function(me: ModuleEmitter, fn_op: Op) -> None:
     if is_kernel:
         kbs = fn_op.attrs.get("known_block_size")
         info = KernelInfo(name=name, symbol=sym, block_size=tuple(kbs) if kbs else None)
+        # a kernel that waits for the grids it depends on may start before they end (programmatic launch)
+        info.pdl = any(o.defn.name == "nvvm.griddep_wait" for o in fn_op.walk())
         for i, t in enumerate(ft.inputs):
             info.params.append(
                 ParamSpec(

@@ -9,6 +9,10 @@ Python function), ``_mem_cache`` (the in-memory specializations as ``{key: artif
 
 from __future__ import annotations
 
+from ..expr.typing import Stream
+from ..runtime.args import ArgError
+from ..utils.env import JIT_KEY_VARS, snapshot
+from .backends import get_backend
 from .deps import freeze
 from .kernel_function import _tls, ambient_hints, merge_compile_hints
 
@@ -57,6 +61,7 @@ class FlyDSLJitNames:
     """See the module docstring."""
 
     _hinted_copy = False  # a copy made for ambient hints (it does not look for them again)
+    _params = None  # set by JitFunction._init_params
     _hint_copies: dict | None = None
     _own_hints: dict | None = None
 
@@ -111,3 +116,41 @@ class FlyDSLJitNames:
             jf = copies[k] = self.with_hints(ambient)  # own hints merged with the ambient ones
             jf._hinted_copy = True
         return jf
+
+    # -- FlyDSL's cache-key internals (its tests compute keys without calling) ----------------------
+    def _ensure_sig(self) -> None:
+        """Resolve the signature (``self._sig``, an ``inspect.Signature``) and the parameters once."""
+        if self._params is None:
+            self._init_params()
+
+    def _resolve_and_make_cache_key(self, arguments) -> tuple:
+        """FlyDSL's in-memory key for bound ``arguments`` (``{name: value}``, defaults applied): one
+        ``(name, signature)`` pair per parameter — ``(fx.Int32,)`` for a run-time scalar, ``(fx.Stream,)``
+        for a stream whatever its run-time form, the value for a Constexpr, the layout facts of a tensor
+        — then ``("_env_", …)`` (the code-affecting environment), ``("_hints_", …)`` (the effective
+        compile hints) and ``("_target_", GPUTarget)`` (arch only: one entry serves every same-arch
+        device). Equal keys exactly when a call would reuse the same compiled code."""
+        self._ensure_sig()
+        parts = []
+        for p in self._params:
+            a = arguments[p.name]
+            if p.is_stream:
+                parts.append((p.name, (Stream,)))
+                continue
+            key: list = []
+            try:
+                p.conv(a, key, [])
+            except ArgError as e:
+                raise TypeError(f"argument {p.name!r}: {e}") from None
+            parts.append((p.name, tuple(key)))
+        hints = self.compile_hints
+        parts.append(("_env_", snapshot(JIT_KEY_VARS)[1:]))
+        parts.append(("_hints_", freeze(hints) if hints else None))
+        parts.append(("_target_", get_backend().target))
+        return tuple(parts)
+
+    def _build_full_cache_key(self, arguments) -> tuple:
+        """The in-memory key plus ``("_deps_", digest)``: the function's dependencies (sources of the
+        functions it calls, the values of the globals and closure variables it reads), as the disk
+        cache keys them — two processes seeing different global values never share an entry."""
+        return self._resolve_and_make_cache_key(arguments) + (("_deps_", self.deps_hex()),)

@@ -6,7 +6,8 @@ key part                            host parameter types                    valu
 ==================================  ======================================  ==========================
 a Numeric class (``Int32`` …)       its IR type                             that Numeric (run-time)
 ``"stream"``                        ``i64``                                 ``fx.Stream``
-``("dyn_tensor", dt, n, u, al, c)`` ``!fly.ptr<dt>``, n × i32, (n-1) × i32  ``fx.Tensor``, stride[u] = 1
+``("dyn_tensor", dt, n, u, al, c, d)`` ``!fly.ptr<dt>``, n × i32, (n-1) × i32  ``fx.Tensor``, stride[u] = 1,
+                                                                            other strides multiples of d
 ``("tensor", dt, shape, stride, …)``  ``!fly.ptr<dt>``, i32 per ``None``    ``fx.Tensor``, static ints
 ``("pointer", dt, space, align)``    ``!fly.ptr<dt, space>``                 ``fx.Pointer``
 ``None``                            —                                       ``None``
@@ -68,11 +69,12 @@ def make_param(part, values: list, value=None):
         n, u, align = part[2], part[3], part[4]
         shape = tuple(next(dyn) for _ in range(n))
         stride = tuple(1 if i == u else next(dyn) for i in range(n))
+        div = part[6] if part[6] > 1 else None
     else:
         shape = tuple(next(dyn) if s is None else s for s in part[2])
         stride = tuple(next(dyn) if s is None else s for s in part[3])
         align = part[4]
-    div = part[8] if kind == "tensor" and part[8] > 1 else None
+        div = part[8] if part[8] > 1 else None
     return Tensor(values[0], dt, make_layout(shape, stride), alignment=align, divisibility=div)
 
 

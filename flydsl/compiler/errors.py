@@ -58,7 +58,8 @@ def error(diag: Diag, loc=None, **fields) -> FlyDSLError:
 BRANCH_TYPE_MISMATCH = _d(
     "FLY101",
     DSLTypeError,
-    "variable '{name}' is {a} in one branch and {b} in the other branch of this run-time `if`",
+    "variable '{name}' is {a} in one branch and {b} in the other branch of this run-time `if` (what one branch "
+    "yields does not match the region entry)",
     "give '{name}' the same type in every branch, e.g. write the value as `{want}(...)` or convert it with "
     "`.to({want})`",
 )
@@ -79,13 +80,15 @@ DEFINED_IN_LOOP = _d(
 LOOP_TYPE_CHANGE = _d(
     "FLY104",
     DSLTypeError,
-    "variable '{name}' enters the run-time `{kind}` loop at line {site_line} as {a} but is {b} at the end of the body",
+    "variable '{name}' enters the run-time `{kind}` loop at line {site_line} as {a} but is {b} at the end of the body "
+    "(the value yielded does not match the region entry)",
     "start '{name}' with the type it holds in the loop, e.g. `{name} = fx.{b}(...)` before the loop",
 )
 STRUCTURE_CHANGE = _d(
     "FLY105",
     DSLTypeError,
-    "variable '{name}' changes shape across the run-time `{kind}` at line {site_line}: {a} versus {b}",
+    "variable '{name}' changes shape across the run-time `{kind}` at line {site_line}: {a} versus {b} (the "
+    "structure yielded does not match the region entry)",
     "keep the same structure (list length, dict keys, tuple size) on every path; "
     "build lists of values before the `{kind}` and assign their elements inside it",
 )
@@ -257,7 +260,7 @@ LAUNCH_DIMS = _d(
 KNOWN_BLOCK_SIZE = _d(
     "FLY209",
     DSLValueError,
-    "kernel '{name}' is declared with known_block_size={kbs} but launched with block={block}",
+    "kernel '{name}': the launch block={block} differs from known_block_size={kbs} (declared on the kernel)",
     "launch with the declared block size or drop known_block_size",
 )
 KERNEL_RETURNS = _d(
@@ -348,6 +351,20 @@ COMPILE_HINT = _d(
     DSLValueError,
     "compile hint '{hint}' cannot be honoured: {why}",
     "fix or remove the hint (flydsl's compile hints: {known}; docs/compiler.md says what each does)",
+)
+KNOWN_BLOCK_SIZE_TYPE = _d(
+    "FLY225",
+    DSLTypeError,
+    "kernel '{name}': {problem}",
+    "declare three positive ints, e.g. `@flyc.kernel(known_block_size=[256, 1, 1])`, or leave it out: a launch "
+    "with constant block dimensions makes the block size known",
+)
+KNOWN_BLOCK_SIZE_VALUE = _d(
+    "FLY226",
+    DSLValueError,
+    "kernel '{name}': {problem}",
+    "declare three positive ints, e.g. `@flyc.kernel(known_block_size=[256, 1, 1])`, or leave it out: a launch "
+    "with constant block dimensions makes the block size known",
 )
 
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------

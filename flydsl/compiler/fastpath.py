@@ -8,7 +8,8 @@ own class, so no other Python frame runs before it (:func:`make_dispatcher`):
    a tensor's unit last stride, 32-bit dims and strides, an int's range (else the full path);
 2. the *fast key*: the environment snapshot, the compile hints, and per argument only what can change the
    compiled code among values of that type — a torch tensor's ``dtype``, ``data_ptr() & 15`` (its
-   alignment class) and ``is_cuda``; an int's 32/64-bit class; a Constexpr's value;
+   alignment class), ``is_cuda`` and its strides' ``| & 15`` (their divisibility class); an int's 32/64-bit
+   class; a Constexpr's value;
 3. the dependency watch (identity of the compile-time globals and closure cells, see
    :meth:`flydsl.compiler.deps.Deps.watcher`);
 4. the first specialization registered for the pattern is *inlined*: its fast key compared part by part
@@ -165,6 +166,8 @@ class _Gen:
         self.guards += guards
         self.tensors[i] = (rank, len(self.key), len(self.vals), guards)
         self.key += [f"{a}.dtype", f"{p} & 15", f"{a}.is_cuda"]  # what TensorReader compares, in this order
+        if rank > 1:  # the run-time strides' divisibility class (specialize's last dyn_tensor part)
+            self.key.append(f"({' | '.join(strides)}) & 15")
         self.val(p)
         for x in dims + strides:
             self.val(x, (0, I32_MAX))
@@ -202,7 +205,8 @@ def _readers(g: _Gen, env_key: list[str], fkey: tuple) -> bool:
     try:
         for i, (rank, k0, _, _) in g.tensors.items():
             dtype, align, is_cuda = fkey[first + k0 : first + k0 + 3]
-            g.ns[f"_f_R{i}"] = t(rank, dtype, align, is_cuda, torch_view_inside)
+            strides_class = fkey[first + k0 + 3] if rank > 1 else -1  # the strides' divisibility part
+            g.ns[f"_f_R{i}"] = t(rank, dtype, align, is_cuda, torch_view_inside, strides_class)
     except (TypeError, ValueError):  # key parts the reader cannot hold: the Python reads
         return False
     return True
@@ -229,7 +233,8 @@ def _inline_block(g: _Gen, env_key: list[str], fkey: tuple, run, default, reader
         tguards = set()
         for i, (rank, k0, v0, guards) in g.tensors.items():
             conds.append(f"(_f_t{i} := _f_R{i}({g.a[i]})) is not None")
-            exprs[first + k0 : first + k0 + 3] = [None] * 3
+            nparts = 4 if rank > 1 else 3  # dtype, alignment class, is_cuda (, the strides' class)
+            exprs[first + k0 : first + k0 + nparts] = [None] * nparts
             names = [f"_f_x{i}_{m}" for m in range(2 * rank)]  # pointer, dims, strides but the last
             vals[v0 : v0 + 2 * rank] = names
             unpack.append(f"        {', '.join(names)} = _f_t{i}")

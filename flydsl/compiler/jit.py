@@ -20,7 +20,8 @@ import threading
 import weakref
 from collections import namedtuple
 
-from ..codegen import KernelInfo
+from ..codegen import KernelInfo, has_code_generator
+from ..codegen.compile import ptx_to_cubin
 from ..dialects import func as dfunc
 from ..dialects import gpu
 from ..expr._sem.fastmath import default_from_hints
@@ -28,7 +29,7 @@ from ..ir import InsertionPoint, i64, new_module
 from ..runtime import torch_args
 from ..runtime.args import DEFAULT_STREAM, ArgError, TensorRef
 from ..runtime.device import get_device
-from ..utils.env import CODEGEN_AFFECTING, env, snapshot, snapshot_reader
+from ..utils.env import JIT_KEY_VARS, env, snapshot, snapshot_reader
 from . import errors as E
 from ._flydsl_jit import FlyDSLJitNames
 from .abi import make_param, param_arg_names, param_types
@@ -53,7 +54,7 @@ __all__ = ["JitFunction", "CompiledFunction", "CacheInfo", "jit", "compile", "us
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "currsize", "disk_size"])
 
 # COMPILE_ONLY first (not part of the key), then what selects code and device
-_ENV_KEY = ("COMPILE_ONLY", "ARCH", "FLYDSL_GPU_ARCH", "FLYDSL_RUNTIME_KIND", *CODEGEN_AFFECTING)
+_ENV_KEY = JIT_KEY_VARS
 _ENV_FAST = snapshot_reader(_ENV_KEY) or (lambda: snapshot(_ENV_KEY))
 _TRUE = frozenset(("1", "true", "yes", "on"))
 _MAX_PATTERNS = 16  # argument patterns with a dispatcher per jit function
@@ -424,15 +425,21 @@ class JitFunction(FlyDSLJitNames):
         target = select_target()
         check_hints(self.compile_hints, target.arch)  # honoured or FLY224, never dropped
         compile_only = snap[0] is not None and _compile_only(snap[0])
-        want_ptx = compile_only or _device_kind() == "cuda"
+        # COMPILE_ONLY for an arch without a code generator (ARCH=gfx942): trace and optimize only — the
+        # artifact has the IR and no device code (FlyDSL's frontend-only compiles for AMD targets)
+        want_ptx = (compile_only and has_code_generator(target.arch)) or (not compile_only and _device_kind() == "cuda")
         disk, dk, art = None, None, None
         if env.runtime_enable_cache:
             disk = DiskCache(self.fn.__name__, self.deps_hex())
             dk = disk_key(self.deps_hex(), k, target.arch, self.compile_hints)
             if not env.dump_ir:
-                art = _load(disk, dk)
+                art = _load(disk, dk, lazy=want_ptx)  # the GPU (or nothing) runs it: kernels parsed on demand
         if art is None:
             art = self._compile(args, key_parts, target, want_ptx)
+            if art.ptx and art.cubin is None and _device_kind() == "cuda":
+                # assembled once here (nvJitLink, when installed): every later process loads the cubin
+                # instead of having the driver compile the PTX again at module load (a cached start)
+                art.cubin = _cubin(art.ptx, target.arch)
             if disk is not None:
                 disk.store(dk, art.to_body())
         elif want_ptx and not art.ptx:
@@ -454,6 +461,7 @@ class JitFunction(FlyDSLJitNames):
         result = compile_traced(module, name, target.arch, want_ptx=want_ptx, hints=self.compile_hints)
         kernels = {k: KernelInfo(k, arg_names=v) for k, v in ctx.kernel_arg_names.items()}
         art = Artifact(name, module, name, kernels, names, target.arch)
+        art.traced_ir = result.source_ir
         art.set_device_code(result.ptx, result.cubin, result.kernel_info)
         return art
 
@@ -546,12 +554,22 @@ def _device_kind() -> str:
     return get_device().kind
 
 
-def _load(disk: DiskCache, key: str) -> Artifact | None:
+def _cubin(ptx: str, arch: str) -> bytes | None:
+    """The PTX assembled by nvJitLink, or None (not installed, or it refused: the driver compiles the PTX)."""
+    try:
+        return ptx_to_cubin(ptx, arch)
+    except Exception:  # noqa: BLE001 - an optimization only: the PTX stays the device code
+        return None
+
+
+def _load(disk: DiskCache, key: str, lazy: bool = False) -> Artifact | None:
+    """The entry's artifact, or None (missing, damaged: removed). ``lazy`` (the GPU runs it from its device
+    code): the kernels' IR is parsed only if something asks for it."""
     body = disk.load(key)
     if body is None:
         return None
     try:
-        return Artifact.from_body(body)
+        return Artifact.from_body(body, lazy=lazy and bool(body.get("ptx")))
     except Exception:  # a valid checksum over text we cannot read (older format): rebuild
         try:
             os.remove(disk.path(key))
@@ -630,6 +648,11 @@ class CompiledFunction:
 
     def __call__(self, *args, **kwargs):
         return self.jit_function(*args, **kwargs)
+
+    @property
+    def _keepalive(self):
+        """FlyDSL's name of the compiled artifact (``.source_ir``, ``.ir``, ``.ptx``)."""
+        return self._entry.artifact
 
     @property
     def ir(self) -> str:

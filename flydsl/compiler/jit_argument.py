@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from ..runtime.args import TensorAdaptor, torch_ref
+from ..runtime.args import TensorAdaptor, torch_ref, unit_axis
 from .specialize import CONVERTERS, convert_arg
 
 __all__ = ["JitArgumentRegistry", "TorchTensorJitArg"]
@@ -39,13 +39,26 @@ class JitArgumentRegistry:
 
 
 class TorchTensorJitArg(TensorAdaptor):
-    """A torch tensor argument (see the module docstring)."""
+    """A torch tensor argument (see the module docstring).
 
-    __slots__ = ()
+    Raises:
+        RuntimeError: ``dynamic_layout=True`` for a tensor with no unit-stride mode (a strided slice): it
+            cannot be layout-dynamic; pass ``flyc.from_torch_tensor(t)`` for a static layout, or a copy.
+    """
+
+    __slots__ = ("use_32bit_stride",)
 
     def __init__(self, tensor, *, dynamic_layout: bool = True, use_32bit_stride: bool = True, assumed_align=None):
         super().__init__(torch_ref(tensor))
-        if dynamic_layout and len(self.ref.shape):
+        self.use_32bit_stride = use_32bit_stride
+        r = self.ref
+        if dynamic_layout and len(r.shape):
+            if unit_axis(r.shape, r.strides) < 0:
+                raise RuntimeError(
+                    f"cannot auto-mark layout-dynamic a tensor with no unit-stride dimension (shape "
+                    f"{tuple(r.shape)}, strides {tuple(r.strides)}); pass flyc.from_torch_tensor(t) for a "
+                    "static layout (its shape enters the cache key) or t.contiguous()"
+                )
             self.mark_layout_dynamic()
 
 

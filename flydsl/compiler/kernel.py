@@ -17,6 +17,7 @@ import sys
 
 from ..dialects import func as dfunc
 from ..dialects import gpu
+from ..expr._sem.iterators import MemIter
 from ..expr.numeric import Int32, Numeric, as_numeric
 from ..expr.smem import DYNAMIC_SMEM_ATTR
 from ..expr.typing import Constexpr, Stream, Tensor
@@ -74,7 +75,7 @@ class KernelFunction:
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = name
-        self.known_block_size = _dims3(known_block_size, "known_block_size") if known_block_size else None
+        self.known_block_size = _declared_block_size(fn, known_block_size)
         self._body = None
         self._sig = None
 
@@ -92,6 +93,11 @@ class KernelFunction:
         if self._sig is None:
             self._sig = resolve_signature(self.fn)
         return self._sig
+
+    @property
+    def _known_block_size(self) -> list[int] | None:
+        """FlyDSL's attribute: the declared block size as a list (None when not declared)."""
+        return None if self.known_block_size is None else list(self.known_block_size)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -147,9 +153,13 @@ class _Param:
             return ("const", _const_key(self.value))
         parts = []
         for x, n in zip(self.leaves, self.mask):
-            if n:
+            if type(x) is MemIter:  # a pointer with its known alignment (see rebuild)
+                parts.append((MemIter, x.ir_value().type, x.align, x.exact))
+            elif n:
                 sig = getattr(x, "__fly_signature__", None)
-                parts.append((type(x), sig() if sig else tuple(v.type for v in leaf_values(x))))
+                part = (type(x), sig() if sig else tuple(v.type for v in leaf_values(x)))
+                # a tensor's stride divisibility decides what its accesses claim: one kernel per value
+                parts.append(part + (x._div,) if isinstance(x, Tensor) else part)
             else:
                 parts.append(("static", _const_key(x)))
         return (self.skel, tuple(parts))
@@ -160,7 +170,12 @@ class _Param:
         it = iter(args)
         new = []
         for x, n in zip(self.leaves, self.mask):
-            new.append(rebuild_leaf(x, [next(it) for _ in range(n)]) if n else x)
+            if type(x) is MemIter:
+                # NOTE: a tensor's iterator or a pointer argument keeps its alignment inside the kernel (it is
+                # in the key), so copies through it claim what the launch proves
+                new.append(MemIter._new(next(it), x.dtype, x.align, x.exact))
+            else:
+                new.append(rebuild_leaf(x, [next(it) for _ in range(n)]) if n else x)
         return unflatten(self.skel, iter(new))
 
     def arg_names(self) -> list[str]:
@@ -344,6 +359,53 @@ def _got(v) -> str:
         return v.__fly_describe__()
     r = repr(v)
     return f"{type(v).__name__} {r if len(r) < 40 else r[:37] + '...'}"
+
+
+def _declared_block_size(fn, size) -> tuple | None:
+    """``@flyc.kernel(known_block_size=...)`` checked where the kernel is declared: None, or exactly three
+    positive ints (compile-time fx integers count as their value).
+
+    Raises:
+        DSLTypeError (FLY225): not a sequence, or an element that is not an integer.
+        DSLValueError (FLY226): not three elements, or an element below 1.
+    """
+    if size is None:
+        return None
+    name = getattr(fn, "__name__", "kernel")
+    if isinstance(size, (str, bytes)) or not isinstance(size, (list, tuple)):
+        raise error(
+            E.KNOWN_BLOCK_SIZE_TYPE,
+            _def_line(fn),
+            name=name,
+            problem=f"known_block_size must be a sequence of 3 positive integers, got {size!r}",
+        )
+    if len(size) != 3:
+        raise error(
+            E.KNOWN_BLOCK_SIZE_VALUE,
+            _def_line(fn),
+            name=name,
+            problem=f"known_block_size must have exactly 3 elements, got {len(size)}: {list(size)!r}",
+        )
+    out = []
+    for i, x in enumerate(size):
+        if isinstance(x, Numeric) and x.is_static() and type(x).is_integer and type(x).width > 1:
+            x = int(x.value)
+        if type(x) is not int:
+            raise error(
+                E.KNOWN_BLOCK_SIZE_TYPE,
+                _def_line(fn),
+                name=name,
+                problem=f"known_block_size[{i}] must be an int, got {x!r}",
+            )
+        if x <= 0:
+            raise error(
+                E.KNOWN_BLOCK_SIZE_VALUE,
+                _def_line(fn),
+                name=name,
+                problem=f"known_block_size[{i}] must be positive, got {x}",
+            )
+        out.append(x)
+    return tuple(out)
 
 
 def _dims3(d, what, loc=None) -> tuple:

@@ -30,10 +30,11 @@ __all__ = ["CompileResult", "compile_traced", "run_passes", "codegen", "Dumper",
 
 @dataclass
 class CompileResult:
-    """The pipeline's output: the optimized module and, once generated, its device code and each kernel's
-    metadata."""
+    """The pipeline's output: the optimized module, its text as traced (before any pass) and, once
+    generated, its device code and each kernel's metadata."""
 
     module: Op
+    source_ir: str | None = None
     llvm_ir: str | None = None
     ptx: str | None = None
     cubin: bytes | None = None
@@ -150,8 +151,9 @@ def compile_traced(module: Op, fallback_name: str, arch: str, *, want_ptx: bool,
     """The whole pipeline on a traced module (in place): passes, then device code when ``want_ptx`` (or
     for the dumps)."""
     dumper = Dumper(os.path.join(env.dump_dir, dump_name(module, fallback_name))) if env.dump_ir else None
+    source_ir = print_op(module)  # FlyDSL's ``source_ir``: what was traced (passes fold and drop ops)
     run_passes(module, dumper)
-    result = CompileResult(module)
+    result = CompileResult(module, source_ir)
     if want_ptx:
         codegen(result, arch, dumper, hints)
     elif dumper is not None:

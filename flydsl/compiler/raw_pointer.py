@@ -19,11 +19,12 @@ __all__ = ["PointerArg", "from_c_void_p", "convert_pointer_arg"]
 class PointerArg:
     """An address with its element type, address space and known alignment."""
 
-    __slots__ = ("dtype", "address", "address_space", "alignment")
+    __slots__ = ("dtype", "address", "address_space", "alignment", "assumed")
 
     def __init__(self, dtype, address: int, address_space=AddressSpace.GLOBAL, alignment: int = 0):
         self.dtype, self.address = dtype, int(address)
         self.address_space = AddressSpace.BY_NAME.get(address_space, address_space)
+        self.assumed = alignment  # the caller's assumed_align (0: none, the address's own is used)
         self.alignment = alignment or alignment_of(self.address)
 
     def __repr__(self) -> str:

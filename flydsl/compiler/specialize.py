@@ -101,21 +101,27 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
     n = len(shape)
     if n == 1 and strides[0] == 1 and shape[0] <= I32_MAX:  # the common case, short
         ptr = ref.ptr
-        key.append(("dyn_tensor", dt, 1, 0, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
+        key.append(("dyn_tensor", dt, 1, 0, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda, 16))
         vals.append(ref)
         vals.append(shape[0])
         return
     if not n:
-        key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (False,), (False,), 1))
+        key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (None,), (None,), 1))
         vals.append(ref)
         return
+    # NOTE: the last mode whenever its stride is 1 (also of size 1): the cached call's fast path assumes it
     u = n - 1 if strides[-1] == 1 else unit_axis(shape, strides)
     if u < 0:
         raise ArgError("TENSOR_NO_UNIT_STRIDE", shape=tuple(shape), strides=tuple(strides))
     if max(shape) > I32_MAX or max(strides) > I32_MAX or min(strides) < -I32_MAX:
         check_i32(shape, strides)
     ptr = ref.ptr
-    key.append(("dyn_tensor", dt, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda))
+    rest = 0  # the run-time strides' common power of two (capped at 16): rows 16-byte aligned stay provably so
+    for i, s in enumerate(strides):
+        if i != u:
+            rest |= s
+    sdiv = min(16, rest & -rest) if rest else 16
+    key.append(("dyn_tensor", dt, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda, sdiv))
     vals.append(ref)
     vals.extend(shape)
     vals.extend(strides[:u])
@@ -138,16 +144,18 @@ def _static_tensor(a: TensorAdaptor, key, vals):
     r = a.ref
     shape, strides = (r.shape, r.strides) if r.shape else ((1,), (1,))
     check_i32(shape, strides)
-    ds, dd, div = tuple(a.dyn_shape) or (False,), tuple(a.dyn_stride) or (False,), a.divisibility
-    key_shape = tuple(None if d else s for s, d in zip(shape, ds))
-    key_stride = tuple(None if d else s for s, d in zip(strides, dd))
-    key.append(("tensor", _NUMERIC[r.dtype], key_shape, key_stride, alignment_of(r.ptr), r.is_cuda, ds, dd, div))
+    ds, dd = tuple(a.shape_div) or (None,), tuple(a.stride_div) or (None,)
+    key_shape = tuple(s if d is None else None for s, d in zip(shape, ds))
+    key_stride = tuple(s if d is None else None for s, d in zip(strides, dd))
+    # the last entry: what every run-time leaf is a multiple of (the smallest declared divisibility)
+    key.append(("tensor", _NUMERIC[r.dtype], key_shape, key_stride, alignment_of(r.ptr), r.is_cuda, ds, dd,
+                a.divisibility))  # fmt: skip
     vals.append(r)
     for values, marks, what in ((shape, ds, "dimension"), (strides, dd, "stride")):
         for v, d in zip(values, marks):
-            if d:
-                if div > 1 and v % div:
-                    raise ArgError("DIVISIBILITY", what=what, value=v, div=div)
+            if d is not None:
+                if d > 1 and v % d:
+                    raise ArgError("DIVISIBILITY", what=what, value=v, div=d)
                 vals.append(v)
 
 
@@ -255,8 +263,9 @@ def convert_arg(x, key: list, vals: list) -> None:
 def pointer_conv():
     """The converter of a launcher parameter annotated ``fx.Pointer``: a
     :class:`~flydsl.compiler.raw_pointer.PointerArg`, or — as FlyDSL's compiled functions take them — a
-    plain integer address, which gets the element type, address space and assumed alignment of the pointer
-    last passed to this parameter."""
+    plain integer address, which gets the element type, address space and ``assumed_align`` of the first
+    pointer passed to this parameter, and otherwise its own alignment (a later aligned address is not held
+    to the alignment of a first misaligned one)."""
     last: list = []
 
     def conv(a, key, vals):
@@ -266,11 +275,11 @@ def pointer_conv():
                     "UNSUPPORTED_ARG",
                     got="an integer address before any flyc.from_c_void_p(dtype, address) (no element type yet)",
                 )
-            dtype, space, align = last[0]
-            a = PointerArg(dtype, a, space, min(align, alignment_of(a)) if a else align)
+            dtype, space, assumed = last[0]
+            a = PointerArg(dtype, a, space, min(assumed, alignment_of(a)) if assumed and a else assumed)
         if isinstance(a, PointerArg):
             if not last:
-                last.append((a.dtype, a.address_space, a.alignment))
+                last.append((a.dtype, a.address_space, a.assumed))
             convert_pointer_arg(a, key, vals)
             return
         convert_arg(a, key, vals)

@@ -72,6 +72,7 @@ CAPABILITIES: dict[str, Capability] = {
     "mbarrier": Capability(90, 80, "a Hopper mbarrier operation (transaction counts, try_wait.parity)", _HOPPER_FIX),
     "tma": Capability(90, 80, "a TMA or bulk copy (cp.async.bulk) or an async-proxy fence", _HOPPER_FIX),
     "elect": Capability(90, 80, "elect.sync", _HOPPER_FIX),
+    "griddepcontrol": Capability(90, 78, "programmatic dependent launch (griddepcontrol)", _HOPPER_FIX),
     "wgmma": Capability(90, 80, "a warpgroup MMA (wgmma)", "compile for sm_90a (H100/H200), or use warp-level mma.sync",
                         arch_specific=True, last_sm=90),
     "setmaxnreg": Capability(90, 80, "setmaxnreg", "compile for sm_90a, or leave the register counts to ptxas",

@@ -11,9 +11,11 @@ from __future__ import annotations
 import math as _pymath
 
 import numpy as np
+from ml_dtypes import finfo
 
-from ..ir import OpDef, Trait, VectorType, unsigned_dtype
+from ..ir import IntegerType, OpDef, Trait, VectorType, unsigned_dtype
 from ._base import as_unsigned, bool_like, int_scalar, same_as_first
+from .arith import ieee_maximum, ieee_minimum
 
 P = Trait.PURE
 
@@ -196,6 +198,95 @@ isnan = _class_op("math.isnan", np.isnan)
 isinf = _class_op("math.isinf", np.isinf)
 isfinite = _class_op("math.isfinite", np.isfinite)
 
+
+def _isnormal(a):
+    tiny = finfo(a.dtype).smallest_normal
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(a) & (np.abs(a) >= tiny)
+
+
+isnormal = _class_op("math.isnormal", _isnormal)
+
+
+# -- MLIR's composite math ops: one op each in the IR (FlyDSL's IR shows them), lowered per target -----
+
+
+def _fpowi(op, x, n):
+    """``x ** n``: ``n`` converted (rounding to nearest) to the compute float, then ``powf``."""
+    dt = x.dtype
+    ct = np.float64 if dt == np.float64 else np.float32
+    with np.errstate(all="ignore"):
+        return np.power(x.astype(ct), np.asarray(n).astype(ct)).astype(dt)
+
+
+def _ipowi(op, x, n):
+    """``x ** n`` wrapping like multiplication; for ``n < 0``: 1 when ``x == 1``, +/-1 when ``x == -1``
+    (by the parity of ``n``), else 0 (MLIR leaves ``0 ** -k`` undefined; 0 here)."""
+    dt = x.dtype
+    if dt == np.bool_:  # i1: x ** n is x unless n == 0
+        return np.where(np.asarray(n) == 0, True, x)
+    w = op.results[0].type.element_type.width
+    u = np.dtype(f"uint{max(8, dt.itemsize * 8)}")
+    base = np.asarray(x).astype(u)
+    e = np.asarray(n).astype(u)
+    acc = np.ones(np.broadcast(base, e).shape, dtype=u)
+    with np.errstate(over="ignore"):
+        for k in range(w):
+            bit = ((e >> u.type(k)) & u.type(1)).astype(bool)
+            acc = np.where(bit, acc * base, acc)
+            base = base * base
+    r = acc.astype(dt)
+    neg = np.asarray(n) < 0
+    odd = (np.asarray(n) & 1).astype(bool)
+    small = np.where(x == 1, dt.type(1), np.where(x == -1, np.where(odd, dt.type(-1), dt.type(1)), dt.type(0)))
+    return np.where(neg, small.astype(dt), r)
+
+
+def _clampf(op, x, lo, hi):
+    dt = x.dtype
+    ct = np.float64 if dt == np.float64 else np.float32
+    r = ieee_minimum(ieee_maximum(x.astype(ct), lo.astype(ct)), hi.astype(ct))
+    return r.astype(dt)
+
+
+def _same_types(op):
+    ts = [v.type for v in op.operands]
+    if any(t != ts[0] for t in ts[1:]):
+        return f"{op.defn.name} needs operands of one type, got {', '.join(map(str, ts))}"
+    return None
+
+
+def _fpowi_verify(op):
+    x, n = (v.type for v in op.operands)
+    xe, ne = x.element_type, n.element_type
+    if not xe.is_float or not isinstance(ne, IntegerType):
+        return f"math.fpowi needs a float base and an integer exponent, got {x} and {n}"
+    if isinstance(x, VectorType) != isinstance(n, VectorType) or (isinstance(x, VectorType) and x.shape != n.shape):
+        return f"math.fpowi: base {x} and exponent {n} must be both scalars or vectors of one shape"
+    return None
+
+
+fpowi = OpDef(
+    "math.fpowi", operands=2, traits=(P,), infer=same_as_first, evaluate=_fpowi, verify=_fpowi_verify,
+    doc="x ** n for a float x and an integer n (n converted to the float type, then powf)",
+)  # fmt: skip
+ipowi = OpDef(
+    "math.ipowi", operands=2, traits=(P,), infer=same_as_first, evaluate=_ipowi, verify=_same_types,
+    fmt="binary", doc="x ** n for integers, wrapping; n < 0 gives 1, +/-1 or 0",
+)  # fmt: skip
+clampf = OpDef(
+    "math.clampf", operands=3, traits=(P,), infer=same_as_first, evaluate=_clampf, verify=_same_types,
+    fmt="unary", doc="minimumf(maximumf(x, lo), hi): NaN-propagating clamp",
+)  # fmt: skip
+
+
+def _sincos_infer(types, attrs):
+    return [types[0], types[0]]
+
+
+#: (sin x, cos x): two results, so the interpreter runs it through its own step (not ``evaluate``)
+sincos = OpDef("math.sincos", operands=1, results=2, traits=(P,), infer=_sincos_infer, doc="(sin x, cos x)")
+
 UNARY_FLOAT = {
     "exp": exp, "exp2": exp2, "expm1": expm1, "log": log, "log2": log2, "log10": log10, "log1p": log1p,
     "sqrt": sqrt, "rsqrt": rsqrt, "cbrt": cbrt, "sin": sin, "cos": cos, "tan": tan, "asin": asin,
@@ -206,5 +297,5 @@ UNARY_FLOAT = {
 
 __all__ = list(UNARY_FLOAT) + [
     "powf", "atan2", "copysign", "fma", "absi", "ctpop", "ctlz", "cttz", "isnan", "isinf", "isfinite",
-    "UNARY_FLOAT", "VectorType",
+    "isnormal", "fpowi", "ipowi", "clampf", "sincos", "UNARY_FLOAT", "VectorType",
 ]  # fmt: skip

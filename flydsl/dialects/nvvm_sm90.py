@@ -169,6 +169,21 @@ fence_mbarrier_init = OpDef(
     results=0,
     doc="make mbarrier initializations visible to the async proxy and the cluster (fence.mbarrier_init)",
 )
+griddep_wait = OpDef(
+    "nvvm.griddep_wait",
+    requires="griddepcontrol",
+    operands=0,
+    results=0,
+    doc="wait until the grids this one depends on have completed and their memory is visible "
+    "(griddepcontrol.wait; returns at once without a programmatic dependency)",
+)
+griddep_launch_dependents = OpDef(
+    "nvvm.griddep_launch_dependents",
+    requires="griddepcontrol",
+    operands=0,
+    results=0,
+    doc="let the dependent grid launch before this one completes (griddepcontrol.launch_dependents)",
+)
 elect_sync = OpDef(
     "nvvm.elect_sync",
     requires="elect",
@@ -534,6 +549,26 @@ bulk_store = OpDef(
     verify=_bulk_verify(AddressSpace.GLOBAL, AddressSpace.SHARED, False),
     doc="(global dst, smem src, bytes): a 1-D bulk copy into global memory (cp.async.bulk ... bulk_group)",
 )
+
+
+def _prefetch_verify(op: Op):
+    if len(op.operands) != 2:
+        return f"{op.defn.name} takes 2 operands"
+    src, nb = op.operands
+    if not isinstance(src.type, PointerType) or src.type.space != AddressSpace.GLOBAL:
+        return f"the source must be a global pointer, got {src.type}"
+    return _i32_check(nb, "the byte count")
+
+
+bulk_prefetch_l2 = OpDef(
+    "nvvm.bulk_prefetch_l2",
+    requires="tma",
+    operands=2,
+    results=0,
+    verify=_prefetch_verify,
+    doc="(global src, bytes): bring the bytes into L2, no destination, no completion "
+    "(cp.async.bulk.prefetch.L2; 16-byte aligned, bytes a multiple of 16)",
+)
 bulk_commit = OpDef(
     "nvvm.bulk_commit", operands=0, results=0, requires="tma", doc="close a bulk async-group (commit_group)"
 )
@@ -654,10 +689,11 @@ wgmma_wait = OpDef(
 
 SM90_OPS = tuple(o.name for o in (
     mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_try_wait,
-    mbarrier_wait, fence_proxy_async, fence_mbarrier_init, elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
+    mbarrier_wait, fence_proxy_async, fence_mbarrier_init, griddep_wait, griddep_launch_dependents,
+    elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
     cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, cluster_arrive, cluster_wait, tma_make_desc,
     tma_load, tma_store, tma_prefetch_desc,
-    bulk_load, bulk_store, bulk_commit, bulk_wait, wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
+    bulk_load, bulk_store, bulk_prefetch_l2, bulk_commit, bulk_wait, wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
 ))  # fmt: skip
 # ops whose threads wait on other warps: a kernel that has one runs warp by warp in the interpreter
 TASK_OPS = frozenset({mbarrier_try_wait.name, mbarrier_wait.name, barrier_sync.name, barrier_arrive.name})

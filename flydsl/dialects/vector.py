@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import OpDef, Trait, VectorType, numpy_dtype
+from ..ir import Op, OpDef, Trait, VectorType, numpy_dtype, register_format, register_parse_format
 from ._base import as_unsigned, from_unsigned
 from .arith import ieee_maximum, ieee_maxnum, ieee_minimum, ieee_minnum
 
@@ -303,6 +303,42 @@ reduction = OpDef(
     verify=_reduction_verify,
     doc="combine all lanes (sequentially from lane 0) with `kind`",
 )
+
+
+def _print_reduction(p, op, indent: str) -> str:
+    """MLIR's spelling: ``vector.reduction <add>, %v[, %acc][ fastmath<...>] : vector<8xf32> into f32``."""
+    names = ", ".join(p.name(v) for v in op.operands)
+    fm = op.attrs.get("fastmath")
+    spelled = type(fm) is str and fm and all(c.isalpha() or c == "," for c in fm)
+    rest = p.attr_dict(op.attrs, skip=("kind", "fastmath") if spelled else ("kind",))
+    fmt = f" fastmath<{fm}>" if spelled else ""
+    return (
+        f"vector.reduction <{op.attrs['kind']}>, {names}{fmt}{rest} : {op.operands[0].type} into {op.results[0].type}"
+    )
+
+
+def _parse_reduction(ps, defn, nres: int):
+    ps.expect("<")
+    kind = ps.ident()
+    ps.expect(">")
+    ops = []
+    while ps.accept(","):
+        ops.append(ps.operand())
+    attrs = {"kind": kind, **ps.fastmath_attrs()}
+    ps.expect(":")
+    ps.type()
+    if not ps.accept("into"):
+        ps.error("expected 'into'")
+    return Op(defn, ops, [ps.type()], attrs, 0)
+
+
+def _register_formats():
+    register_format("vector.reduction", _print_reduction)
+    register_parse_format("vector.reduction", _parse_reduction)
+    reduction.fmt = "vector.reduction"
+
+
+_register_formats()
 
 __all__ = [
     "broadcast",

@@ -49,6 +49,15 @@ from .copy import (
     make_tiled_copy,
     make_tiled_copy_tv,
 )
+from .copy_atomic import (
+    AtomicOp,
+    UniversalAtomic,
+    UniversalAtomicAdd,
+    UniversalAtomicAnd,
+    UniversalAtomicMax,
+    UniversalAtomicMin,
+    UniversalAtomicOr,
+)
 from .gpu import (
     alloc_shared,
     barrier,
@@ -330,7 +339,8 @@ __all__ = [
     # copies
     "CopyOp", "CopyAtom", "TiledCopy", "ThrCopy", "UniversalCopy", "UniversalCopy8b", "UniversalCopy16b",
     "UniversalCopy32b", "UniversalCopy64b", "UniversalCopy128b", "make_copy_atom", "make_tiled_copy",
-    "make_tiled_copy_tv", "copy", "copy_atom_call", "rocdl",
+    "make_tiled_copy_tv", "copy", "copy_atom_call", "rocdl", "AtomicOp", "UniversalAtomic", "UniversalAtomicAdd",
+    "UniversalAtomicMax", "UniversalAtomicMin", "UniversalAtomicAnd", "UniversalAtomicOr",
     # MMA atoms (flydsl/expr/mma.py) and NVIDIA operations (fx.nvvm)
     "MmaOp", "MmaAtom", "TiledMma", "ThrMma", "UniversalFMA", "make_mma_atom", "make_tiled_mma", "gemm",
     "mma_atom_call", "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C", "nvvm",

@@ -8,7 +8,9 @@
   (``addf``, ``muli``, ``extf`` …) for code written against MLIR's builders.
 
 Every function accepts DSL values, raw IR values and Python literals and returns DSL values
-(``Numeric`` or ``Vector``); all-compile-time operands fold through the op's own semantics.
+(``Numeric`` or ``Vector``) — except, as in FlyDSL, ``maxnumf``/``minnumf``/``maximumf``/``minimumf``/
+``shrui`` (and every ``fx.math`` function), which return raw IR values when their first operand is one.
+All-compile-time operands fold through the op's own semantics.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ._sem.numeric import (
     select,
 )
 from ._sem.vector import Vector, as_vector_operand
+from .math import raw_like_exemplar
 
 __all__ = [
     "max", "min", "maxnumf", "minnumf", "maximumf", "minimumf", "ceildiv", "cmpi", "cmpf", "select",
@@ -391,6 +394,12 @@ class ArithValue(metaclass=_ArithValueMeta):
 def index(value):
     """An ``index`` constant (``fx.arith.constant(value, index=True)``)."""
     return constant(value, index=True)
+
+
+# FlyDSL's result-wrapping functions: a raw IR first operand gives a raw IR result (the other
+# functions give DSL values for raw operands, as documented above)
+for _name in ("maxnumf", "minnumf", "maximumf", "minimumf", "shrui"):
+    globals()[_name] = raw_like_exemplar(globals()[_name])
 
 
 def __getattr__(name: str):

@@ -2,9 +2,13 @@
 
 A *copy atom* is one data-movement instruction: ``UniversalCopy128b`` moves 128 bits, i.e.
 ``128 / elem_bits`` contiguous elements, as ONE vector access (``ptr.load`` of ``vector<4xf32>`` with
-``align = 16`` for Float32 → ``ld.global.v4.f32``). As in CuTe, choosing the atom asserts the
-alignment: statically checkable facts (contiguity of the atom's elements, static offsets, known
-base alignment) are checked at trace time, the rest is the user's promise.
+``align = 16`` for Float32 → ``ld.global.v4.f32``). Statically checkable facts (contiguity of the
+atom's elements, static offsets, a base alignment known exactly) are checked at trace time. In shared
+and local memory the atom asserts its alignment (the interpreter checks it); in global memory the access
+claims only the alignment the specialization proves (the argument's alignment carried through the
+offsets) and, where that is less than the atom's size, tests the address at run time: the vector
+instruction when it is aligned, narrower accesses otherwise (see :func:`_claim`), so an argument with a
+storage offset is read correctly instead of faulting.
 
 A *tiled copy* spreads a ``tile_mn`` tile over threads with a thread-value layout ``layout_tv``
 (``(thread, value) -> colexicographic index in the tile``; ``make_tiled_copy_tv(atom, thr, val)`` builds
@@ -627,16 +631,43 @@ def _one_call(atom, src, s2, dst, d2, i, n, p) -> None:
         if dst_reg:
             d_it.write_elems(d_offs, value, mask=p)
         else:
-            d_it.write_vec(L.crd2idx((0, i), d2), value, nbytes, mask=p)
+            d_off = L.crd2idx((0, i), d2)
+            a, fast = _claim(d_it, d_off, nbytes)
+            d_it.write_vec(d_off, value, a, mask=p, **fast)
         return
     other = None
     if dst_reg and p is not None and any(d_it.store.vals[d_it.off + o] is not None for o in d_offs):
         other = d_it.read_elems(d_offs)
-    value = s_it.read_vec(L.crd2idx((0, i), s2), n, nbytes, mask=p, other=other)
+    s_off = L.crd2idx((0, i), s2)
+    a, fast = _claim(s_it, s_off, nbytes)
+    value = s_it.read_vec(s_off, n, a, mask=p, other=other, **fast)
     if dst_reg:
         d_it.write_elems(d_offs, value)
     else:
-        d_it.write_vec(L.crd2idx((0, i), d2), value, nbytes, mask=p)
+        d_off = L.crd2idx((0, i), d2)
+        a, fast = _claim(d_it, d_off, nbytes)
+        d_it.write_vec(d_off, value, a, mask=p, **fast)
+
+
+_KERNEL_OWNED = frozenset(("shared", "shared_cluster", "local"))
+
+
+def _claim(it, off, nbytes: int) -> tuple[int, dict]:
+    """``(align, {"fast_align": n} or {})``: how an ``nbytes`` access at element ``off`` of ``it`` is
+    issued.
+
+    Global (and buffer) addresses come from the caller: the access claims only what is proven (the
+    specialization's pointer alignment carried through the offsets), so a tensor or raw pointer with a
+    storage offset never faults; where less than ``nbytes`` is proven a memory access is versioned
+    (``fast_align = nbytes``: the vector instruction when the address has it at run time, else accesses
+    LLVM can prove aligned) and a buffer access tests the address itself. Shared and local memory are
+    laid out by the kernel, with the same addresses on the interpreter, which checks every claim there:
+    the atom asserts ``nbytes``.
+    """
+    if it.memspace in _KERNEL_OWNED:
+        return nbytes, {}
+    a = min(nbytes, it.align_at(off))
+    return a, ({"fast_align": nbytes} if a < nbytes and it.memspace != "buffer" else {})
 
 
 def copy_atom_call(atom, src, dst, *, pred=None) -> None:

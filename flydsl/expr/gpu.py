@@ -18,7 +18,7 @@ import contextlib
 from ..dialects import gpu as _g
 from ..dialects import ptr as _p
 from ..ir import AddressSpace, PointerType
-from ._sem.context import context, current_target
+from ._sem.context import context, current_kernel, current_target
 from ._sem.numeric import Boolean, Int32, Numeric, resolve_dtype, shuffle_i32
 from ._sem.pointer import Pointer
 from ._sem.vector import Vector, as_vector_operand
@@ -35,8 +35,25 @@ _DIM_INDEX = {"x": 0, "y": 1, "z": 2}
 
 
 def known_block_size():
-    """The block size ``(x, y, z)`` the compiler installed for the kernel being traced, or None."""
-    return context().known_block
+    """The block size ``(x, y, z)`` of the kernel being traced: its declared ``known_block_size`` or the
+    block of a launch with constant dimensions (also seen from jit helpers the kernel calls).
+
+    Raises:
+        RuntimeError: no compile-time block size — outside a kernel, or a kernel launched with a block
+            computed at run time and no declared size (FlyDSL raises the same).
+    """
+    size = context().known_block
+    if size is None:
+        where = (
+            "the kernel is launched with a block size computed at run time"
+            if current_kernel() is not None
+            else "not inside a kernel being traced"
+        )
+        raise RuntimeError(
+            f"fx.known_block_size(): no compile-time block size ({where}); declare one with "
+            "@flyc.kernel(known_block_size=[x, y, z]) or launch with constant block dimensions"
+        )
+    return size
 
 
 def set_known_block_size(size):

@@ -2,7 +2,8 @@
 
 Each function keeps its exemplar's kind and type: a ``Float32`` in gives a ``Float32`` out, a Vector of
 ``BFloat16`` gives a Vector of ``BFloat16``; ``isnan``/``isinf``/``isfinite`` give Booleans. Operands
-may be DSL values, raw IR values or Python numbers (a Python number enters as ``Float32``). All
+may be DSL values, raw IR values or Python numbers (a Python number enters as ``Float32``); as in FlyDSL,
+a raw IR value as the first operand gives raw IR value(s) back. All
 compile-time operands fold through the op's own semantics (the interpreter's: correctly rounded libm
 results; the GPU's fast approximations differ within the bounds listed in docs/numerics.md). Float ops
 take ``fastmath=`` (op keyword > ``with fx.fastmath(...)`` > compilation default).
@@ -10,11 +11,14 @@ take ``fastmath=`` (op keyword > ``with fx.fastmath(...)`` > compilation default
 
 from __future__ import annotations
 
+import functools
+
 from ..dialects import math as _d
+from ..ir import Value
 from ._sem.fastmath import fastmath_attrs
+from ._sem.fold import fold
 from ._sem.numeric import Boolean, Float32, Numeric, apply_op, common_type, math_operand
-from ._sem.vector import as_vector_operand
-from .arith import maximumf, minimumf
+from ._sem.vector import Vector, as_vector_operand, lanes_of
 
 # fmt: off
 _UNARY_FLOAT = {
@@ -79,6 +83,22 @@ __all__ = [
     "ctlz",
     "cttz",
 ]
+
+
+def raw_like_exemplar(fn=None, *, exemplar: int = 0):
+    """FlyDSL's rule for its builder wrappers: when the exemplar operand (the ``exemplar``-th positional
+    argument) is a raw IR value, the result is raw IR value(s) too; DSL operands give DSL values."""
+    if fn is None:
+        return lambda f: raw_like_exemplar(f, exemplar=exemplar)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        r = fn(*args, **kwargs)
+        if len(args) > exemplar and type(args[exemplar]) is Value:
+            return tuple(x.ir_value() for x in r) if isinstance(r, tuple) else r.ir_value()
+        return r
+
+    return wrapper
 
 
 def _operand(x, name: str, want_float: bool):
@@ -200,53 +220,62 @@ ctlz = _define("ctlz", _make_unary_int("ctlz", _UNARY_INT["ctlz"]))
 cttz = _define("cttz", _make_unary_int("cttz", _UNARY_INT["cttz"]))
 
 
-# -- FlyDSL's composite math functions: built from the ops above, so they run on every target ---------
+# -- MLIR's composite math ops (one op each: ``math.fpowi`` …, lowered per target) ------------------
 
 
 def fpowi(x, n, *, fastmath=None):
-    """``x ** n`` for a float ``x`` and an integer ``n`` (``powf`` with ``n`` converted exactly; IEEE
-    ``pow`` gives the sign of a negative base for integer exponents)."""
+    """``x ** n`` for a float ``x`` and an integer ``n`` (``math.fpowi``: ``n`` converted to the float
+    type by rounding to nearest, then ``powf``; IEEE ``pow`` gives a negative base's sign for odd ``n``).
+
+    Returns:
+        The kind and type of ``x`` (a Vector when either operand is one).
+    """
     v = _operand(x, "fpowi", True)
     e = _operand(n, "fpowi", False)
-    return powf(v, e.to(v.dtype), fastmath=fastmath)
+    C, E = v.dtype, e.dtype
+    attrs = fastmath_attrs(fastmath)
+    if isinstance(v, Numeric) and isinstance(e, Numeric):
+        if v.is_static() and e.is_static():
+            return C._make(fold(_d.fpowi, C, [C, E], [v.value, e.value]))
+        return C._make(_d.fpowi(v.ir_value(), e.ir_value(), **attrs))
+    shape = v.shape if isinstance(v, Vector) else e.shape
+    return Vector._make(_d.fpowi(lanes_of(v, C, shape), lanes_of(e, E, shape), **attrs), shape, C)
 
 
 def ipowi(x, n):
-    """``x ** n`` for integers (``n >= 0``; wraps like multiplication), by repeated squaring when ``n`` is
-    a compile-time value, else a run-time loop-free product over the 32 bits of ``n``."""
-    v = _operand(x, "ipowi", False)
-    e = _operand(n, "ipowi", False).to(v.dtype)
-    if isinstance(e, Numeric) and e.is_static():
-        result, base, k = v.dtype(1), v, int(e.value)
-        while k > 0:
-            if k & 1:
-                result = result * base
-            base, k = base * base, k >> 1
-        return result
-    result, base = v.dtype(1) if isinstance(v, Numeric) else v * 0 + 1, v
-    for bit in range(v.dtype.width):
-        result = ((e >> bit) & 1 == 1).select(result * base, result)
-        base = base * base
-    return result
+    """``x ** n`` for integers (``math.ipowi``): wraps like multiplication; for ``n < 0`` the result is
+    1 when ``x == 1``, +/-1 when ``x == -1`` (by the parity of ``n``), else 0.
+
+    Returns:
+        The common integer type of ``x`` and ``n``.
+    """
+    v, e = _operand(x, "ipowi", False), _operand(n, "ipowi", False)
+    C = common_type(v.dtype, e.dtype)
+    return apply_op(_d.ipowi, [v, e], C, C, {})
 
 
 def clampf(x, lo, hi, *, fastmath=None):
-    """``min(max(x, lo), hi)`` for floats (NaN-propagating, as ``maximumf``/``minimumf``)."""
-    return minimumf(maximumf(x, lo), hi)
+    """``minimumf(maximumf(x, lo), hi)`` (``math.clampf``; NaN-propagating), in the common float type."""
+    vs = [_operand(a, "clampf", True) for a in (x, lo, hi)]
+    C = common_type(common_type(vs[0].dtype, vs[1].dtype), vs[2].dtype)
+    return apply_op(_d.clampf, vs, C, C, fastmath_attrs(fastmath))
 
 
 def sincos(x, *, fastmath=None):
-    """``(sin(x), cos(x))``."""
-    return sin(x, fastmath=fastmath), cos(x, fastmath=fastmath)
+    """``(sin(x), cos(x))`` from one ``math.sincos`` op (two results of the kind and type of ``x``)."""
+    v = _operand(x, "sincos", True)
+    C = v.dtype
+    if isinstance(v, Numeric) and v.is_static():
+        return sin(v), cos(v)
+    s, c = _d.sincos(v.ir_value(), **fastmath_attrs(fastmath))
+    if isinstance(v, Vector):
+        return Vector._make(s, v.shape, C), Vector._make(c, v.shape, C)
+    return C._make(s), C._make(c)
 
 
-def isnormal(x):
-    """Whether ``x`` is a normal float: finite, non-zero and not subnormal."""
-    from ml_dtypes import finfo
-
-    v = _operand(x, "isnormal", True)
-    tiny = float(finfo(v.dtype.numpy_dtype).smallest_normal)
-    return isfinite(v) & (absf(v) >= v.dtype(tiny))
-
+isnormal = _define("isnormal", _make_classify("isnormal", "x is a normal float: finite, non-zero and not subnormal"))
 
 __all__ += ["fpowi", "ipowi", "clampf", "sincos", "isnormal"]
+
+for _name in __all__:  # raw IR operands give raw IR results (FlyDSL's wrappers do the same)
+    globals()[_name] = raw_like_exemplar(globals()[_name])

@@ -15,6 +15,7 @@ from __future__ import annotations
 from .. import layout as L
 from ..ir import AddressSpace
 from ..layout.inttuple import imul
+from ._compat import SyncScope
 from ._sem import iterators as _it
 from ._sem.inttuple import is_tensor
 from .buffer_ops import MAX_NUM_RECORDS, create_buffer_resource
@@ -22,7 +23,7 @@ from .copy import CopyOp
 
 __all__ = [
     "make_buffer_tensor", "BufferCopy", "BufferCopy8b", "BufferCopy16b", "BufferCopy32b", "BufferCopy64b",
-    "BufferCopy128b", "MAX_NUM_RECORDS",
+    "BufferCopy128b", "MAX_NUM_RECORDS", "SyncScope",
 ]  # fmt: skip
 
 

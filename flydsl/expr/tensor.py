@@ -67,7 +67,8 @@ class Tensor:
         dtype: the element type (a Numeric class).
         layout: a ``Layout`` or ``ComposedLayout`` whose leaves are ints or run-time ``Int32``.
         alignment: the byte alignment of ``ptr`` when known exactly (kernel arguments); 0: the element's.
-        divisibility: what every run-time stride and shape is known to be a multiple of (or None).
+        divisibility: what every run-time stride is known to be a multiple of (or None); offsets, and so the
+            alignment vector accesses claim, follow from it.
 
     Raises:
         TypeError: ``ptr`` is not a pointer.

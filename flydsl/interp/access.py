@@ -24,7 +24,7 @@ from .memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SHIFT, view_dtype
 
 __all__ = [
     "GLOBAL", "SHARED", "LOCAL", "GENERIC", "SHARED_CLUSTER", "CLUSTER_RANK_SHIFT", "space_of", "load", "store",
-    "resolve", "arg_desc", "cluster_dims", "cluster_peer",
+    "resolve", "arg_desc", "cluster_dims", "cluster_peer", "check_vector_align",
 ]  # fmt: skip
 
 GLOBAL, SHARED, LOCAL, GENERIC = AddressSpace.GLOBAL, AddressSpace.SHARED, AddressSpace.LOCAL, AddressSpace.GENERIC
@@ -266,6 +266,13 @@ def _scatter(lanes, op, space, a, ln, dt, tname, vals, count=1, vec=False) -> No
 
 
 # -- lane-level accesses ------------------------------------------------------------------------
+
+
+def check_vector_align(lanes, op, starts, emask, align: int, what: str) -> None:
+    """Fault as the GPU does when an ``align``-byte vector access starts at an address that is not a
+    multiple of ``align``: ``starts`` (R,) first-byte addresses, ``emask`` (R,) or (R, 1) the accesses
+    issued as one vector instruction (the lane mask is applied on top)."""
+    _check_align(lanes, op, np.asarray(starts, dtype=np.int64).reshape(-1), _element_mask(lanes, emask), align, what)
 
 
 def _element_mask(lanes, emask):

@@ -9,7 +9,10 @@ Buffer ops (AMD semantics on every target): the byte offset is an unsigned 32-bi
 ``k`` of the access covers bytes ``[off + k*size, off + (k+1)*size)`` and is in range when that end
 is at most ``num_records``; ``num_records >= 0xFFFFFFFF`` means unbounded. Out-of-range or
 masked-off elements read 0 and are never written. In-range elements still go through the global
-memory check, so a resource wider than its buffer faults like a plain access.
+memory check, so a resource wider than its buffer faults like a plain access. A vector access's
+``align`` attribute is what the compiler proved: a wholly in-range, unmasked access relies on it without
+a test (one vector instruction when it covers the vector's size, else — after a run-time test of the
+full alignment — pieces of ``align`` bytes), so an address that breaks it faults as on the GPU.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Op, PointerType, VectorType
-from .access import GENERIC, GLOBAL, LOCAL, SHARED, SHARED_CLUSTER, load, space_of, store
+from .access import GENERIC, GLOBAL, LOCAL, SHARED, SHARED_CLUSTER, check_vector_align, load, space_of, store
 from .machine import Compiler, impl, is_uniform, value_dtype
 from .memory import LOCAL_WINDOW, SHARED_WINDOW
 
@@ -252,6 +255,29 @@ def _buffer_kind(op, val_t):
     return 0, value_dtype(val_t), str(val_t)
 
 
+def unchecked_vector_align(op, n: int, size: int) -> int:
+    """The alignment the generated code relies on, without testing it, for a wholly in-range and unmasked
+    buffer access of ``n`` ``size``-byte elements (0: none beyond the element's). Mirrors
+    :class:`flydsl.codegen.emit_memory._Buffer`: the op's ``align`` attribute (what the compiler proved),
+    capped at the vector's power-of-two alignment (at most 16) — one vector instruction when it covers the
+    vector, else pieces of ``align`` bytes for a misaligned address."""
+    if not n:
+        return 0
+    total, vec = n * size, 1
+    while vec < 16 and total % (vec * 2) == 0:
+        vec *= 2
+    known = op.attrs.get("align")
+    known = known if isinstance(known, int) and known > 0 else size
+    a = min(known, vec)
+    return a if a > size else 0
+
+
+def _check_buffer_align(lanes, op, ptr, em, vec: int, what: str) -> None:
+    """The wholly in-range, unmasked accesses need ``vec``-aligned addresses (the GPU faults otherwise)."""
+    if vec:
+        check_vector_align(lanes, op, ptr, em.all(axis=1), vec, what)
+
+
 @impl("ptr.buffer_load")
 def buffer_load(op: Op, cc: Compiler):
     """``ptr.buffer_load rsrc, byte_off[, mask]``: out-of-range or masked-off elements read 0."""
@@ -259,10 +285,12 @@ def buffer_load(op: Op, cc: Compiler):
     r = cc.slot(op.results[0])
     n, dt, tname = _buffer_kind(op, op.results[0].type)
     size = dt.itemsize if dt != np.bool_ else 1
+    vec = unchecked_vector_align(op, n, size)
 
     def step(env, lanes):
         mask = env[ins[2]] if len(ins) == 3 else None
         ptr, em = _buffer_access(env[ins[0]], env[ins[1]], mask, n or 1, size)
+        _check_buffer_align(lanes, op, ptr, em, vec, "read")
         v = load(lanes, op, GLOBAL, ptr, n, dt, tname, em)
         if not em.all():
             if n:
@@ -280,10 +308,12 @@ def buffer_store(op: Op, cc: Compiler):
     ins = cc.slots_of(op.operands)
     n, dt, tname = _buffer_kind(op, op.operands[0].type)
     size = dt.itemsize if dt != np.bool_ else 1
+    vec = unchecked_vector_align(op, n, size)
 
     def step(env, lanes):
         mask = env[ins[3]] if len(ins) == 4 else None
         ptr, em = _buffer_access(env[ins[1]], env[ins[2]], mask, n or 1, size)
+        _check_buffer_align(lanes, op, ptr, em, vec, "write")
         store(lanes, op, GLOBAL, ptr, n, dt, tname, env[ins[0]], em)
 
     return step

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dialects import arith
+from ..dialects import math as _m
 from ..ir import Op, VectorType
 from .machine import Compiler, impl
 
@@ -16,6 +17,20 @@ from .machine import Compiler, impl
 def constant(op: Op, cc: Compiler):
     """``arith.constant``: evaluated once into the prototype (uniform)."""
     cc.constant(op.results[0], arith.const_value(op))
+
+
+@impl("math.sincos")
+def sincos(op: Op, cc: Compiler):
+    """``math.sincos``: its two results through ``math.sin`` and ``math.cos``'s semantics."""
+    (a,) = cc.slots_of(op.operands)
+    rs, rc = cc.slot(op.results[0]), cc.slot(op.results[1])
+    sin_ev, cos_ev = _m.sin.evaluate, _m.cos.evaluate
+
+    def step(env, lanes):
+        env[rs] = sin_ev(op, env[a])
+        env[rc] = cos_ev(op, env[a])
+
+    return step
 
 
 def _active_index(op, lanes, idx, n):

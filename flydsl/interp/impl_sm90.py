@@ -174,9 +174,12 @@ def _impls(*names):
 
 
 @_impls("nvvm.fence_proxy_async", "nvvm.fence_mbarrier_init", "nvvm.tma_prefetch_desc", "nvvm.bulk_commit",
-        "nvvm.bulk_wait", "nvvm.wgmma_fence", "nvvm.wgmma_commit")  # fmt: skip
+        "nvvm.bulk_wait", "nvvm.wgmma_fence", "nvvm.wgmma_commit", "nvvm.griddep_wait",
+        "nvvm.griddep_launch_dependents", "nvvm.bulk_prefetch_l2")  # fmt: skip
 def no_op(op: Op, cc: Compiler):
-    """Ordering and grouping ops: nothing to do (one warp runs at a time; copies and MMAs complete when issued)."""
+    """Ordering and grouping ops: nothing to do (one warp runs at a time; copies and MMAs complete when issued;
+    a launch runs after the previous one has completed, so a grid dependency is always met; a prefetch into
+    L2 changes no value)."""
     return None
 
 

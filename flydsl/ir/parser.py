@@ -275,6 +275,17 @@ class Parser:
         self.expect("}")
         return out
 
+    def fastmath_attrs(self) -> dict:
+        """`` fastmath<flags>`` (MLIR's spelling) and/or an attribute dict, as one attribute dict."""
+        fm = None
+        if self.accept("fastmath<"):
+            end = self.s.index(">", self.pos)
+            fm, self.pos = self.s[self.pos : end], end + 1
+        attrs = self.opt_attr_dict()
+        if fm is not None:
+            attrs = {"fastmath": fm, **attrs}
+        return attrs
+
     def opt_attr_dict(self) -> dict:
         return self.attr_dict() if self.peek("{") else {}
 
@@ -417,23 +428,11 @@ def _fix_dense(op: Op) -> None:
             op.attrs[k] = dense_to_array(v, op.results[0].type)
 
 
-def _p_fastmath(ps: Parser) -> dict:
-    """`` fastmath<flags>`` (MLIR's spelling) and/or an attribute dict."""
-    fm = None
-    if ps.accept("fastmath<"):
-        end = ps.s.index(">", ps.pos)
-        fm, ps.pos = ps.s[ps.pos : end], end + 1
-    attrs = ps.opt_attr_dict()
-    if fm is not None:
-        attrs = {"fastmath": fm, **attrs}
-    return attrs
-
-
 def _p_binary(ps: Parser, defn: OpDef, nres: int) -> Op:
     a = ps.operand()
     ps.expect(",")
     b = ps.operand()
-    attrs = _p_fastmath(ps)
+    attrs = ps.fastmath_attrs()
     ps.expect(":")
     t = ps.type()
     return _mk(defn, [a, b], [t], attrs)
@@ -443,7 +442,7 @@ def _p_unary(ps: Parser, defn: OpDef, nres: int) -> Op:
     ops = [ps.operand()]
     while ps.accept(","):
         ops.append(ps.operand())
-    attrs = _p_fastmath(ps)
+    attrs = ps.fastmath_attrs()
     ps.expect(":")
     t = ps.type()
     return _mk(defn, ops, [t], attrs)

@@ -246,6 +246,9 @@ def _norm_leaf(x, what, allow_none=False):
             return operator.index(x)
         except TypeError:
             return x
+    is_static = getattr(x, "is_static", None)
+    if callable(is_static) and hasattr(x, "__index__") and is_static():  # a compile-time DSL integer
+        return operator.index(x)
     if isinstance(x, (numbers.Number, str, bytes, list, dict, set)) or not all(
         hasattr(x, m) for m in ("__add__", "__mul__", "__floordiv__", "__mod__")
     ):

@@ -33,8 +33,9 @@ def constant_value(v):
 def _materialize(value, t, loc) -> Op:
     if isinstance(t, VectorType):
         flat = np.asarray(value).reshape(-1)
-        a = flat.reshape(()) if flat.size == 1 else flat
-        attr = arith.normalize_constant(a, t)
+        lanes = np.ascontiguousarray(flat).view(np.uint8).reshape(flat.size, -1)
+        splat = flat.size == 1 or bool((lanes == lanes[0]).all())  # every lane bit-identical: dense<x>
+        attr = arith.normalize_constant(flat[:1].reshape(()) if splat else flat, t)
     else:
         attr = arith.normalize_constant(np.asarray(value).reshape(()).item(), t)
     return Op(arith.constant, [], [t], {"value": attr}, 0, loc)

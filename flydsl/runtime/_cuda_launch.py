@@ -29,13 +29,20 @@ import threading
 
 from ._cuda_params import _kind_of, pointer_of
 
-__all__ = ["make_launch", "raw_params", "CONFIG_FORMAT", "LaunchLayout"]
+__all__ = ["make_launch", "raw_params", "CONFIG_FORMAT", "PDL_CONFIG_FORMAT", "LaunchLayout"]
 
 # CUlaunchConfig: gridDimX..Z, blockDimX..Z, sharedMemBytes (7 x u32), pad, hStream, attrs (a pointer),
 # numAttrs (u32), pad: 56 bytes. No attributes: attrs and numAttrs are the zero bytes of a 16-byte pad
 # (``pack_into`` writes pads as zeros), two values fewer to pack per launch.
 CONFIG_FORMAT = "7I4xQ16x"
 CONFIG_SIZE = struct.calcsize("<" + CONFIG_FORMAT)
+# the same with attrs and numAttrs written: a kernel launched with programmatic dependent launch (one
+# attribute, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6 allowed: its 72-byte CUlaunchAttribute
+# is id (u32) at 0, the value union at 8). Such a kernel may start before the previous kernel of the stream
+# ends; it calls griddepcontrol.wait before it touches what that kernel writes.
+PDL_CONFIG_FORMAT = "7I4xQQI4x"
+PDL_ATTRIBUTE = (ctypes.c_uint8 * 72).from_buffer_copy(struct.pack("<I4xi60x", 6, 1))
+assert struct.calcsize("<" + PDL_CONFIG_FORMAT) == CONFIG_SIZE
 
 # kind -> (struct code, size, the Python expression that turns the raw value ``{}`` into what it packs; ``{P}``:
 # the prefix of the generated function's names)
@@ -79,12 +86,12 @@ class LaunchLayout:
     """The byte layout of one kernel's launch buffer: the config at 0, each parameter at its natural
     alignment after it (``offsets``), and the ``struct`` format that writes them all (``fmt``)."""
 
-    def __init__(self, kinds):
+    def __init__(self, kinds, pdl: bool = False):
         self.kinds = [_kind_of(k) for k in kinds]
         for k in self.kinds:
             if k not in _KINDS:
                 raise ValueError(f"unsupported kernel parameter kind {k!r}; known: {', '.join(_KINDS)}")
-        fmt, pos, offsets = ["<", CONFIG_FORMAT], CONFIG_SIZE, []
+        fmt, pos, offsets = ["<", PDL_CONFIG_FORMAT if pdl else CONFIG_FORMAT], CONFIG_SIZE, []
         for k in self.kinds:
             code, size, _ = _KINDS[k]
             align = _ALIGN.get(k, size)
@@ -102,7 +109,7 @@ class LaunchLayout:
 
 
 def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_limit: list, native=None,
-                native_entry=None):  # fmt: skip
+                native_entry=None, pdl: bool = False):  # fmt: skip
     """``launch(gx, gy, gz, bx, by, bz, smem, stream, *params)`` for one kernel.
 
     Args:
@@ -119,13 +126,14 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         native_entry: ``(address, flags)`` of the driver entry the native helper calls (flags as the
             helper's ``Launch``: 1 cuLaunchKernel's shape, 2 the GIL kept); default ``driver_call``'s
             address, released GIL.
+        pdl: launch with programmatic stream serialization allowed (:data:`PDL_ATTRIBUTE` in the config).
 
     The function's ``inline(prefix, exprs)`` gives the same launch as source lines (and their globals) for
     a launch plan to paste in place of a call (one Python call and 8 + n argument passes fewer).
     """
-    lay = LaunchLayout(kinds)
+    lay = LaunchLayout(kinds, pdl)
     if native is not False:
-        helper = _native_launch(lay, func_handle, driver_call, native_entry)
+        helper = _native_launch(lay, func_handle, driver_call, native_entry, pdl)
         if helper is not None:
             return _native_function(name, lay, helper, driver_call, on_error, smem_limit)
         if native:
@@ -154,6 +162,7 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         "BF16": _bf16_bits,
         "RSRC": _rsrc,
         "TMAP": _tmap,
+        "ATTRS": ctypes.addressof(PDL_ATTRIBUTE),
     }
 
     def inline(prefix: str, exprs: list[str], ranges=None) -> tuple[list[str], dict]:
@@ -162,6 +171,7 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         (parallel to ``exprs``, None where unknown) lets an integer known to fit its slot unsigned be
         packed as it is."""
         n, ns = _names(prefix, consts)
+        attrs = [n["ATTRS"], "1"] if pdl else []
         ps = exprs[8:]
         rs = list(ranges[8:]) if ranges is not None else [None] * len(ps)
         packed = [
@@ -172,14 +182,14 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         call = [
             f"    {n['ACQ']}()",
             "    try:",
-            f"        {n['PACK']}({n['BUF']}, {shift}, {', '.join([*exprs[:8], *packed])})",
+            f"        {n['PACK']}({n['BUF']}, {shift}, {', '.join([*exprs[:8], *attrs, *packed])})",
             f"        {prefix}err = {n['CALL']}({n['CFG']}, {n['FN']}, {n['PARAMS']}, None)",
             "    finally:",
             f"        {n['REL']}()",
         ]
         return _around(prefix, n, exprs, smem_limit, call), ns
 
-    return _function(name, lay, inline, keepalive=(buf, params), native=False)
+    return _function(name, lay, inline, keepalive=(buf, params, PDL_ATTRIBUTE), native=False)
 
 
 def _names(prefix: str, consts: dict) -> tuple[dict, dict]:
@@ -227,9 +237,9 @@ def _native_codes() -> dict:
     return CODES
 
 
-def _native_launch(lay: LaunchLayout, func_handle: int, driver_call, native_entry=None):
+def _native_launch(lay: LaunchLayout, func_handle: int, driver_call, native_entry=None, pdl: bool = False):
     """The helper's ``Launch`` for this kernel, or None (helper unavailable, a kind it does not pack, or a
-    driver entry that is not a ctypes function)."""
+    driver entry that is not a ctypes function); ``pdl``: its config carries :data:`PDL_ATTRIBUTE`."""
     from .native import CODES, launch_type
 
     if any(k not in CODES for k in lay.kinds):
@@ -245,7 +255,9 @@ def _native_launch(lay: LaunchLayout, func_handle: int, driver_call, native_entr
         except (TypeError, ctypes.ArgumentError):
             return None
     offsets = tuple(off - CONFIG_SIZE for off in lay.offsets)  # the helper's buffer holds the parameters only
-    return t(addr, func_handle, "".join(CODES[k] for k in lay.kinds), offsets, lay.size - CONFIG_SIZE, flags)
+    attrs = (ctypes.addressof(PDL_ATTRIBUTE), 1) if pdl else (0, 0)
+    codes = "".join(CODES[k] for k in lay.kinds)
+    return t(addr, func_handle, codes, offsets, lay.size - CONFIG_SIZE, *attrs, flags)
 
 
 def _native_function(name: str, lay: LaunchLayout, helper, driver_call, on_error, smem_limit: list):
@@ -258,7 +270,7 @@ def _native_function(name: str, lay: LaunchLayout, helper, driver_call, on_error
         return _around(prefix, n, exprs, smem_limit, [f"    {prefix}err = {n['NL']}({', '.join(exprs)})"]), ns
 
     # the driver entry (a ctypes callback in tests) must outlive the helper that calls it
-    return _function(name, lay, inline, keepalive=(helper, driver_call), native=True)
+    return _function(name, lay, inline, keepalive=(helper, driver_call, PDL_ATTRIBUTE), native=True)
 
 
 _RAW = {"ptr": pointer_of}

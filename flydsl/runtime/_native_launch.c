@@ -3,7 +3,7 @@
  * The pure-Python launch (flydsl/runtime/_cuda_launch.py) spends about a microsecond per launch in
  * struct.pack_into, the per-kernel lock and the ctypes call. A Launch object does the same work in C:
  *
- *   Launch(driver, function, codes, offsets, size, flags=0)       -- once per kernel
+ *   Launch(driver, function, codes, offsets, size, attrs=0, num_attrs=0, flags=0)   -- once per kernel
  *   err = launch(gx, gy, gz, bx, by, bz, smem, stream, *params)
  *
  * `driver` is the address of a function with cuLaunchKernelEx's signature (flags & 1: cuLaunchKernel's;
@@ -54,6 +54,8 @@ typedef struct {
     Py_ssize_t size;
     char *codes;
     Py_ssize_t *offsets;
+    void *attrs; /* CUlaunchAttribute[num_attrs] (kept alive by the caller), or NULL */
+    unsigned int num_attrs;
     int flags;
 } Launch;
 
@@ -187,6 +189,8 @@ static PyObject *launch_call(PyObject *self_, PyObject *const *args, size_t narg
     unsigned long long stream;
     if (as_u32(args[6], &cfg.smem) < 0 || as_u64(args[7], 0, &stream) < 0) return NULL;
     cfg.stream = (void *)(uintptr_t)stream;
+    cfg.attrs = self->attrs;
+    cfg.num_attrs = self->num_attrs;
 
     uint64_t stack_buf[STACK_BYTES / 8];
     void *stack_ptrs[STACK_PARAMS];
@@ -221,9 +225,17 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     unsigned long long driver, function;
     const char *codes;
     Py_ssize_t ncodes, size;
+    unsigned long long attrs = 0;
+    unsigned int num_attrs = 0;
     PyObject *offsets;
     int flags = 0;
-    if (!PyArg_ParseTuple(args, "KKs#On|i", &driver, &function, &codes, &ncodes, &offsets, &size, &flags)) return NULL;
+    if (!PyArg_ParseTuple(args, "KKs#On|KIi", &driver, &function, &codes, &ncodes, &offsets, &size, &attrs, &num_attrs,
+                          &flags))
+        return NULL;
+    if ((flags & LEGACY_ENTRY) && attrs && num_attrs) {
+        PyErr_SetString(PyExc_ValueError, "launch attributes need cuLaunchKernelEx (flags without 1)");
+        return NULL;
+    }
     if (!PyTuple_Check(offsets) || PyTuple_GET_SIZE(offsets) != ncodes) {
         PyErr_SetString(PyExc_ValueError, "offsets: a tuple of one offset per parameter code");
         return NULL;
@@ -237,6 +249,8 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->vectorcall = launch_call;
     self->driver = (launch_fn)(uintptr_t)driver;
     self->function = (void *)(uintptr_t)function;
+    self->attrs = (void *)(uintptr_t)attrs;
+    self->num_attrs = attrs ? num_attrs : 0;
     self->n = ncodes;
     self->size = size;
     self->flags = flags;
@@ -277,7 +291,8 @@ static void launch_dealloc(PyObject *self_) {
 static PyTypeObject LaunchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_flydsl_launch.Launch",
-    .tp_doc = "Launch(driver, function, codes, offsets, size, flags=0): launch(gx, gy, gz, bx, by, bz, smem, stream, *params)",
+    .tp_doc = "Launch(driver, function, codes, offsets, size[, attrs, num_attrs, flags]): launch(gx, gy, gz, bx, "
+              "by, bz, smem, stream, *params)",
     .tp_basicsize = sizeof(Launch),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_new = launch_new,

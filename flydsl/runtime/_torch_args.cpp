@@ -4,11 +4,12 @@
 // dtype, is_cuda): ~0.5 us per tensor through torch's Python getters (each one builds objects and checks for
 // __torch_function__), most of a cached call's host time. The same facts are a few loads in C++:
 //
-//   TensorReader(rank, dtype, align, is_cuda, view_inside)      -- once per tensor parameter
+//   TensorReader(rank, dtype, align, is_cuda, view_inside, strides_class=-1)    -- once per tensor parameter
 //   reader(t) -> (data_ptr, dim 0 .. dim rank-1, stride 0 .. stride rank-2)  or None
 //
 // A tuple when t is a torch tensor of `rank` dims whose last stride is 1, every dim and stride in [0, 2^31),
-// its dtype the torch.dtype `dtype`, data_ptr() & 15 == align, is_cuda == `is_cuda`, and t is no view or
+// its dtype the torch.dtype `dtype`, data_ptr() & 15 == align, is_cuda == `is_cuda`, (the OR of the strides but
+// the last) & 15 == strides_class unless that is -1 (a rank-1 tensor has no such part), and t is no view or
 // view_inside(t) is true; else None (so is any exception: the Python path then reads again and reports).
 // That is exactly what the jit's generated Python guards accept for the inlined specialization; the caller
 // checks the exact Python type first. Built on first use by flydsl/runtime/native.py against the installed
@@ -28,6 +29,7 @@ struct TensorReader {
     c10::ScalarType dtype;
     uint64_t align;
     bool is_cuda;
+    long long strides_class;  // -1: not compared
 };
 
 constexpr int64_t kI32Max = 0x7FFFFFFF;
@@ -47,9 +49,12 @@ PyObject *read(PyObject *self_, PyObject *const *args, size_t nargsf, PyObject *
         auto sizes = t.sizes();
         auto strides = t.strides();
         if (strides[rank - 1] != 1) Py_RETURN_NONE;
+        int64_t any = 0;
         for (Py_ssize_t i = 0; i < rank; i++) {
             if (sizes[i] < 0 || sizes[i] > kI32Max || strides[i] < 0 || strides[i] > kI32Max) Py_RETURN_NONE;
+            if (i < rank - 1) any |= strides[i];
         }
+        if (r->strides_class >= 0 && (any & 15) != r->strides_class) Py_RETURN_NONE;
         const uint64_t ptr = reinterpret_cast<uintptr_t>(t.data_ptr());
         if ((ptr & 15) != r->align) Py_RETURN_NONE;
         if (t.is_view()) {
@@ -90,7 +95,8 @@ PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *) {
     PyObject *dtype, *inside;
     unsigned long long align;
     int is_cuda;
-    if (!PyArg_ParseTuple(args, "nOKpO", &rank, &dtype, &align, &is_cuda, &inside)) return nullptr;
+    long long strides_class = -1;
+    if (!PyArg_ParseTuple(args, "nOKpO|L", &rank, &dtype, &align, &is_cuda, &inside, &strides_class)) return nullptr;
     if (rank < 1 || align > 15 || !THPDtype_Check(dtype) || !PyCallable_Check(inside)) {
         PyErr_SetString(PyExc_ValueError, "TensorReader(rank >= 1, torch dtype, align < 16, is_cuda, view_inside)");
         return nullptr;
@@ -104,6 +110,7 @@ PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *) {
     self->dtype = reinterpret_cast<THPDtype *>(dtype)->scalar_type;
     self->align = align;
     self->is_cuda = is_cuda != 0;
+    self->strides_class = strides_class;
     return reinterpret_cast<PyObject *>(self);
 }
 
@@ -120,7 +127,8 @@ PyModuleDef module = {PyModuleDef_HEAD_INIT, "_flydsl_torch_args", "flydsl's tor
 
 PyMODINIT_FUNC PyInit__flydsl_torch_args(void) {
     ReaderType.tp_name = "_flydsl_torch_args.TensorReader";
-    ReaderType.tp_doc = "TensorReader(rank, dtype, align, is_cuda, view_inside): reader(t) -> (ptr, *dims, *strides[:-1]) or None";
+    ReaderType.tp_doc = "TensorReader(rank, dtype, align, is_cuda, view_inside, strides_class=-1): reader(t) -> (ptr, *dims, "
+        "*strides[:-1]) or None";
     ReaderType.tp_basicsize = sizeof(TensorReader);
     ReaderType.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL;
     ReaderType.tp_new = reader_new;

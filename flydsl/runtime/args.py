@@ -137,13 +137,20 @@ def _torch_numpy(t, dtype: np.dtype) -> np.ndarray:
 
 
 def unit_axis(shape, strides) -> int:
-    """The mode of stride 1 (the last one; a mode of size 0 or 1 — whose stride never matters — when no stride
-    is 1), -1 if none."""
-    for i in range(len(strides) - 1, -1, -1):
-        if strides[i] == 1:
-            return i
-    for i in range(len(shape) - 1, -1, -1):
-        if shape[i] <= 1:
+    """The mode that stays unit-stride in a layout-dynamic tensor: the first of stride 1 and size > 1, else
+    the first of stride 1 (size-1 modes: their stride never matters), else the first of size 0 or 1; -1 if
+    none (FlyDSL picks the lowest-index unit-stride mode too)."""
+    first = -1
+    for i, st in enumerate(strides):
+        if st == 1:
+            if shape[i] > 1:
+                return i
+            if first < 0:
+                first = i
+    if first >= 0:
+        return first
+    for i, sz in enumerate(shape):
+        if sz <= 1:
             return i
     return -1
 
@@ -219,59 +226,101 @@ class TensorAdaptor:
     """``flyc.from_torch_tensor(t)`` / ``flyc.from_dlpack(t)``: a tensor argument with a static layout.
 
     Shapes and strides are compile-time constants (part of the cache key) until marked dynamic with
-    :meth:`mark_layout_dynamic`, :meth:`mark_shape_dynamic` or :meth:`mark_stride_dynamic`.
+    :meth:`mark_layout_dynamic`, :meth:`mark_shape_dynamic` or :meth:`mark_stride_dynamic`. Each dynamic
+    dimension or stride carries its own divisibility (a power of two the run-time value is a multiple of;
+    checked at every call, FLY207): ``shape_div[i]`` / ``stride_div[i]`` is None for a static leaf.
     """
 
-    __slots__ = ("ref", "dyn_shape", "dyn_stride", "divisibility")
+    __slots__ = ("ref", "shape_div", "stride_div")
 
     def __init__(self, ref: TensorRef):
         self.ref = ref
         n = len(ref.shape)
-        self.dyn_shape = [False] * n
-        self.dyn_stride = [False] * n
-        self.divisibility = 1
+        self.shape_div: list = [None] * n
+        self.stride_div: list = [None] * n
 
     def mark_layout_dynamic(self, leading_dim: int | None = None, divisibility: int = 1) -> TensorAdaptor:
-        """Every dim and every stride dynamic, except the stride of ``leading_dim`` (default: the unit one)."""
+        """Every dim and every stride dynamic (multiples of ``divisibility``), except the stride of
+        ``leading_dim`` (default: the unit-stride mode, :func:`unit_axis`), which stays 1.
+
+        Raises:
+            ValueError: ``leading_dim``'s stride is not 1, or a divisibility that is not a power of two.
+        """
         r = self.ref
+        _check_div(divisibility)
         lead = unit_axis(r.shape, r.strides) if leading_dim is None else leading_dim % max(1, len(r.shape))
         if r.shape and r.strides[lead] != 1:
             raise ValueError(f"mark_layout_dynamic: dimension {lead} has stride {r.strides[lead]}, not 1")
-        self.dyn_shape = [True] * len(r.shape)
-        self.dyn_stride = [i != lead for i in range(len(r.shape))]
-        self.divisibility = divisibility
+        self.shape_div = [divisibility] * len(r.shape)
+        self.stride_div = [None if i == lead else divisibility for i in range(len(r.shape))]
         return self
 
-    def mark_shape_dynamic(self, dims=None, divisibility: int = 1) -> TensorAdaptor:
-        for d in _dims(dims, len(self.ref.shape)):
-            self.dyn_shape[d] = True
-        self.divisibility = divisibility
+    def mark_shape_dynamic(self, dims=None, divisibility=1) -> TensorAdaptor:
+        """Make dims ``dims`` (an int, a list, or None for all) dynamic; ``divisibility`` is one power of
+        two for all, or a list with one per dim (the last entry wins for a repeated dim). Strides are
+        untouched; marks accumulate."""
+        for d, div in _marks(dims, divisibility, len(self.ref.shape), "mark_shape_dynamic"):
+            self.shape_div[d] = div
         return self
 
-    def mark_stride_dynamic(self, dims=None, divisibility: int = 1) -> TensorAdaptor:
-        for d in _dims(dims, len(self.ref.shape)):
-            self.dyn_stride[d] = True
-        self.divisibility = divisibility
+    def mark_stride_dynamic(self, dims=None, divisibility=1) -> TensorAdaptor:
+        """As :meth:`mark_shape_dynamic`, for strides."""
+        for d, div in _marks(dims, divisibility, len(self.ref.shape), "mark_stride_dynamic"):
+            self.stride_div[d] = div
         return self
+
+    @property
+    def shape_dyn_indices(self) -> tuple:
+        """The dynamic dims, ascending."""
+        return tuple(i for i, d in enumerate(self.shape_div) if d is not None)
+
+    @property
+    def stride_dyn_indices(self) -> tuple:
+        """The dims whose stride is dynamic, ascending."""
+        return tuple(i for i, d in enumerate(self.stride_div) if d is not None)
+
+    @property
+    def divisibility(self) -> int:
+        """What every dynamic leaf is known to be a multiple of (the smallest declared; 1 when none)."""
+        divs = [d for d in self.shape_div + self.stride_div if d is not None]
+        return min(divs) if divs else 1
 
     def __cache_signature__(self) -> tuple:
-        """What of this argument the compiled code depends on: element type, the static dims and strides
-        (None where marked dynamic), divisibility, pointer alignment and device — never the data."""
+        """What of this argument the compiled code depends on — element type, pointer alignment, device,
+        then the shape and the strides with each dynamic leaf as ``-divisibility`` — never the data."""
         r = self.ref
-        shape = tuple(None if d else s for s, d in zip(r.shape, self.dyn_shape))
-        strides = tuple(None if d else s for s, d in zip(r.strides, self.dyn_stride))
-        return ("tensor", str(r.dtype), shape, strides, self.divisibility, alignment_of(r.ptr), r.is_cuda)
+        shape = tuple(s if d is None else -d for s, d in zip(r.shape, self.shape_div))
+        strides = tuple(s if d is None else -d for s, d in zip(r.strides, self.stride_div))
+        return ("tensor", str(r.dtype), alignment_of(r.ptr), r.is_cuda, shape, strides)
 
     def __repr__(self) -> str:
         return f"TensorAdaptor({self.ref.dtype}, shape={self.ref.shape}, strides={self.ref.strides})"
 
 
-def _dims(dims, n):
+def _check_div(div) -> int:
+    if type(div) is not int or div < 1 or div & (div - 1):
+        raise ValueError(f"divisibility must be a power of two (1, 2, 4, ...), got {div!r}")
+    return div
+
+
+def _marks(dims, divisibility, n: int, what: str) -> list:
+    """``[(dim, divisibility)]`` of a ``mark_*_dynamic`` call, checked (FlyDSL's rules)."""
     if dims is None:
-        return range(n)
+        dims = list(range(n))
     if isinstance(dims, int):
-        return [dims % n]
-    return [d % n for d in dims]
+        if not isinstance(divisibility, int):
+            raise ValueError(f"{what}: for one dim the divisibility must be an int, got {divisibility!r}")
+        dims = [dims]
+    dims = list(dims)
+    divs = list(divisibility) if isinstance(divisibility, (list, tuple)) else [divisibility] * len(dims)
+    if len(divs) != len(dims):
+        raise ValueError(f"{what}: dims and divisibility must have equal length, got {len(dims)} and {len(divs)}")
+    out = []
+    for d, div in zip(dims, divs):
+        if type(d) is not int or not -n <= d < n:
+            raise ValueError(f"{what}: dim {d!r} is out of range for a tensor of rank {n}")
+        out.append((d % n, _check_div(div)))
+    return out
 
 
 def from_torch_tensor(t) -> TensorAdaptor:

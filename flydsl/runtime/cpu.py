@@ -19,6 +19,7 @@ import numpy as np
 from ..interp import Memory, compile_host, run_kernel
 from ..utils.env import env
 from .args import DEFAULT_STREAM, ArgError, TensorRef
+from .graph import recording_graph
 from .launch_plan import check_launch_dims, launch_plan
 from .raw_pointer import RawAddress, owning_region
 
@@ -86,7 +87,8 @@ def register_raw(address: int, mem: Memory, name: str) -> int:
 
 
 class CpuLauncher:
-    """Launches one compiled specialization on the interpreter: ``launcher(abi_values)``."""
+    """Launches one compiled specialization on the interpreter: ``launcher(abi_values)`` (recorded
+    instead while a :class:`~flydsl.runtime.graph.CpuGraph` captures on this thread)."""
 
     __slots__ = ("host", "kernels", "arg_names", "warp_size", "param_names")
 
@@ -98,6 +100,13 @@ class CpuLauncher:
         self.warp_size = warp_size
 
     def __call__(self, vals: list) -> None:
+        graph = recording_graph()
+        if graph is not None:  # a CpuGraph is capturing: record the launch, run it on replay
+            graph.record(self._run, vals)
+            return
+        self._run(vals)
+
+    def _run(self, vals: list) -> None:
         mem = Memory()  # per call: threads may launch the same specialization at once
         args = list(vals)
         for i, v in enumerate(args):

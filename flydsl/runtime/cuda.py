@@ -281,13 +281,17 @@ class CudaKernel:
         param_types: one kind per parameter (``"ptr"``, ``"i32"``, ``"f32"``, ``"bf16"``, ``"rsrc"`` …)
             or :class:`flydsl.codegen.ParamSpec` objects.
         device: the device ordinal.
+        pdl: launch with programmatic stream serialization allowed (a kernel that calls
+            ``griddepcontrol.wait``: :attr:`flydsl.codegen.KernelInfo.pdl`); the cuda-bindings fallback
+            launch (no libcuda entry) launches it in plain stream order, which is correct as well.
 
     :attr:`launcher` is ``launcher(gx, gy, gz, bx, by, bz, smem, stream, *params)`` with raw values
     (pointers as ints, stream as an int handle): what the jit's launch plans call. :meth:`launch` is the
     public API on top of it (tensors, streams objects and dim3 tuples accepted).
     """
 
-    def __init__(self, image, name: str, param_types, device: int = 0, *, driver_call=None, func_handle=None):
+    def __init__(self, image, name: str, param_types, device: int = 0, *, driver_call=None, func_handle=None,
+                 pdl: bool = False):  # fmt: skip
         self.name = name
         if func_handle is None:
             self.module = image if isinstance(image, CudaModule) else CudaModule(image, device)
@@ -305,7 +309,7 @@ class CudaKernel:
         entry = None if driver_call is not None else _native_entry()
         if call is not None and func_handle:
             self.launcher = make_launch(name, func_handle, self.params.kinds, call, self._failed, self._smem_limit,
-                                        native_entry=entry)  # fmt: skip
+                                        native_entry=entry, pdl=pdl)  # fmt: skip
         else:
             self.launcher = self._bindings_launch
 
@@ -315,7 +319,7 @@ class CudaKernel:
         info = compiled.kernel(name)
         if module is None:
             module = CudaModule(compiled.cubin if compiled.cubin else compiled.ptx, device)
-        return cls(module, info.symbol or info.name, info.params, device)
+        return cls(module, info.symbol or info.name, info.params, device, pdl=info.pdl)
 
     def attribute(self, attr: str) -> int:
         """A ``CU_FUNC_ATTRIBUTE_*`` value, e.g. ``attribute("NUM_REGS")``."""

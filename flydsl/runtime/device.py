@@ -58,8 +58,8 @@ class DeviceError(ArgError):
 class Device:
     """A place to run kernels: ``kind`` is ``"cuda"`` or ``"cpu"``.
 
-    ``kernel_factory(image, name, kinds)`` builds the CUDA kernels of a launcher (default: load ``image``
-    into the driver, :class:`flydsl.runtime.cuda.CudaKernel`); a stand-in measures or tests the launch
+    ``kernel_factory(image, name, kinds, pdl=False)`` builds the CUDA kernels of a launcher (default: load
+    ``image`` into the driver, :class:`flydsl.runtime.cuda.CudaKernel`); a stand-in measures or tests the launch
     path without a GPU (``benchmarks/launch_overhead.py``, ``tests/unit/test_jit_cuda_path.py``).
     """
 
@@ -125,16 +125,22 @@ class CudaLauncher:
         if not artifact.ptx:
             raise DeviceError("NO_DEVICE", kind="cuda", why="the compiled kernel has no PTX")
         if kernel_factory is None:
-            module = cuda.CudaModule(artifact.cubin or artifact.ptx)  # through the module: tests replace it
+            try:  # through the module: tests replace it
+                module = cuda.CudaModule(artifact.cubin or artifact.ptx)
+            except Exception:
+                if not artifact.cubin:
+                    raise
+                module = cuda.CudaModule(artifact.ptx)  # a cubin this driver cannot load: its PTX
 
-            def kernel_factory(image, name, kinds):
-                return cuda.CudaKernel(module, name, kinds)
+            def kernel_factory(image, name, kinds, pdl=False):
+                return cuda.CudaKernel(module, name, kinds, **({"pdl": True} if pdl else {}))
 
         self.kernels = {}
         for name, info in artifact.kernels.items():
-            sig = artifact.kernel_op(name).attrs["function_type"].inputs
-            kinds = info.param_kinds or [param_kind(t) for t in sig]
-            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.symbol or name, kinds)
+            # the kinds recorded by code generation (a cached artifact need not parse its kernels' IR)
+            kinds = info.param_kinds or [param_kind(t) for t in artifact.kernel_op(name).attrs["function_type"].inputs]
+            self.kernels[name] = kernel_factory(artifact.cubin or artifact.ptx, info.symbol or name, kinds,
+                                                pdl=info.pdl)  # fmt: skip
         direct = {name: _launch_function(k) for name, k in self.kernels.items()}
         self.run = launch_plan(artifact.host_op(), direct)
         if self.run is None:  # loops or branches in the host function: the interpreter runs it
@@ -159,7 +165,7 @@ class CudaLauncher:
     def __call__(self, vals: list) -> None:
         args = list(vals)
         torch_stream = False
-        default_at = -1
+        defaults = []  # every stream argument left to the default (a launcher may take several)
         for i, v in enumerate(args):
             if type(v) is TensorRef:
                 if not v.is_cuda:
@@ -174,9 +180,11 @@ class CudaLauncher:
                 torch_stream = torch_stream or type(v.obj).__module__.startswith("torch")
                 args[i] = v.ptr
             elif v is DEFAULT_STREAM:
-                default_at = i
-        if default_at >= 0:  # the default stream: torch's current one when torch tensors are passed
-            args[default_at] = self.default_stream(torch_stream)()
+                defaults.append(i)
+        if defaults:  # the default stream: torch's current one when torch tensors are passed
+            handle = self.default_stream(torch_stream)()
+            for i in defaults:
+                args[i] = handle
         self.run(*args)
 
 
@@ -209,8 +217,8 @@ class StandInCudaDevice(Device):
     """
 
     def __init__(self, driver_call, func_handle: int = 0x1000):
-        def factory(image, name, kinds):
-            return cuda.CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle)
+        def factory(image, name, kinds, pdl=False):
+            return cuda.CudaKernel(None, name, kinds, driver_call=driver_call, func_handle=func_handle, pdl=pdl)
 
         super().__init__("cuda", factory)
 

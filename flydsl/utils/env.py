@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["env", "EnvVar", "EnvError", "describe", "CODEGEN_AFFECTING", "snapshot", "snapshot_reader"]
+__all__ = ["env", "EnvVar", "EnvError", "describe", "CODEGEN_AFFECTING", "JIT_KEY_VARS", "snapshot", "snapshot_reader"]
 
 _TRUE = frozenset(("1", "true", "yes", "on"))
 _FALSE = frozenset(("0", "false", "no", "off"))
@@ -197,6 +197,9 @@ CODEGEN_AFFECTING = (
     "FLYDSL_EXTRA_SOURCE_DIRS",
     "FLYDSL_LIBDEVICE",
 )
+
+# what a jit specialization's key reads from the environment: the target choice and CODEGEN_AFFECTING
+JIT_KEY_VARS = ("COMPILE_ONLY", "ARCH", "FLYDSL_GPU_ARCH", "FLYDSL_RUNTIME_KIND", *CODEGEN_AFFECTING)
 
 _BY_ATTR = {v.name.lower().removeprefix("flydsl_"): v for v in _VARS}
 

@@ -82,6 +82,8 @@ class GemmConfig(NamedTuple):
     max_blocks: int = 0  # stream: the most blocks of the stream-K grid (0 elsewhere)
     min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
     schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
+    min_blocks: int = 0  # mma: blocks per SM the registers must allow (PTX .minnctapersm; 0: ptxas's choice)
+    pdl: bool = False  # programmatic dependent launch: B's first share read before griddepcontrol.wait
 
     @property
     def elem_bytes(self) -> int:
@@ -93,8 +95,8 @@ class GemmConfig(NamedTuple):
 
     @property
     def mt(self) -> int:
-        """m16 tiles per warp."""
-        return self.tile_m // self.warps_m // 16
+        """m16 tiles per warp (one for the mma path's 8-row tile: the m16 tile's other rows are zeros)."""
+        return max(1, self.tile_m // self.warps_m // 16)
 
     @property
     def nt(self) -> int:
@@ -112,6 +114,10 @@ class GemmConfig(NamedTuple):
         return self.K // self.tile_k
 
     def describe(self) -> str:
+        extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (", PDL" if self.pdl else "")
+        return self._describe() + extra
+
+    def _describe(self) -> str:
         if self.path == "stream":
             wgs = max(1, self.tile_n // 64)
             return (
@@ -382,9 +388,11 @@ def make_config(
     if stages is not None:
         raise ValueError("stages applies to the wgmma and stream paths (shared-memory rings); the mma path has none")
 
-    if tile_m % 16 or tile_m > 128:
+    if tile_m != 8 and (tile_m % 16 or tile_m > 128):
         new = min(128, max(16, -(-tile_m // 16) * 16))
-        _note(("tile_m", tile_m), f"tile_m={tile_m} is not a multiple of 16 up to 128 (mma.sync rows); using {new}")
+        _note(
+            ("tile_m", tile_m), f"tile_m={tile_m} is not 8 or a multiple of 16 up to 128 (mma.sync rows); using {new}"
+        )
         tile_m = new
     n_ok = [d for d in _divisors(N, 8) if d <= 256]
     if tile_n not in n_ok:
@@ -412,7 +420,7 @@ def make_config(
         problems = []
         if min(wm, wn, wk) < 1 or wm * wn * wk > MAX_WARPS:
             problems.append(f"1 to {MAX_WARPS} warps")
-        elif (tile_m // 16) % wm or (tile_n // 8) % wn:
+        elif max(1, tile_m // 16) % wm or (tile_n // 8) % wn:
             problems.append("warps_m dividing tile_m/16 and warps_n dividing tile_n/8")
         elif tile_kb % (ATOM_BYTES * wk):
             problems.append(f"warps_k dividing tile_k into whole {ATOM_BYTES}-byte atoms")
@@ -512,6 +520,27 @@ def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 
     blocks = max_blocks or NUM_SMS
     return GemmConfig("stream", in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 1, 1, 1, stages,
                       "direct", blocks, STREAM_MIN_ITERS)  # fmt: skip
+
+
+SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block
+
+
+def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None) -> GemmConfig:
+    """``cfg`` made to fit ``min_blocks`` blocks per SM: the mma path's registers (``.minnctapersm``); the stream
+    path's registers too (no ``setmaxnreg``: ptxas's bound of ``65536 / (min_blocks × threads)``) and its ring
+    (as many stages as fit in ``228 KB / min_blocks - 1 KB``, or ``stages`` when they fit) — so that the next
+    kernel's blocks (programmatic dependent launch) or a second tile can be resident beside one."""
+    if cfg.path == "wgmma" or type(min_blocks) is not int or not 1 <= min_blocks <= 32:
+        raise ValueError(f"min_blocks={min_blocks!r}: the mma and stream paths take 1..32 blocks per SM")
+    if cfg.path == "stream":
+        stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+        budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16
+        if budget < 2 * (stage_bytes + 16):
+            raise ValueError(f"min_blocks={min_blocks}: two stages of {cfg.describe()} do not fit {min_blocks} "
+                             "blocks per SM")  # fmt: skip
+        fit = min(STREAM_MAX_STAGES, budget // (stage_bytes + 16))
+        cfg = cfg._replace(stages=_stages(stages, fit))
+    return cfg._replace(min_blocks=min_blocks)
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

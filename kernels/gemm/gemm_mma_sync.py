@@ -63,6 +63,7 @@ def build_mma_sync_gemm(cfg: GemmConfig):
     shape, ab_type, acc_type = MMA_TYPES[cfg.in_dtype]
     wm, wn, wk = cfg.warps_m, cfg.warps_n, cfg.warps_k
     MT, NT, U = cfg.mt, cfg.nt, cfg.steps_per_warp
+    H = 1 if cfg.tile_m == 8 else 2  # tile_m 8: rows g + 8 of the m16 tile are zeros (never loaded or widened)
     warp_rows, warp_cols = cfg.tile_m // wm, cfg.tile_n // wn
     steps_per_iter = cfg.tile_k * e // STEP_BYTES
     iters = cfg.iters
@@ -117,24 +118,31 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         a_ptrs = []
         for i in fx.range_constexpr(MT):
             pair = []
-            for h in fx.range_constexpr(2):
+            for h in fx.range_constexpr(H):
                 r = fx.min(m_warp + 16 * i + 8 * h + g, M - 1)
                 pair.append(pa + (r * row_words + t * (CHUNK_BYTES // WORD) + wk_i * U * (STEP_BYTES // WORD)))
             a_ptrs.append(pair)
 
-        def load(it):
-            """Iteration ``it``'s fragments: ``(b[u][j], a[u][i][h])`` as 4 x i32 Vectors."""
-            bs, as_ = [], []
+        def load_b(it):
+            """Iteration ``it``'s B fragments ``b[u][j]`` (4 x i32 Vectors)."""
+            bs = []
             kb_it = it * (steps_per_iter // 2) * kblock_words
-            ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
             for u in fx.range_constexpr(U):
                 koff = kb_it + (u // 2) * kblock_words
                 if fx.const_expr(u % 2):
                     koff = koff + b_half
                 bs.append([(b_ptrs[j] + koff).load(vec_width=4, align=16) for j in range(NT)])
-                aoff = ka_it + u * (STEP_BYTES // WORD)
-                as_.append([[(a_ptrs[i][h] + aoff).load(vec_width=4, align=16) for h in range(2)] for i in range(MT)])
-            return bs, as_
+            return bs
+
+        def load_a(it):
+            """Iteration ``it``'s A fragments ``a[u][i][h]``."""
+            ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
+            return [[[(a_ptrs[i][h] + (ka_it + u * (STEP_BYTES // WORD))).load(vec_width=4, align=16)
+                      for h in range(H)] for i in range(MT)] for u in range(U)]  # fmt: skip
+
+        def load(it):
+            """Iteration ``it``'s fragments: ``(b[u][j], a[u][i][h])`` as 4 x i32 Vectors."""
+            return load_b(it), load_a(it)
 
         def words(v, w):
             """32-bit word ``w`` of a loaded 16-byte chunk as the registers the mma takes: the word itself, or
@@ -154,10 +162,12 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                 for w in fx.range_constexpr(0, 4, 2 // per):
                     if fx.const_expr(per == 2):
                         bw = [words(bs[u][j], w) for j in range(NT)]
-                        aw = [[words(as_[u][i][h], w) for h in range(2)] for i in range(MT)]
+                        aw = [[words(as_[u][i][h], w) for h in range(H)] for i in range(MT)]
                     else:
                         bw = [bs[u][j][w : w + 2] for j in range(NT)]
-                        aw = [[as_[u][i][h][w : w + 2] for h in range(2)] for i in range(MT)]
+                        aw = [[as_[u][i][h][w : w + 2] for h in range(H)] for i in range(MT)]
+                    if fx.const_expr(H == 1):
+                        aw = [[row[0], fx.full(2, 0, fx.Int32)] for row in aw]
                     bf = [bw[j].bitcast(ab_type) for j in range(NT)]
                     for i in fx.range_constexpr(MT):
                         lo, hi = aw[i]
@@ -169,7 +179,16 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         # the next iteration's loads are issued before this one's mma; unrolled by two so that the two
         # register buffers alternate without copies
         acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
-        cur = load(fx.Int32(0))
+        if fx.const_expr(cfg.pdl):
+            # programmatic dependent launch: the next kernel may start now, and the first iteration's weight
+            # loads (all of them when tile_k = K) fly while the previous kernel finishes (no kernel of the
+            # stream writes B: the caller's promise); A, the scales and C wait for it
+            fx.nvvm.griddep_launch_dependents()
+            b0 = load_b(fx.Int32(0))
+            fx.nvvm.griddep_wait()
+            cur = (b0, load_a(fx.Int32(0)))
+        else:
+            cur = load(fx.Int32(0))
         for p in range(0, (iters - 1) // 2):
             nxt = load(2 * p + 1)
             acc = compute(cur, acc)
@@ -211,10 +230,11 @@ def build_mma_sync_gemm(cfg: GemmConfig):
             sb, bias = epi.col_operands(col)
             for i in fx.range_constexpr(MT):
                 r0, sa0, r1 = rows[i]
-                sa1 = epi.row_scale(r1) if epi.scaled else None
+                sa1 = epi.row_scale(r1) if epi.scaled and H == 2 else None
                 v = acc[i][j].to(fx.Float32)
                 epi.store_pair(v[0:2], r0, col, sa0, sb, bias)
-                epi.store_pair(v[2:4], r1, col, sa1, sb, bias)
+                if fx.const_expr(H == 2):
+                    epi.store_pair(v[2:4], r1, col, sa1, sb, bias)
 
     @flyc.jit
     def launch_gemm(
@@ -229,8 +249,9 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         stream: fx.Stream = fx.Stream(None),
     ):
         grid = (cfg.N // cfg.tile_n, (i32_m + cfg.tile_m - 1) // cfg.tile_m, 1)
+        attrs = {"min_blocks_per_sm": cfg.min_blocks} if cfg.min_blocks else None
         kernel_gemm(arg_c, arg_a, arg_b, arg_scale_a, arg_scale_b, arg_bias, i32_m).launch(
-            grid=grid, block=(threads, 1, 1), stream=stream
+            grid=grid, block=(threads, 1, 1), stream=stream, value_attrs=attrs
         )
 
     launch_gemm.gemm_config = cfg

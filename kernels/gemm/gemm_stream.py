@@ -84,6 +84,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
     @flyc.kernel(known_block_size=(threads, 1, 1))
     def kernel_gemm(tma_a: nvvm.TmaAtom, C: fx.Tensor, B: fx.Tensor, SA: fx.Tensor, SB: fx.Tensor,
                     BIAS: fx.Tensor, WS: fx.Tensor, M: fx.Int32):  # fmt: skip
+        if fx.const_expr(cfg.pdl):
+            nvvm.griddep_launch_dependents()  # the next kernel of the stream may launch (docs/gemm.md, PDL)
         epi = Epilogue(cfg, C, SA, SB, BIAS, M)
         tid = fx.thread_idx.x
         wg = nvvm.warpgroup_idx()
@@ -115,31 +117,63 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
 
         if wg == 0:
             # ------------------------------------------------------------ producer: bulk copies (B) + TMA (A)
-            nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
+            if fx.const_expr(not cfg.min_blocks):  # several blocks per SM: ptxas's bound, no reallocation
+                nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
             if nvvm.warp_idx_in_warpgroup() == 0:
                 if nvvm.elect_one():
                     gB = B.iterator.recast(fx.Int8)
+
+                    def copy_b(src0, kt, stage):
+                        """The stage's pieces of B: panel p's rows of K atom j, one bulk copy each."""
+                        src = src0 + kt * (kblks * PIECE)
+                        dst = base + stage * w_stage
+                        for p in fx.range_constexpr(P):
+                            for j in fx.range_constexpr(kblks):
+                                nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
+                                                   src + (p * PANEL_N * row_bytes + j * PIECE),
+                                                   ROWS * ATOM_BYTES, full + stage)  # fmt: skip
+
+                    if fx.const_expr(cfg.pdl):
+                        # programmatic dependent launch: the first pass of the ring fills with the weight while
+                        # the previous kernel finishes (no kernel of the stream writes B: the caller's promise);
+                        # A, the previous kernel's output maybe, after griddepcontrol.wait
+                        i = fx.Int32(0)
+                        for tile in range(it0 // iters, (it1 - 1) // iters + 1):
+                            tn = tile // mtiles
+                            r0 = tn * BN
+                            src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
+                            for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
+                                if i < stages:  # a fresh ring: the empty barriers are free
+                                    nvvm.mbarrier_arrive_expect_tx(full + i, tma_a.tile_bytes + w_copy)
+                                    copy_b(src0, kt, i)
+                                i = i + 1
+                        nvvm.griddep_wait()
                     st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
+                    i = fx.Int32(0)
                     for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                         tn = tile // mtiles
                         m0 = (tile - tn * mtiles) * TN
                         r0 = tn * BN  # the tile's first row of B: its panel, and the row in the panel
                         src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
                         for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
-                            nvvm.mbarrier_wait(empty + st.index, st.phase)
-                            nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                            if fx.const_expr(cfg.pdl):
+                                if i >= stages:
+                                    nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                    nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                    copy_b(src0, kt, st.index)
+                            else:
+                                nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                copy_b(src0, kt, st.index)
                             nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
-                            src = src0 + kt * (kblks * PIECE)
-                            dst = base + st.index * w_stage
-                            for p in fx.range_constexpr(P):  # panel p's rows of K atom j: one copy
-                                for j in fx.range_constexpr(kblks):
-                                    nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
-                                                       src + (p * PANEL_N * row_bytes + j * PIECE),
-                                                       ROWS * ATOM_BYTES, full + st.index)  # fmt: skip
                             st = st.next()
+                            i = i + 1
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
-            nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
+            if fx.const_expr(not cfg.min_blocks):
+                nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
+            if fx.const_expr(cfg.pdl):
+                nvvm.griddep_wait()  # the scales, C and the workspace follow the previous kernel
             cw = wg - 1  # rows 64*cw .. 64*cw + 63 of the tile's B rows
             t = nvvm.thread_idx_in_warpgroup()
             op = nvvm.WgmmaOp(dt, acc_t, TN)
@@ -230,8 +264,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
         a2 = fx.make_view(arg_a.iterator, fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
         tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (TN, BK)))
         tiles = tiles_n * ((i32_m + TN - 1) // TN)
+        attrs = {"min_blocks_per_sm": cfg.min_blocks} if cfg.min_blocks else None
         kernel_gemm(tma_a, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, arg_workspace, i32_m).launch(
-            grid=(sk.grid(tiles), 1, 1), block=(threads, 1, 1), stream=stream
+            grid=(sk.grid(tiles), 1, 1), block=(threads, 1, 1), stream=stream, value_attrs=attrs
         )
 
     launch_gemm.gemm_config = cfg

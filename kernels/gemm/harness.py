@@ -22,7 +22,7 @@ import numpy as np
 from .preshuffle_gemm import compile_preshuffle_gemm, shuffle_weight
 from .reference import cublas_gemm, make_inputs, numpy_dtype, reference_gemm, verify_output
 
-__all__ = ["GemmResult", "run_gemm", "cuda_device", "throughput_line", "SENTINEL", "L2_BYTES"]
+__all__ = ["GemmResult", "run_gemm", "cuda_device", "throughput_line", "time_calls", "SENTINEL", "L2_BYTES"]
 
 SENTINEL = -8192.0  # FlyDSL's guard value for rows past M (exact in bf16 and fp16)
 L2_BYTES = 50 * 1024 * 1024  # H100/H200 L2
@@ -79,7 +79,7 @@ def _to_torch(x, dtype_name):
     return torch.from_numpy(np.ascontiguousarray(x).copy()).cuda()
 
 
-def _time(thunks, iters: int, warmup: int, graph: bool) -> float:
+def time_calls(thunks, iters: int, warmup: int, graph: bool) -> float:
     """Median µs per call (events), or graph replay time / calls."""
     import torch
 
@@ -231,7 +231,7 @@ def run_gemm(
         copies = [ops] + [{k: v.clone() for k, v in ops.items()} for _ in range(sets - 1)]
         compiled = flyc.compile(launch_fn, *args(ops, c_all))
         thunks = [(lambda d=d: compiled(*args(d, c_all))) for d in copies]
-        res.us = _time(thunks, iters, warmup, graph)
+        res.us = time_calls(thunks, iters, warmup, graph)
         if cublas:
             try:
                 lib = []
@@ -240,7 +240,7 @@ def run_gemm(
                     tb = b if d is ops else b.clone()
                     sa_, sb_, bias_ = d["sa"], d["sb"], d["bias"]
                     lib.append(cublas_gemm(in_dtype, out_dtype, ta, tb, sa_, sb_, bias=bias_, epilogue=epilogue))
-                res.cublas_us = _time(lib, iters, warmup, graph)
+                res.cublas_us = time_calls(lib, iters, warmup, graph)
             except Exception as ex:  # an op cuBLAS lacks here (e.g. a shape _int_mm refuses) is reported
                 log(f"[cuBLAS] not runnable here: {type(ex).__name__}: {str(ex).splitlines()[0][:160]}")
     return res

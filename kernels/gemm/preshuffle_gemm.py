@@ -25,7 +25,7 @@ describes the design.
 
 from __future__ import annotations
 
-from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config
+from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config, with_min_blocks
 from .gemm_mma_sync import build_mma_sync_gemm
 from .gemm_stream import build_stream_gemm
 from .gemm_wgmma import build_wgmma_gemm
@@ -63,6 +63,8 @@ def compile_preshuffle_gemm(
     stages: int | None = None,
     max_blocks: int | None = None,
     schedule: str | None = None,
+    min_blocks: int | None = None,
+    pdl: bool = False,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -70,7 +72,14 @@ def compile_preshuffle_gemm(
     for the heuristic only; ``c_store`` (wgmma path): ``"tma"`` (default) or ``"direct"``; ``maxnreg``
     caps the registers per thread (FlyDSL's ``maxnreg`` compile hint, PTX ``.maxnreg``: more blocks per
     SM on the mma path); ``stages`` caps the shared-memory ring (wgmma, stream); ``max_blocks`` caps the
-    stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``.
+    stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``; ``min_blocks``
+    (mma and stream paths): the blocks per SM the kernel's registers (PTX ``.minnctapersm``: ptxas then keeps
+    more loads in flight than its occupancy-first schedule does) and shared memory must allow
+    (:func:`~kernels.gemm.gemm_config.with_min_blocks`); ``pdl`` (mma and stream paths): launched with
+    programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
+    finishes and reads its first share of B at once — **B must not be written by the kernel launched just
+    before** (weights are not) — then waits (``griddepcontrol.wait``) before it reads A and the scales or
+    writes C.
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -109,6 +118,12 @@ def compile_preshuffle_gemm(
         max_blocks=max_blocks,
         schedule=schedule,
     )
+    if min_blocks is not None:
+        cfg = with_min_blocks(cfg, min_blocks, stages)
+    if pdl:
+        if cfg.path == "wgmma":
+            raise ValueError("pdl=True: programmatic dependent launch is built on the mma and stream paths")
+        cfg = cfg._replace(pdl=True)
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(
             ("mma-smem", bool(use_async_copy), lds_stage),

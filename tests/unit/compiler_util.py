@@ -17,7 +17,7 @@ Tensor = getattr(fx, "Tensor", fxt.Tensor)
 Constexpr = getattr(fx, "Constexpr", fxt.Constexpr)
 Stream = getattr(fx, "Stream", fxt.Stream)
 
-__all__ = ["Tensor", "Constexpr", "Stream", "cpu_device", "traced", "count_ops", "flyc", "fx"]
+__all__ = ["Tensor", "Constexpr", "Stream", "cpu_device", "traced", "count_ops", "host_function", "flyc", "fx"]
 
 
 @pytest.fixture
@@ -40,3 +40,44 @@ def traced(jit_fn, *args, **kwargs) -> str:
 def count_ops(text: str, name: str) -> int:
     """Occurrences of op ``name`` in printed IR (pretty or generic form)."""
     return len(re.findall(rf'(?<![\w.]){re.escape(name)}(?![\w.])|"{re.escape(name)}"', text))
+
+
+_ENGINES: list = []  # NOTE: freeing an MCJIT engine and its module can crash; keep them for the session
+
+
+def host_function(arg_types, res_type, body, unsigned: bool = False):
+    """``(f, llvm_text)``: ``f(*args)`` runs the GPU lowering of ``body(*args)`` on the host (llvmlite's
+    MCJIT; only for IR without NVVM intrinsics), to hold a lowering to the interpreter's semantics.
+    ``unsigned``: integers cross as unsigned C types."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from flydsl.codegen import Target, emit_llvm
+    from flydsl.dialects import func, gpu
+    from flydsl.ir import InsertionPoint, new_module, verify
+    from flydsl.ir import types as T
+
+    mod = new_module()
+    gm = gpu.build_gpu_module()
+    mod.regions[0].blocks[0].append(gm)
+    f = func.build_func(gpu.func, "f", list(arg_types), [res_type])
+    gm.regions[0].blocks[0].append(f)
+    with InsertionPoint(f.regions[0].blocks[0]):
+        gpu.return_(body(*f.regions[0].blocks[0].args))
+    verify(mod)
+    text = emit_llvm(mod, Target(arch="sm_90a"))
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("target "))
+    text = text.replace("define internal", "define")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    m = llvm.parse_assembly(text)
+    m.verify()
+    ee = llvm.create_mcjit_compiler(m, llvm.Target.from_default_triple().create_target_machine())
+    ee.finalize_object()
+    ct = {T.i32: ctypes.c_int32, T.i64: ctypes.c_int64, T.f32: ctypes.c_float, T.i1: ctypes.c_bool}
+    if unsigned:
+        ct.update({T.i32: ctypes.c_uint32, T.i64: ctypes.c_uint64})
+    cfn = ctypes.CFUNCTYPE(ct[res_type], *[ct[t] for t in arg_types])(ee.get_function_address("f"))
+    _ENGINES.append((cfn, ee, m))
+    return cfn, text

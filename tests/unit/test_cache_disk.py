@@ -158,3 +158,27 @@ def test_cache_off_and_dump_bypass(disk, monkeypatch):
     assert disk().compiles == 1  # dumps always compile (and rewrite the entry)
     monkeypatch.delenv("FLYDSL_DUMP_IR")
     assert disk().compiles == 0
+
+
+def test_a_lazy_artifact_parses_the_host_function_alone(disk, monkeypatch):
+    """What a GPU process loads from disk: the host function (a few ops) at once, the kernels' IR only when
+    something asks for it — and then the same module as an eager load (a cached start, issue 11)."""
+    from flydsl.compiler.artifact import Artifact
+    from flydsl.ir import print_op
+
+    monkeypatch.setenv("COMPILE_ONLY", "1")  # device code (PTX) in the entry, as on a GPU host
+    make_launch()(np.ones(8, np.int32), np.zeros(8, np.int32))
+    (entry,) = entries(disk.cache)
+    body = json.loads(entry.read_text())["body"]
+    assert body["ptx"] and '"func.func"' in body["host_ir"] and '"gpu.func"' not in body["host_ir"]
+    lazy, eager = Artifact.from_body(body, lazy=True), Artifact.from_body(body)
+    assert lazy._module is None  # nothing but the host function parsed yet
+    assert print_op(lazy.host_op()) == print_op(eager.host_op())
+    assert lazy._module is None
+    assert print_op(lazy.kernel_op("scale_0")) == print_op(eager.kernel_op("scale_0"))  # parsed on demand
+    assert lazy.to_body() == eager.to_body()
+    assert Artifact.from_body(body, lazy=True).to_body()["ir"] == body["ir"]  # stored again as it was read
+    body["ir"] = "module { this is not IR }"  # a lazy load never reads it until asked; an eager one refuses it
+    Artifact.from_body(body, lazy=True).host_op()
+    with pytest.raises(Exception):
+        Artifact.from_body(body)

@@ -166,3 +166,38 @@ def test_editing_a_global_container_in_place_recompiles():
         assert out[0] == 27 and launch_configured.cache_key(out) != k
     finally:
         CONFIG["offsets"].pop()
+
+
+def test_the_fast_source_and_global_scans_match_inspect_and_dis():
+    """deps' own readers (a cached start hashes a dozen functions: issue 11's < 100 ms) give what
+    ``inspect.getsource`` (less trailing comments) and ``dis`` give, over the compiler and the GEMM kernels."""
+    import dis
+    import inspect
+    import linecache
+    import types
+
+    from flydsl.compiler import deps
+    from kernels.gemm import gemm_mma_sync, gemm_stream, gemm_wgmma
+
+    funcs = [v for m in (deps, gemm_mma_sync, gemm_stream, gemm_wgmma) for v in vars(m).values()
+             if isinstance(v, types.FunctionType) and v.__module__ == m.__name__]  # fmt: skip
+    assert len(funcs) > 20
+    for f in funcs:
+        assert deps._code_lines(f.__code__).rstrip() == inspect.getsource(f).rstrip(), f.__qualname__
+        for c in deps._codes(f.__code__):
+            ref = list(dict.fromkeys(i.argval for i in dis.get_instructions(c) if i.opname in deps._LOADS))
+            assert deps._global_loads(c) == ref, c.co_name
+    from flydsl.expr import irtypes, pointer
+    from kernels.gemm import epilogue, gemm_config, streamk
+
+    classes = [gemm_config.GemmConfig, epilogue.Epilogue, streamk.StreamK, deps._Walker, irtypes.Types,
+               pointer.Pointer]  # fmt: skip
+    for cls in classes:  # a NamedTuple, plain classes, properties attached after the class statement
+        path, first, last = deps._class_span(cls)
+        text = "".join(linecache.getlines(path)[first - 1 : last])
+        try:
+            src, line = inspect.getsourcelines(cls)
+        except OSError:  # a class inspect cannot find (a re-exported alias): ours still names its lines
+            assert text.lstrip().startswith(("class ", "@")), cls
+            continue
+        assert (first, text.rstrip()) == (line, "".join(src).rstrip()), cls

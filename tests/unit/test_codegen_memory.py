@@ -240,7 +240,18 @@ def test_buffer_load_fast_path_is_one_vector_instruction_behind_one_branch():
 
 def test_buffer_ops_with_known_alignment_skip_the_alignment_test():
     text = emit_llvm(buffer_kernel(V4, align=16), Target())
-    assert "ptrtoint" not in text
+    assert "ptrtoint" not in text and "split" not in text
+
+
+def test_a_misaligned_buffer_access_in_bounds_moves_pieces_of_its_proven_alignment():
+    """A storage offset makes every access of a row misaligned but in bounds: it takes pieces of the
+    proven alignment (here 8 bytes: two 2-lane accesses) without the per-lane bounds branches."""
+    text = emit_llvm(buffer_kernel(V4, align=8), Target())
+    split = re.search(r"^bload\.split\d*:\n(.*?)^\S", text, re.M | re.S).group(1)  # the block, to the next label
+    assert split.count("load <2 x float>") == 2 and "br i1" not in split, split
+    assert text.count("store <2 x float>") == 2
+    ptx = ptx_of(buffer_kernel(V4, align=8), expect=("ld.global.v4.b32", "ld.global.v2.b32", "st.global.v2.b32")).ptx
+    assert ptx.count("ld.global.v4.b32") == 1 and ptx.count("ld.global.v2.b32") == 2
 
 
 # per type: the one access of the whole value (None: no such PTX access) and the per-lane access of the

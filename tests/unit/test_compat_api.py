@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
 
+from flydsl._mlir.dialects import arith as _facade_arith
 from flydsl.compiler import CompileError
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
@@ -116,6 +117,108 @@ def test_facade_scf_if_and_for_build_structured_ops():
 
     text = _module(build, [ir.IntegerType.get_signless(32)])
     assert "scf.if" in text and "scf.for" in text and "scf.yield" in text
+
+
+def test_dispatch_helpers_build_structured_ops_with_flydsl_calling_convention():
+    from flydsl._mlir import ir
+    from flydsl.compiler.ast_rewriter import CanonicalizeWhile, InsertEmptyYieldForSCFFor, ReplaceIfWithDispatch
+
+    seen = {}
+
+    def build(c, n):
+        x = fx.Int32(n)
+        # a compile-time condition runs one branch (no op); a run-time one builds scf.if, raw IR values
+        # coming back as DSL values and Python numbers promoted to the other branch's type
+        seen["static"] = ReplaceIfWithDispatch.scf_if_dispatch(
+            True, lambda x: {"x": x + 1}, lambda x: {"x": x}, state_names=("x",), state_values=(x,)
+        )
+        pair = ReplaceIfWithDispatch.scf_if_dispatch(
+            c,
+            lambda names, x, d: {"x": 7, "d": {"b": x, "a": x}},
+            lambda names, x, d: {"d": {"a": x + 1, "b": x}},
+            result_names=("x", "d"),
+            result_values=(n, {"a": x, "b": x}),
+        )
+        seen["if"] = pair
+        seen["ifexp"] = ReplaceIfWithDispatch.scf_ifexp_dispatch(c, lambda: x, lambda: x * 2)
+        seen["for"] = InsertEmptyYieldForSCFFor.scf_for_dispatch(
+            0, 8, 2, lambda iv, names, acc: {"acc": acc + iv}, result_names=("acc",), result_values=(0,)
+        )
+        seen["while"] = CanonicalizeWhile.scf_while_dispatch(
+            lambda names, k, acc: k > 0,
+            lambda names, k, acc: {"k": k // 2, "acc": acc + k},
+            result_names=("k", "acc"),
+            result_values=(x, x),
+        )
+        with pytest.raises(TypeError, match="'acc' is None"):
+            InsertEmptyYieldForSCFFor.scf_for_dispatch(
+                0, 4, 1, lambda iv, names, acc: {}, result_names=("acc",), result_values=(None,)
+            )
+        with pytest.raises(TypeError, match="does not match the region entry"):
+            ReplaceIfWithDispatch.scf_if_dispatch(
+                c,
+                lambda names, v: {"v": [x]},
+                lambda names, v: {"v": [x, x]},
+                result_names=("v",),
+                result_values=([x],),
+            )
+
+    i1, i32 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(32)
+    text = _module(build, [i1, i32])
+    assert text.count("scf.if") == 2 and "scf.for" in text and "scf.while" in text
+    assert type(seen["static"]) is fx.Int32 and not seen["static"].is_static()
+    x_out, d_out = seen["if"]
+    assert type(x_out) is fx.Int32 and list(d_out) == ["a", "b"]  # keys aligned to the entry's order
+    assert type(seen["ifexp"]) is fx.Int32 and type(seen["for"]) is fx.Int32
+    assert isinstance(seen["while"], tuple) and len(seen["while"]) == 2
+
+
+def _raw_ops_in_statements():
+    a = _facade_arith.ConstantOp(_facade_i32(), 1)
+    if True:
+        b = _facade_arith.ConstantOp(_facade_i32(), 2)
+    return a, b
+
+
+def _facade_i32():
+    from flydsl._mlir import ir
+
+    return ir.IntegerType.get_signless(32)
+
+
+def test_debug_info_gives_raw_ops_their_statement_line(monkeypatch):
+    from flydsl._mlir import ir
+    from flydsl.compiler.ast_rewriter import ASTRewriter, FallbackLocations
+
+    first = _raw_ops_in_statements.__code__.co_firstlineno
+
+    def locations():
+        fn = ASTRewriter.transform(_raw_ops_in_statements)
+        with ir.Context() as ctx, ir.Location.unknown(ctx):
+            module = ir.Module.create()
+            with ir.InsertionPoint(module.body), ir.Location.file("kernel.py", 999, 1):
+                return [str(op.operation.location) for op in fn()]
+
+    monkeypatch.setenv("FLYDSL_DEBUG_ENABLE_DEBUG_INFO", "1")
+    a, b = locations()
+    assert f":{first + 1}:" in a  # its own statement
+    assert f":{first + 2}:" in b  # inside a branch: the `if` statement's line
+    monkeypatch.setenv("FLYDSL_DEBUG_ENABLE_DEBUG_INFO", "0")
+    assert all('"kernel.py":999:' in loc for loc in locations())  # off: the enclosing location
+    with FallbackLocations.rewrite_globals()["_flydsl_loc"]("f.py", 7, 3):
+        assert str(ir.Location.current) == 'loc("f.py":7:3)'
+
+
+def test_fly_dialect_layout_algebra_is_fx_on_python_layouts():
+    from flydsl._mlir.dialects import fly
+
+    lay = fx.make_layout((3, (1, 9)), (1, (9, 3)))
+    assert fly.coalesce(lay) == fx.coalesce(lay) and fly.size(lay) == 27
+    assert fly.logical_divide(fx.make_layout(16, 1), fx.make_layout(4, 1)) == fx.logical_divide(
+        fx.make_layout(16, 1), fx.make_layout(4, 1)
+    )
+    with pytest.raises(CompileError, match="fly.make_ordered_layout"):
+        fly.make_ordered_layout((4, 2))  # the dialect's IR ops are not available
 
 
 def test_passmanager_runs_our_passes_and_rejects_fly_lowerings():
@@ -322,6 +425,38 @@ def test_from_c_void_p_runs_on_the_interpreter_checked_against_the_owning_array(
     assert ".param .u64 .ptr .global" in ptx and "add.rn.f32" in ptx and "ld.global" in ptx
     with pytest.raises(TypeError, match="integer address"):
         flyc.from_c_void_p(fx.Float32, 1.5)
+
+
+def _remembered_region_probe(raw_pointer, monkeypatch):
+    """Find an array's region, then look it up again with the heap search disabled; returns its start
+    and a weak reference (the array dies with this frame)."""
+    import weakref
+
+    a = np.zeros(64, np.float32)
+    start = a.ctypes.data
+    found = raw_pointer.owning_region(start + 8)
+    assert found[:2] == (start, a.nbytes) and found[2] is a
+
+    def no_search():
+        raise AssertionError("searched the heap for a remembered region")
+
+    with monkeypatch.context() as m:
+        m.setattr(raw_pointer, "_storages", no_search)
+        again = raw_pointer.owning_region(start + 200)  # the same allocation: answered from memory
+    assert again[:2] == (start, a.nbytes) and again[2] is a
+    return start, weakref.ref(a)
+
+
+def test_raw_pointer_regions_are_remembered_while_their_owner_lives(monkeypatch):
+    import gc
+
+    from flydsl.runtime import raw_pointer
+
+    start, alive = _remembered_region_probe(raw_pointer, monkeypatch)
+    gc.collect()
+    assert alive() is None
+    assert raw_pointer._remembered(start + 8) is None  # a dead owner's region is forgotten, not answered
+    assert start not in raw_pointer._FOUND
 
 
 @pytest.mark.gpu

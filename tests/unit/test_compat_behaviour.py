@@ -190,3 +190,64 @@ def test_gather_rows_by_index():
     dst = np.full((TILE_M, TILE_N), np.nan, np.float32)
     launch_gather(src, dst, idx)
     np.testing.assert_array_equal(dst, src[idx])
+
+
+# -- fx.UniversalAtomic: an atomic copy atom ------------------------------------------------------------
+
+
+@flyc.kernel
+def atomic_reduce(a: Tensor, out: Tensor, scope: fx.Constexpr[str], kind: fx.Constexpr[str]):
+    t = fx.slice(fx.logical_divide(a, fx.make_layout(1, 1)), (None, fx.block_idx.x * 32 + fx.thread_idx.x))
+    r = fx.make_rmem_tensor(1, fx.Float32)
+    fx.copy_atom_call(fx.make_copy_atom(fx.UniversalCopy32b(), fx.Float32), t, r)
+    atom = fx.make_copy_atom(fx.UniversalAtomic(fx.AtomicOp(kind), fx.Float32, syncscope=scope), fx.Float32)
+    dst = fx.slice(fx.logical_divide(out, fx.make_layout(1, 1)), (None, 0))
+    fx.copy_atom_call(atom, r, dst, pred=fx.thread_idx.x < 16)
+
+
+@flyc.jit
+def launch_atomic_reduce(a, out, scope: fx.Constexpr[str], kind: fx.Constexpr[str]):
+    atomic_reduce(a, out, scope, kind).launch(grid=2, block=32)
+
+
+@pytest.mark.parametrize("scope", ["", "agent", "workgroup", "wavefront", "singlethread"])
+def test_universal_atomic_combines_registers_into_memory(scope, monkeypatch):
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    launch_atomic_reduce(a, out, scope, "add")
+    lanes = [b * 32 + t for b in range(2) for t in range(16)]  # the predicate keeps threads 0..15 of each block
+    assert out[0] == a[lanes].sum()
+    out[:] = -1.0
+    launch_atomic_reduce(a, out, scope, "max")
+    assert out[0] == 47.0
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    launch_atomic_reduce.clear_cache()
+    launch_atomic_reduce(a, out, scope, "add")
+    art = launch_atomic_reduce._last[1].artifact
+    want = {"": "sys", "agent": "gpu"}.get(scope, "cta")  # the narrowest PTX scope containing LLVM's
+    assert f'kind = "add", scope = "{want}"' in art.source_ir
+    assert "atom.global.add.f32" in art.ptx
+
+
+def test_universal_atomic_rejects_what_it_cannot_do():
+    with pytest.raises(ValueError, match="wrapping increment"):
+        fx.UniversalAtomic(fx.AtomicOp.Inc, fx.Int32)
+    with pytest.raises(ValueError, match="unknown syncscope 'cluster'"):
+        fx.UniversalAtomic(fx.AtomicOp.Add, fx.Float32, syncscope="cluster")
+    assert fx.rocdl.SyncScope.Agent == fx.SyncScope.Agent == "agent"
+    assert fx.UniversalAtomicMax(fx.Int32) == fx.UniversalAtomic(fx.AtomicOp.Max, fx.Int32)
+
+
+def test_compile_time_fx_integers_are_static_layout_leaves():
+    """A compile-time ``fx.Int32`` in a layout or a basis coefficient is its value (FlyDSL folds it): a basis
+    scaled by one is a plain scaled basis, a layout built from them is static."""
+    assert fx.Basis(2, [0, 1]) * fx.Int32(5) == fx.Basis(10, [0, 1])
+    assert repr(fx.Basis(fx.Int32(3), [1])) == "3E1"
+    lay = fx.make_layout((fx.Int32(4), 8), (1, fx.Int32(4)))
+    assert lay.is_static and lay.shape == (4, 8) and lay.stride == (1, 4)
+
+
+def test_int_tuple_to_py_value_keeps_basis_leaves():
+    stride = fx.make_stride(fx.E(0), fx.make_stride(fx.E(1), fx.E(2)))
+    assert stride.to_py_value() == (fx.Basis(1, [0]), (fx.Basis(1, [1]), fx.Basis(1, [2])))
+    assert fx.make_stride(4, fx.make_stride(2, 1)).to_py_value() == (4, (2, 1))

@@ -60,7 +60,8 @@ def test_branch_type_mismatch():
         ei.value,
         "branch_types",
         5,
-        "error[FLY101]: variable 'x' is Int32 in one branch and Float32 in the other branch of this run-time `if`",
+        "error[FLY101]: variable 'x' is Int32 in one branch and Float32 in the other branch of this run-time `if` "
+        "(what one branch yields does not match the region entry)",
         "give 'x' the same type in every branch, e.g. write the value as `fx.Float32(...)` or convert it with "
         "`.to(fx.Float32)`",
     )
@@ -141,7 +142,7 @@ def test_loop_carried_type_change():
         "loop_type",
         5,
         f"error[FLY104]: variable 'acc' enters the run-time `for` loop at line {line_of('loop_type')} as Int32 but "
-        "is Float32 at the end of the body",
+        "is Float32 at the end of the body (the value yielded does not match the region entry)",
         "start 'acc' with the type it holds in the loop, e.g. `acc = fx.Float32(...)` before the loop",
     )
 
@@ -163,7 +164,7 @@ def test_structure_change_in_a_branch():
         "structure",
         5,
         f"error[FLY105]: variable 'vals' changes shape across the run-time `if` at line {line_of('structure')}: "
-        "a list of 2 versus a list of 1",
+        "a list of 2 versus a list of 1 (the structure yielded does not match the region entry)",
         "keep the same structure (list length, dict keys, tuple size) on every path; build lists of values "
         "before the `if` and assign their elements inside it",
     )

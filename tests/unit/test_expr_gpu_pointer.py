@@ -37,7 +37,8 @@ def test_known_block_size_folds():
         assert bx.is_static() and bx.value == 128
         assert fx.thread_idx.y.is_static() and fx.thread_idx.y.value == 0
         assert not fx.thread_idx.x.is_static()
-    assert gpu.known_block_size() is None
+    with pytest.raises(RuntimeError, match="no compile-time block size .not inside a kernel"):
+        gpu.known_block_size()
     assert t.count("gpu.block_dim") == 0 and t.count("gpu.thread_id") == 1
     with pytest.raises(ValueError, match="three positive ints"):
         gpu.set_known_block_size((0, 1, 1))

@@ -34,6 +34,8 @@ def every_op(desc, g, x):
     ok = nv.elect_sync()
     nv.mbarrier_init(bar, c32(1))
     nv.fence_mbarrier_init()
+    nv.griddep_launch_dependents()
+    nv.griddep_wait()
     nv.mbarrier_arrive_expect_tx(bar, c32(16384))
     nv.tma_load(desc, sm, bar, x, c32(0))
     nv.bulk_load(sm, ptr.cast(g, result_types=[PointerType(T.bf16, "global")]), c32(256), bar)
@@ -49,6 +51,7 @@ def every_op(desc, g, x):
     nv.barrier_arrive(c32(2), c32(256))
     nv.tma_store(desc, sm, x, c32(0))
     nv.bulk_store(ptr.cast(g, result_types=[PointerType(T.bf16, "global")]), sm, c32(256))
+    nv.bulk_prefetch_l2(ptr.cast(g, result_types=[PointerType(T.bf16, "global")]), c32(4096))
     nv.bulk_commit()
     nv.bulk_wait(pending=0, read=True)
     nv.bulk_wait(pending=1)
@@ -84,7 +87,9 @@ def test_every_op_lowers_to_its_intrinsic_and_ptxas_accepts_it():
     for s in ("mbarrier.init.shared.b64", "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity", "elect.sync",
               "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
               "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group", "fence.proxy.async.shared::cta",
-              "fence.mbarrier_init.release.cluster", "setmaxnreg.inc.sync.aligned.u32 	232", "bar.sync 	1, 256",
+              "fence.mbarrier_init.release.cluster", "griddepcontrol.launch_dependents", "griddepcontrol.wait",
+              "cp.async.bulk.prefetch.L2.global",
+              "setmaxnreg.inc.sync.aligned.u32 	232", "bar.sync 	1, 256",
               "bar.arrive 	2, 256", "cp.async.bulk.wait_group.read 	0", "prefetch.param.tensormap",
               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.wait_group.sync.aligned 0",
               "%cluster_ctarank", ".reqnctapercluster 2, 1, 1", ".minnctapersm 1"):  # fmt: skip

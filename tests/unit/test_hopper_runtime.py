@@ -9,6 +9,9 @@ import ctypes
 import numpy as np
 import pytest
 
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+import flydsl.runtime.device as device_mod
 from flydsl.dialects import arith, gpu
 from flydsl.dialects import func as dfunc
 from flydsl.dialects import nvvm_sm90 as nv
@@ -133,3 +136,69 @@ def test_the_launch_path_passes_the_encoded_descriptor_64_byte_aligned(recorder)
     assert grid == (3, 1, 1) and p0 == 0x1234 and p2 == 7 and second[4] == 8
     assert addr % 64 == 0 and tmap == bytes((1 + i) % 256 for i in range(128))
     assert len(recorder) == 1  # encoded once for both launches
+
+
+def test_a_kernel_that_waits_for_its_grid_dependency_is_launched_with_pdl(monkeypatch):
+    """A kernel calling ``griddep_wait()`` is launched with programmatic stream serialization allowed (the
+    config's one attribute, id 6 = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, value 1); a kernel
+    without it has no attribute. Checked at the driver boundary (a stand-in ``cuLaunchKernelEx``)."""
+    import struct
+
+    seen = []
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+    def call(cfg, fn, params, extra):
+        grid, attrs, nattrs = struct.unpack_from("<3I", ctypes.string_at(cfg, 56)), *struct.unpack_from(
+            "<QI", ctypes.string_at(cfg, 56), 40)  # fmt: skip
+        seen.append((grid, nattrs, struct.unpack("<I4xi", ctypes.string_at(attrs, 12)) if nattrs else None))
+        return 0
+
+    drv = proto(call)
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setattr(device_mod, "_DEVICES", {"cuda": device_mod.StandInCudaDevice(drv)})
+
+    def make(pdl: bool):
+        @flyc.kernel
+        def k(a: fx.Tensor):
+            if fx.const_expr(pdl):
+                fx.nvvm.griddep_launch_dependents()
+                fx.nvvm.griddep_wait()
+            a[fx.thread_idx.x] = a[fx.thread_idx.x] + 1
+
+        @flyc.jit
+        def launch(a: fx.Tensor):
+            k(a).launch(grid=(3 if pdl else 2, 1, 1), block=(32, 1, 1))
+
+        return launch
+
+    a = np.zeros(32, np.int32)
+    make(True)(a)
+    make(False)(a)
+    assert seen == [((3, 1, 1), 1, (6, 1)), ((2, 1, 1), 0, None)]
+
+
+@pytest.mark.parametrize("native", [None, False])
+def test_both_launch_paths_carry_the_pdl_attribute(native):
+    """The native helper (when it builds) and the Python path pack the same config: attrs -> one
+    CUlaunchAttribute (id 6, value 1) for a PDL launch, none otherwise."""
+    import struct
+
+    from flydsl.runtime._cuda_launch import make_launch
+
+    seen = []
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+    def call(cfg, fn, params, extra):
+        raw = ctypes.string_at(cfg, 56)
+        attrs, n = struct.unpack_from("<QI", raw, 40)
+        val = ctypes.c_int32.from_address(ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0]).value
+        seen.append((struct.unpack_from("<3I", raw), n, struct.unpack("<I4xi", ctypes.string_at(attrs, 12)) if n else None,
+                     val))  # fmt: skip
+        return 0
+
+    drv = proto(call)
+    for pdl in (True, False):
+        fn = make_launch("k", 1, ["i32"], drv, lambda *a: None, [48 * 1024], native=native, pdl=pdl)
+        fn(5, 1, 1, 32, 1, 1, 0, 0, 41 + pdl)
+    assert seen == [((5, 1, 1), 1, (6, 1), 42), ((5, 1, 1), 0, None, 41)]

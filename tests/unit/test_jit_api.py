@@ -91,10 +91,56 @@ def test_kernel_names_known_block_size_and_specializations():
 
     with pytest.raises(DSLValueError) as ei:
         bad(out)
-    assert (
-        "error[FLY209]: kernel 'k2' is declared with known_block_size=[4, 1, 1] but launched with block=[8, 1, 1]"
-        in (str(ei.value))
+    assert "error[FLY209]: kernel 'k2': the launch block=[8, 1, 1] differs from known_block_size=[4, 1, 1]" in (
+        str(ei.value)
     )
+
+
+@pytest.mark.parametrize(
+    "size, cls, message",
+    [
+        (512, DSLTypeError, r"known_block_size must be a sequence of 3 positive integers, got 512"),
+        ([256, 1], DSLValueError, r"known_block_size must have exactly 3 elements, got 2"),
+        ([64.0, 1, 1], DSLTypeError, r"known_block_size\[0\] must be an int, got 64.0"),
+        ([64, 0, 1], DSLValueError, r"known_block_size\[1\] must be positive, got 0"),
+    ],
+)
+def test_known_block_size_is_checked_where_the_kernel_is_declared(size, cls, message):
+    with pytest.raises(cls, match=message) as ei:
+
+        @flyc.kernel(known_block_size=size)
+        def bad(out: Tensor):
+            out[0] = 1
+
+    assert ei.value.diag_id in ("FLY225", "FLY226")
+
+
+def test_known_block_size_accepts_static_fx_integers_and_the_accessor_needs_a_static_block():
+    @flyc.kernel(known_block_size=[fx.Int32(64), fx.Int64(1), 1])
+    def ok(out: Tensor):
+        out[0] = 1
+
+    assert ok.known_block_size == (64, 1, 1) and ok._known_block_size == [64, 1, 1]
+    seen = []
+
+    @flyc.kernel
+    def probe(out: Tensor, n: fx.Int32):
+        seen.append(fx.known_block_size())
+
+    @flyc.jit
+    def static_block(out, n: fx.Int32):
+        probe(out, n).launch(grid=1, block=(32, 2))
+
+    @flyc.jit
+    def dynamic_block(out, n: fx.Int32):
+        probe(out, n).launch(grid=1, block=n)
+
+    static_block(np.zeros(4, np.int32), 1)
+    assert seen == [(32, 2, 1)]
+    with pytest.raises(
+        RuntimeError, match="no compile-time block size .the kernel is launched with a block size computed"
+    ):
+        dynamic_block(np.zeros(4, np.int32), 8)
 
 
 @pytest.mark.parametrize("grid", [(1, 2, 3, 4), 0, (2, -1), 1.5])
@@ -208,6 +254,7 @@ def test_compile_returns_a_compiled_function(monkeypatch):
     compiled(out, 6)
     assert out.tolist() == [6] * 4
     assert "gpu.func @fill_0" in compiled.ir
+    assert "gpu.func @fill_0" in compiled._keepalive.source_ir  # FlyDSL's name of the artifact
     fast = flyc.compile[{"fast_fp_math": True}](launch_fill)
     assert fast is not launch_fill and fast.compile_hints == {"fast_fp_math": True}
     assert launch_fill.compile_hints == {}  # the original keeps its hints
@@ -231,6 +278,21 @@ def test_compile_only_returns_none_without_launching(monkeypatch):
     monkeypatch.delenv("COMPILE_ONLY")
     launch(out, 3)
     assert out.tolist() == [3] * 4
+
+
+def test_compile_only_for_an_amd_arch_traces_and_optimizes_without_device_code(monkeypatch):
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("ARCH", "gfx942")  # no code generator for AMD yet: FlyDSL's frontend-only compile
+    out = np.zeros(4, np.int32)
+
+    @flyc.jit
+    def launch(out, value: fx.Int32):
+        fill(out, value).launch(grid=1, block=4)
+
+    assert launch(out, 3) is None and out.tolist() == [0] * 4
+    art = launch._last[1].artifact
+    assert art.ptx is None and art.target == "gfx942"
+    assert "gpu.func @fill_0" in art.source_ir and "gpu.launch_func" in art.source_ir
 
 
 def test_errors_are_flydsl_errors_with_the_callers_line():

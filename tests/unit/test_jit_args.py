@@ -236,6 +236,53 @@ def test_divisibility_is_checked():
         launch(arg)
 
 
+def test_per_dimension_divisibility_marks():
+    t = np.zeros((8, 16, 32), np.float32)
+    arg = flyc.from_dlpack(t).mark_shape_dynamic(0, divisibility=16).mark_stride_dynamic([0, 1], [8, 4])
+    assert (arg.shape_dyn_indices, arg.stride_dyn_indices) == ((0,), (0, 1))
+    *_, shape, strides = arg.__cache_signature__()
+    assert shape == (-16, 16, 32) and strides == (-8, -4, 1)  # dynamic leaves as -divisibility
+    assert arg.divisibility == 4  # what every run-time leaf is a multiple of
+    again = flyc.from_dlpack(np.zeros((64, 16, 32), np.float32)).mark_shape_dynamic(0, 16)
+    assert again.mark_stride_dynamic([0, 1], [8, 4]).__cache_signature__() == arg.__cache_signature__()
+    last = flyc.from_dlpack(t).mark_stride_dynamic([0, 0], [8, 16])  # a repeated dim: the last one wins
+    assert last.__cache_signature__()[-1][0] == -16 and last.stride_dyn_indices == (0,)
+    for call, match in (
+        (lambda a: a.mark_shape_dynamic(0, [1, 2]), "divisibility must be an int"),
+        (lambda a: a.mark_stride_dynamic([0, 1], [1, 2, 4]), "equal length"),
+        (lambda a: a.mark_shape_dynamic(5), "out of range"),
+        (lambda a: a.mark_shape_dynamic(0, divisibility=3), "power of two"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            call(flyc.from_dlpack(t))
+
+    @flyc.jit
+    def launch(src, dst):
+        copy2d(src, dst).launch(grid=4, block=8)
+
+    src = np.arange(32, dtype=np.float32).reshape(4, 8)
+    dst = np.zeros_like(src)
+    launch(flyc.from_dlpack(src).mark_shape_dynamic(0, 4).mark_stride_dynamic(0, 8), dst)
+    assert np.array_equal(src, dst)
+    odd = np.zeros((4, 6), np.float32)  # stride 6 is not a multiple of the stride's declared 4
+    with pytest.raises(DSLValueError, match=r"error\[FLY207\]: argument 'src': dynamic stride 6 is not divisible by 4"):
+        launch(flyc.from_dlpack(odd).mark_stride_dynamic(0, 4), np.zeros_like(odd))
+
+
+def test_raw_tensors_keep_the_last_unit_stride_mode_static():
+    """A raw tensor whose last stride is 1 keeps that mode's stride static even when the mode has size 1:
+    the cached call's generated path assumes exactly that (it checks ``stride[-1] == 1`` and passes the
+    other strides), so a (4, 1) and a (4, 8) tensor share one specialization with the same arguments."""
+    from flydsl.compiler.specialize import _dynamic_tensor
+    from flydsl.runtime.args import numpy_ref
+
+    for shape in ((4, 1), (4, 8), (4, 1, 8, 1)):
+        key, vals = [], []
+        _dynamic_tensor(numpy_ref(np.zeros(shape, np.float32)), key, vals)
+        kind, _, rank, u = key[0][:4]
+        assert (kind, rank, u) == ("dyn_tensor", len(shape), len(shape) - 1)
+
+
 def test_cuda_tensor_on_the_cpu_device():
     ref = TensorRef(None, np.dtype(np.float32), 4096, (4,), (1,), True)
     with pytest.raises(ArgError) as ei:

@@ -140,3 +140,22 @@ def test_default_stream_follows_torchs_current_stream(fake_cuda, monkeypatch):
 
 def _current(current: list, device: int) -> int:
     return current[0] + device
+
+
+def test_every_default_stream_argument_is_resolved(fake_cuda, monkeypatch):
+    """A launcher with two stream parameters both left to the default (FlyDSL's multi-stream test): each
+    becomes the default stream's handle (only the last one was, and the other reached the driver as an
+    object)."""
+    monkeypatch.setitem(CONVERTERS, FakeTorchCudaTensor, _fake_tensor)
+    monkeypatch.setattr(device_mod, "_torch_stream_getter", lambda device: lambda: 0x5151 + device)
+
+    @flyc.jit
+    def two(a, b, c, n: fx.Int32, s1: fx.Stream = fx.Stream(None), s2: fx.Stream = fx.Stream(None)):
+        vadd(a, b, c, n).launch(grid=1, block=128, stream=s1)
+        vadd(a, b, c, n).launch(grid=1, block=128, stream=s2)
+
+    t = FakeTorchCudaTensor(0x40000, 8)
+    two(t, t, t, 8)  # a miss: the launcher's own path
+    two(t, t, t, 8)  # the cached call's generated path
+    two(t, t, t, 8, s2=fx.Stream(0x99))
+    assert [entry[4] for entry in fake_cuda["launches"]] == [0x5151, 0x5151, 0x5151, 0x5151, 0x5151, 0x99]

@@ -347,7 +347,7 @@ def test_the_native_helper_calls_either_driver_entry():
     cb = proto(legacy)
     addr = ctypes.cast(cb, ctypes.c_void_p).value
     for flags in (1, 3):
-        launch = native.launch_type()(addr, 0xABC, "QI", (0, 8), 12, flags)
+        launch = native.launch_type()(addr, 0xABC, "QI", (0, 8), 12, 0, 0, flags)
         assert launch(3, 2, 1, 64, 1, 1, 128, 77, 0x1000, 7) == 0
     # make_launch's native_entry (what CudaKernel passes: libcuda's entry and the flags it is called with)
     fn = make_launch("k", 0xABC, ["ptr", "i32"], Driver(["ptr", "i32"]).call, None, [48 * 1024], native_entry=(addr, 1))

@@ -4,6 +4,7 @@ each becomes, ptxas acceptance for sm_90a and sm_80, and the capability errors t
 from __future__ import annotations
 
 import pytest
+from compiler_util import host_function
 
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
 from flydsl.codegen.compile import check_intrinsics
@@ -188,42 +189,22 @@ def test_intrinsic_screen_catches_hand_written_fp8_mma():
 
 
 def _shuffle_fn(elem, mask):
-    """LLVM of ``i64 f(i64 a, i64 b)``: the lanes ``mask`` of the concatenation of a and b seen as vectors of
-    ``elem``, JIT-compiled for the host (the lowering is target-independent LLVM)."""
-    import ctypes
-
-    import llvmlite.binding as llvm
-
-    from flydsl.dialects import func, vector
-    from flydsl.ir import InsertionPoint, new_module, verify
+    """``i64 f(i64 a, i64 b)``: the lanes ``mask`` of the concatenation of a and b seen as vectors of
+    ``elem``, JIT-compiled for the host (the lowering is target-independent LLVM); returns (f, LLVM text)."""
+    from flydsl.dialects import vector
 
     n = 64 // elem.bitwidth
-    mod = new_module()
-    gm = gpu.build_gpu_module()
-    mod.regions[0].blocks[0].append(gm)
-    f = func.build_func(gpu.func, "f", [T.i64, T.i64], [T.i64])
-    gm.regions[0].blocks[0].append(f)
-    a, b = f.regions[0].blocks[0].args
-    with InsertionPoint(f.regions[0].blocks[0]):
+
+    def body(a, b):
         va, vb = (
             vector.bitcast(vector.broadcast(x, result_types=[VectorType(1, T.i64)]), result_types=[VectorType(n, elem)])
             for x in (a, b)
         )
         r = vector.shuffle(va, vb, mask=list(mask))
         w = vector.bitcast(r, result_types=[VectorType(1, T.i64)])
-        gpu.return_(vector.extract(w, position=0))
-    verify(mod)
-    text = emit_llvm(mod, Target())
-    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("target "))
-    text = text.replace("define internal i64 @f", "define i64 @f")
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    m = llvm.parse_assembly(text)
-    m.verify()
-    ee = llvm.create_mcjit_compiler(m, llvm.Target.from_default_triple().create_target_machine())
-    ee.finalize_object()
-    fn = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64)(ee.get_function_address("f"))
-    return fn, ee, text
+        return vector.extract(w, position=0)
+
+    return host_function([T.i64, T.i64], T.i64, body, unsigned=True)
 
 
 @pytest.mark.parametrize(
@@ -240,7 +221,7 @@ def _shuffle_fn(elem, mask):
 def test_word_aligned_shuffles_move_i32_words(elem, mask, words):
     import numpy as np
 
-    fn, _ee, text = _shuffle_fn(elem, mask)
+    fn, text = _shuffle_fn(elem, mask)
     assert ("shufflevector <2 x i32>" in text) == words, text
     rng = np.random.default_rng(0)
     nbytes = elem.bitwidth // 8

@@ -27,7 +27,7 @@ def reader():
     return t
 
 
-def _python_reads(t, rank, dtype, align, is_cuda):
+def _python_reads(t, rank, dtype, align, is_cuda, strides_class):
     """What the generated Python guards and key compare accept, and the values they pass on (None: refused)."""
     s, r, p = t.shape, t.stride(), t.data_ptr()
     if len(s) != rank or r[-1] != 1 or any(x > I32_MAX for x in [*s, *r[:-1]]):
@@ -36,7 +36,16 @@ def _python_reads(t, rank, dtype, align, is_cuda):
         return None
     if t.dtype is not dtype or p & 15 != align or t.is_cuda is not is_cuda:
         return None
+    if rank > 1 and _or(r[:-1]) & 15 != strides_class:
+        return None
     return (p, *s, *r[:-1])
+
+
+def _or(xs) -> int:
+    out = 0
+    for x in xs:
+        out |= x
+    return out
 
 
 def _cases():
@@ -68,8 +77,9 @@ def _cases():
 @pytest.mark.parametrize("align", [0, 4])
 def test_the_reader_accepts_what_the_python_guards_accept(reader, name, t, rank, dtype, align):
     for is_cuda in (False, True):
-        r = reader(rank, dtype, align, is_cuda, torch_view_inside)
-        assert r(t) == _python_reads(t, rank, dtype, align, is_cuda), name
+        for strides_class in (0, 8) if rank > 1 else (-1,):
+            r = reader(rank, dtype, align, is_cuda, torch_view_inside, strides_class)
+            assert r(t) == _python_reads(t, rank, dtype, align, is_cuda, strides_class), name
 
 
 def test_the_reader_refuses_what_is_no_tensor_and_bad_construction(reader):

@@ -1,15 +1,27 @@
 """``flydsl._mlir.dialects.fly``: the parts of FlyDSL's ``fly`` dialect that kernel helpers call on
 values. Layouts, int tuples and their types are Python objects of ``flydsl.layout`` here (folded at
-trace time), not IR types; ``extract_aligned_pointer_as_index`` gives a tensor's base pointer."""
+trace time), not IR types; ``extract_aligned_pointer_as_index`` gives a tensor's base pointer, and the layout
+algebra (``fly.coalesce``, ``fly.composition``, ``fly.logical_divide`` …) is ``fx``'s on those objects."""
 
 from __future__ import annotations
 
+from ... import expr as _fx
 from ...dialects import ptr as _p
 from ...ir import types as _t
 from .. import ir
 from ._ods import build, unsupported
 
-__all__ = ["extract_aligned_pointer_as_index", "set_llvm_option_bool", "set_llvm_option_int", "set_llvm_option_str"]
+#: the layout algebra, on the Python layouts and int tuples that stand for the dialect's values here
+LAYOUT_ALGEBRA = (
+    "coalesce", "composition", "complement", "right_inverse", "left_inverse", "logical_divide", "zipped_divide",
+    "tiled_divide", "flat_divide", "logical_product", "zipped_product", "tiled_product", "blocked_product",
+    "raked_product", "size", "cosize",
+)  # fmt: skip
+
+__all__ = [
+    "extract_aligned_pointer_as_index", "set_llvm_option_bool", "set_llvm_option_int", "set_llvm_option_str",
+    *LAYOUT_ALGEBRA,
+]  # fmt: skip
 
 
 def extract_aligned_pointer_as_index(result_type, tensor, **kw):
@@ -43,6 +55,8 @@ set_llvm_option_str = _llvm_option(str)
 
 
 def __getattr__(name: str):
+    if name in LAYOUT_ALGEBRA:
+        return getattr(_fx, name)
     if name.endswith("Type") or name[:1].islower():
         return unsupported(f"fly.{name}", "layouts and int tuples are Python objects folded at trace time")
     raise AttributeError(name)

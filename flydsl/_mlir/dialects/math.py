@@ -15,6 +15,8 @@ def _builder(defn):
     def fn(*operands, fastmath=None, loc=None, ip=None):
         attrs = {"fastmath": str(fastmath)} if fastmath is not None else None
         op = build(defn, list(operands), None, attrs, loc=loc, ip=ip)
+        if len(op.results) != 1:  # math.sincos: the results in order
+            return tuple(ir.wrap(r) for r in op.results)
         return ir.wrap(op.results[0])
 
     fn.__name__ = defn.name.split(".", 1)[1]

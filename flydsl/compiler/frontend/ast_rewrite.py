@@ -33,7 +33,7 @@ import warnings
 from . import dispatch
 from .scope import bindings, find_jump, find_raise, function_locals, is_call_to, target_names
 
-__all__ = ["rewrite_function", "transform_source", "RT"]
+__all__ = ["rewrite_function", "transform_source", "RT", "LOC"]
 
 _HAS_QUALNAME = hasattr((lambda: None).__code__, "co_qualname")  # Python >= 3.11
 
@@ -380,8 +380,31 @@ def transform_source(fdef: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     return Rewriter(filename).visit(fdef)
 
 
-def rewrite_function(fn):
-    """A new function object running the rewritten body of ``fn`` (``fn`` itself if it has no source)."""
+LOC = "_fly_loc"  # the name under which rewritten code sees a statement-location helper (when given one)
+
+
+def _with_statement_locations(fdef: ast.FunctionDef, filename: str) -> None:
+    """Wrap each top-level statement of the (rewritten) body in ``with _fly_loc(file, line, col):``, so the
+    ops it builds without a location of their own get the statement's; statements inside generated branch
+    and loop bodies run within their control-flow statement's."""
+    body = []
+    for i, st in enumerate(fdef.body):
+        doc = i == 0 and isinstance(st, ast.Expr) and isinstance(getattr(st.value, "value", None), str)
+        keep = doc or isinstance(st, (ast.Global, ast.Nonlocal))
+        if keep:
+            body.append(st)
+            continue
+        args = [_const(filename, st), _const(st.lineno, st), _const(st.col_offset + 1, st)]
+        call = ast.copy_location(ast.Call(_name(LOC, st), args, []), st)
+        body.append(ast.copy_location(ast.With([ast.withitem(call, None)], [st]), st))
+    fdef.body = body
+
+
+def rewrite_function(fn, statement_loc=None):
+    """A new function object running the rewritten body of ``fn`` (``fn`` itself if it has no source).
+
+    ``statement_loc``: a helper ``(file, line, col) -> context manager`` that the rewritten body enters around
+    each of its top-level statements (:func:`_with_statement_locations`), or None."""
     try:
         fdef = _parse_function(fn)
     except (OSError, TypeError, SyntaxError, IndentationError) as e:
@@ -394,6 +417,8 @@ def rewrite_function(fn):
     code0 = fn.__code__
     filename = code0.co_filename
     fdef = transform_source(fdef, filename)
+    if statement_loc is not None:
+        _with_statement_locations(fdef, filename)
     # NOTE: the rewritten def gets a generated name so that the function's own name inside its body still
     # resolves to the global/closure binding (a recursive helper calls the decorated object, not itself
     # as a closure of the factory); the code object gets the user's name back below (tracebacks).
@@ -403,7 +428,7 @@ def rewrite_function(fn):
         name="_fly_factory",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(RT)] + [ast.arg(v) for v in freevars],
+            args=[ast.arg(RT), ast.arg(LOC)] + [ast.arg(v) for v in freevars],
             vararg=None,
             kwonlyargs=[],
             kw_defaults=[],
@@ -424,6 +449,7 @@ def rewrite_function(fn):
     inner = next(c for c in fcode.co_consts if isinstance(c, types.CodeType) and c.co_name == fdef.name)
     cells = dict(zip(freevars, fn.__closure__ or ()))
     cells[RT] = types.CellType(dispatch)
+    cells[LOC] = types.CellType(statement_loc)
     closure = tuple(cells[v] for v in inner.co_freevars)
     names = {"co_name": fn.__name__, "co_qualname": fn.__qualname__} if _HAS_QUALNAME else {"co_name": fn.__name__}
     inner = inner.replace(**names)

@@ -104,6 +104,21 @@ def is_value_like(x) -> bool:
     return cp is not None and cp(x) is not x
 
 
+def map_leaves(x, fn):
+    """``x`` with every leaf (what is not a list, dict, tuple or SimpleNamespace) replaced by ``fn(leaf)``."""
+    t = type(x)
+    if t is list:
+        return [map_leaves(v, fn) for v in x]
+    if t is dict:
+        return {k: map_leaves(v, fn) for k, v in x.items()}
+    if t is SimpleNamespace:
+        return SimpleNamespace(**{k: map_leaves(v, fn) for k, v in vars(x).items()})
+    if isinstance(x, tuple):
+        items = [map_leaves(v, fn) for v in x]
+        return t._make(items) if hasattr(t, "_make") else t(items)
+    return fn(x)
+
+
 def copy_tree(x):
     """Fresh containers, same leaves (each branch of an ``if`` mutates its own copy). A leaf with
     ``__fly_copy__`` (a register tensor: a value that is changed in place) is copied too."""

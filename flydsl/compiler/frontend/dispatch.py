@@ -290,8 +290,9 @@ def if_(test, then_fn, else_fn, site, pre_vals):
     else:
         out_b = pre_vals
     merge = _Merge(s)
-    for name, a, b, la, lb in zip(s.names, out_a, out_b, s.lines_a, s.lines_b):
-        merge.add(name, a, b, la, lb)
+    for name, a, b, pre, la, lb in zip(s.names, out_a, out_b, pre_vals, s.lines_a, s.lines_b):
+        # dicts keep the key order they had before the `if` (FlyDSL's: matched by key, rebuilt in entry order)
+        merge.add(name, align_keys(a, pre), b, la, lb)
     return tuple(_build_if(cond, then_blk, else_blk, merge))
 
 

@@ -41,12 +41,15 @@ class IntTuple(tuple):
         return tuple(self)
 
     def to_py_value(self):
-        """Nested Python ints.
+        """Nested Python ints (basis elements, the strides of identity layouts, stay basis elements).
 
         Raises:
             RuntimeValueError: a leaf is a run-time value.
         """
-        return tuple(x.to_py_value() if isinstance(x, IntTuple) else py_int(x) for x in self)
+        return tuple(
+            x.to_py_value() if isinstance(x, IntTuple) else x if type(x) is Basis and x.is_static else py_int(x)
+            for x in self
+        )
 
     @property
     def rank(self) -> int:

@@ -28,6 +28,7 @@ from ...ir import BufferRsrcType, PointerType, Value, VectorType
 from ...layout import ComposedLayout
 from ...layout.inttuple import iadd
 from .inttuple import as_int_tuple, divisibility, leaf_values, replace_leaves, static_part, wrap
+from .multiple import pow2_multiple
 from .numeric import Boolean, Int32, Numeric, as_numeric, numeric_type_of
 from .pointer import Pointer
 from .vector import Vector
@@ -50,6 +51,20 @@ def _align_after(align: int, div: int, esz: int) -> int:
     if div == 0:
         return align
     return min(align, _pow2_le(div * esz))
+
+
+def _align_plus(align: int, exact: bool, off, esz: int) -> tuple[int, bool]:
+    """(alignment, exact) of ``base + off`` elements of ``esz`` bytes when ``base`` is ``align``-aligned
+    (exactly, when ``exact``): the offset's bytes are a multiple of ``b`` (its proven power of two); the
+    sum keeps the smaller alignment, exactly when one side's is exact and smaller, or when both are exact
+    and equal the sum's is at least twice that (odd + odd multiples of ``a`` are even ones)."""
+    b = pow2_multiple(off) * esz  # not capped: shared-memory bases are known to 128 or 1024 bytes
+    off_exact = type(off) is int
+    if b < align:
+        return b, off_exact
+    if align >= 16 or b > align:  # an exact 16 means "a multiple of 16" (arguments' alignment is capped there)
+        return align, exact
+    return (2 * align, False) if exact and off_exact else (align, False)
 
 
 def _i32(x) -> Int32:
@@ -149,6 +164,11 @@ class _Addressed:
     def _esz(self) -> int:
         return max(1, self.dtype.width // 8)
 
+    def align_at(self, off) -> int:
+        """The byte alignment provable for element offset ``off`` (an int or a run-time integer) from
+        this iterator: what a vector access there may claim."""
+        return max(self._esz(), _align_plus(self.align, False, off, self._esz())[0])
+
     def read_elem(self, off, dtype):
         return self.read_vec(off, 1, self._run_align(0, 1))
 
@@ -218,30 +238,48 @@ class MemIter(Pointer, _Addressed):
     def advance(self, off, div) -> MemIter:
         if type(off) is int and off == 0:
             return self
-        p = Pointer.__add__(self, off)
-        exact = self.exact and type(off) is int
-        return MemIter._new(p.ir_value(), self._dtype, _align_after(self.align, div(), self._esz()), exact)
+        p = Pointer._offset(self, off)
+        esz = self._esz()
+        if type(off) is int:
+            align, exact = _align_plus(self.align, self.exact, off, esz)
+        else:  # what the layout says the offset is a multiple of, or what its computation shows
+            align = max(_align_after(self.align, div(), esz), _align_plus(self.align, False, off, esz)[0])
+            exact = False
+        return MemIter._new(p.ir_value(), self._dtype, max(esz, align), exact)
+
+    def _offset(self, off, negate=False) -> MemIter:
+        """``p + off`` / ``p - off`` keep what is known of the alignment (``ptr + bid * N`` stays 16-byte
+        aligned when ``N`` elements are a multiple of 16 bytes)."""
+        p = Pointer._offset(self, off, negate)
+        if p is self:
+            return self
+        esz = self._esz()
+        align, exact = _align_plus(self.align, self.exact, off, esz)
+        return MemIter._new(p.ir_value(), self._dtype, max(esz, align), exact)
 
     def _at(self, off) -> Pointer:
         return self if type(off) is int and off == 0 else Pointer.__add__(self, off)
 
-    def read_vec(self, off, n, align, mask=None, other=None):
+    def read_vec(self, off, n, align, mask=None, other=None, fast_align=0):
+        """``fast_align`` (> ``align``): a versioned access, issued with it when the address has it."""
         m = _mask_arg(mask)
         d = self._dtype
         if m is not None and m.is_static():  # statically off: nothing is read
             return _fill_value(other, n, d)
         p = self._at(off)
+        fast = fast_align if fast_align > align else None
         if m is None:
-            return p.load(n, align)
+            return p.load(n, align, fast_align=fast)
         fill = _fill_value(other, n, d)
-        r = _p.masked_load(p.ir_value(), m.ir_value(), fill.ir_value(), align=align)
+        extra = {"fast_align": fast} if fast else {}
+        r = _p.masked_load(p.ir_value(), m.ir_value(), fill.ir_value(), align=align, **extra)
         return d._make(r) if n == 1 else Vector._make(r, (n,), d)
 
-    def write_vec(self, off, value, align, mask=None):
+    def write_vec(self, off, value, align, mask=None, fast_align=0):
         m = _mask_arg(mask)
         if m is not None and m.is_static():
             return
-        self._at(off).store(value, align, mask=m)
+        self._at(off).store(value, align, mask=m, fast_align=fast_align if fast_align > align else None)
 
     def values(self) -> list:
         return [self._v]

@@ -152,7 +152,7 @@ class Pointer:
         """``p[i] = v``: store ``v`` (converted to the element type) at element ``i``."""
         (self + i).store(value)
 
-    def load(self, vec_width: int = 1, align=None, cache=None, *, mask=None, other=None, dtype=None):
+    def load(self, vec_width: int = 1, align=None, cache=None, *, mask=None, other=None, dtype=None, fast_align=None):
         """Read one element (``vec_width=1``: a scalar of ``dtype``) or ``vec_width`` consecutive elements
         (a Vector).
 
@@ -163,18 +163,20 @@ class Pointer:
             mask: a Boolean (or one per lane): masked-off lanes are not read and give ``other``.
             other: the value of masked-off lanes (default 0).
             dtype: read through a pointer recast to this element type.
+            fast_align: a larger alignment the access may use when the address has it at run time (the
+                generated code tests the address; ``align`` stays what is guaranteed).
 
         Raises:
             ValueError: an unknown cache modifier or a bad ``vec_width``.
         """
         if dtype is not None:
-            return self.recast(dtype).load(vec_width, align, cache, mask=mask, other=other)
+            return self.recast(dtype).load(vec_width, align, cache, mask=mask, other=other, fast_align=fast_align)
         d = self._dtype
         n = int(vec_width)
         if n < 1:
             raise ValueError(f"vec_width must be >= 1, got {vec_width}")
         rt = d.ir_type if n == 1 else VectorType(n, d.ir_type)
-        attrs = _mem_attrs(align, cache)
+        attrs = _mem_attrs(align, cache, fast_align)
         if mask is None:
             r = _d.load(self._v, result_types=[rt], **attrs)
         else:
@@ -183,19 +185,19 @@ class Pointer:
             r = _d.masked_load(self._v, _mask_value(mask, n), fill_v, **attrs)
         return d._make(r) if n == 1 else Vector._make(r, (n,), d)
 
-    def store(self, value, align=None, cache=None, *, mask=None) -> None:
+    def store(self, value, align=None, cache=None, *, mask=None, fast_align=None) -> None:
         """Write a scalar or a Vector (consecutive elements), converted to the element type.
 
         Args:
             value: a scalar (DSL or Python) or a Vector.
-            align, cache: as for :meth:`load`.
+            align, cache, fast_align: as for :meth:`load`.
             mask: a Boolean (or one per lane): masked-off lanes are not written.
         """
         v = as_vector_operand(value)
         if v is None:
             raise TypeError(f"cannot store {value!r} through a pointer")
         v = v.to(self._dtype) if isinstance(v, Vector) else to_dtype(value, self._dtype)
-        attrs = _mem_attrs(align, cache)
+        attrs = _mem_attrs(align, cache, fast_align)
         n = v.numel if isinstance(v, Vector) else 1
         if mask is None:
             _d.store(v.ir_value(), self._v, **attrs)
@@ -221,13 +223,16 @@ class Pointer:
         return make_view(self, layout, **kwargs)
 
 
-def _mem_attrs(align, cache) -> dict:
+def _mem_attrs(align, cache, fast_align=None) -> dict:
     attrs = {}
-    if align is not None:
-        a = int(align)
-        if a <= 0 or a & (a - 1):
-            raise ValueError(f"align must be a power of two, got {align}")
-        attrs["align"] = a
+    for name, value in (("align", align), ("fast_align", fast_align)):
+        if value is not None:
+            a = int(value)
+            if a <= 0 or a & (a - 1):
+                raise ValueError(f"{name} must be a power of two, got {value}")
+            attrs[name] = a
+    if attrs.get("fast_align", 0) <= attrs.get("align", 0):
+        attrs.pop("fast_align", None)  # nothing to test at run time
     if cache is not None:
         if cache not in _d.CACHE_MODIFIERS or not cache:
             known = ", ".join(m for m in _d.CACHE_MODIFIERS if m)

@@ -333,6 +333,15 @@ class Vector(VectorOperators):
         """The DSL value protocol: the same kind of Vector (class, shape, dtype) over a new IR value."""
         return type(self)._make(values[0], self._shape, self._dtype)
 
+    def __extract_to_ir_values__(self) -> list[Value]:
+        """FlyDSL's name of :meth:`__fly_values__`."""
+        return [self._v]
+
+    @classmethod
+    def __construct_from_ir_values__(cls, values) -> Vector:
+        """FlyDSL's protocol: a 1-D Vector over ``values[0]`` (shape and dtype from its IR type)."""
+        return Vector(values[0])
+
     def __repr__(self) -> str:
         return f"Vector({self._v.type} o {self._shape}, {self._dtype.__name__})"
 
@@ -592,10 +601,14 @@ class Vector(VectorOperators):
 
     @classmethod
     def filled(cls, shape, fill_value, dtype) -> Vector:
-        """A Vector of ``shape`` with every lane ``fill_value`` converted to ``dtype``."""
+        """A Vector of ``shape`` with every lane ``fill_value`` converted to ``dtype``: a
+        ``vector.broadcast`` of the scalar, as FlyDSL traces it (canonicalization folds a constant's
+        broadcast into a dense constant)."""
         shape = _shape.canonical_shape(shape)
         dtype = resolve_dtype(dtype)
-        return cls._wrap_new(splat_ir(to_dtype(fill_value, dtype), _shape.numel(shape)), shape, dtype)
+        x = to_dtype(fill_value, dtype)
+        v = dvec.broadcast(x.ir_value(), result_types=[VectorType(_shape.numel(shape), dtype.ir_type)])
+        return cls._wrap_new(v, shape, dtype)
 
     @classmethod
     def filled_like(cls, template: Vector, fill_value, dtype=None) -> Vector:

@@ -14,6 +14,7 @@ fx.nvvm                                                CuTe DSL counterpart     
 ``fence_proxy_async(space)``                           ``cute.arch.fence_proxy``                    90
 ``fence_mbarrier_init()``                              ``cute.arch.mbarrier_init_fence``            90
 ``elect_one()``                                        ``cute.arch.elect_one``                      90
+``griddep_wait()`` / ``griddep_launch_dependents()``   ``cute.arch.griddepcontrol_*`` (PDL)         90
 ``warpgroup_reg_alloc(n)`` / ``warpgroup_reg_dealloc``  ``cute.arch.warpgroup_reg_alloc/dealloc``    90a
 ``barrier_sync(id, n)`` / ``barrier_arrive(id, n)``     ``cute.arch.barrier`` / ``barrier_arrive``   70
 ``warp_idx()``, ``warpgroup_idx()``, …                 ``cute.arch.warp_idx`` …                     —
@@ -48,13 +49,15 @@ from ._common import _bar, _i32
 __all__ = [
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx",
     "mbarrier_expect_tx", "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init",
+    "griddep_wait", "griddep_launch_dependents",
     "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
     "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
     "cluster_idx", "block_idx_in_cluster", "cluster_shape", "has_clusters", "cluster_arrive", "cluster_arrive_relaxed",
     "cluster_wait", "cluster_sync", "map_shared", "mapa", "PipelineState", "align_shared",
     # re-exported from .tma and .wgmma
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
-    "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group", "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
+    "bulk_copy_s2g", "bulk_prefetch_l2", "bulk_commit_group", "bulk_wait_group",
+    "WgmmaOp", "make_smem_layout_gmma", "make_gmma_desc",
     "wgmma", "wgmma_fence", "wgmma_commit_group", "wgmma_wait_group", "wgmma_acc_coords",
 ]  # fmt: skip
 
@@ -110,6 +113,20 @@ def fence_proxy_async(space: str = "shared_cta") -> None:
 def fence_mbarrier_init() -> None:
     """Make preceding ``mbarrier_init``s visible to the async proxy and the cluster."""
     _d.fence_mbarrier_init()
+
+
+def griddep_wait() -> None:
+    """``griddepcontrol.wait``: block until the grids this one depends on (the previous kernel of the stream,
+    when this one was launched with programmatic dependent launch) have completed and their writes are
+    visible. Read nothing another kernel writes before it. Without such a launch it returns at once."""
+    _d.griddep_wait()
+
+
+def griddep_launch_dependents() -> None:
+    """``griddepcontrol.launch_dependents``: the next kernel of the stream (launched with programmatic
+    dependent launch) may start once every block of this one has called it or exited; it still waits
+    (:func:`griddep_wait`) for this grid to complete before it reads what this grid wrote."""
+    _d.griddep_launch_dependents()
 
 
 def elect_one() -> Boolean:
@@ -335,6 +352,7 @@ from .tma import (  # noqa: E402
     bulk_commit_group,
     bulk_copy_g2s,
     bulk_copy_s2g,
+    bulk_prefetch_l2,
     bulk_wait_group,
     make_tma_atom,
     tma_load,

@@ -45,7 +45,7 @@ from ._common import _bar, _i32
 
 __all__ = [
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
-    "bulk_copy_s2g", "bulk_commit_group", "bulk_wait_group",
+    "bulk_copy_s2g", "bulk_prefetch_l2", "bulk_commit_group", "bulk_wait_group",
 ]  # fmt: skip
 
 _L2 = {0: 0, 64: 1, 128: 2, 256: 3}
@@ -339,6 +339,16 @@ def bulk_copy_g2s(dst, src, nbytes, mbar) -> None:
     d = _ptr(dst, AddressSpace.SHARED, "the destination")
     s = _ptr(src, AddressSpace.GLOBAL, "the source")
     _d.bulk_load(d.ir_value(), s.ir_value(), _i32(nbytes, "the byte count"), _bar(mbar).ir_value())
+
+
+def bulk_prefetch_l2(src, nbytes) -> None:
+    """Bring ``nbytes`` (a multiple of 16) of global memory at ``src`` (16-byte aligned) into L2, with no
+    destination and nothing to wait for (``cp.async.bulk.prefetch.L2``): later loads of them hit L2."""
+    n = _static_int(as_numeric(nbytes))
+    if n is not None and (n <= 0 or n % 16):
+        raise ValueError(f"a bulk prefetch moves a positive multiple of 16 bytes, got {n}")
+    s = _ptr(src, AddressSpace.GLOBAL, "the source")
+    _d.bulk_prefetch_l2(s.ir_value(), _i32(nbytes, "the byte count"))
 
 
 def bulk_copy_s2g(dst, src, nbytes) -> None:

@@ -352,6 +352,18 @@ def case_known_block_size():
     run(k209, block=32)
 
 
+def case_known_block_size_type():
+    @flyc.kernel(known_block_size=[64.0, 1, 1])
+    def k225(out: Tensor):
+        out[0] = 1
+
+
+def case_known_block_size_value():
+    @flyc.kernel(known_block_size=[256, 1])
+    def k226(out: Tensor):
+        out[0] = 1
+
+
 @flyc.kernel
 def k210(out: Tensor):
     return out

@@ -9,7 +9,8 @@ files:
   ``t.cuda()``, ``t.to("cuda")``) gets the CPU instead (a ``TorchFunctionMode`` that stays active);
 * ``torch.cuda``'s queries answer as for one device (``is_available()`` is True, so FlyDSL's
   "skip without a GPU" guards let the tests run), ``synchronize``/``empty_cache`` do nothing,
-  streams are handle 0 and events time with ``time.perf_counter``.
+  streams are handle 0, events time with ``time.perf_counter`` and CUDA graphs record flydsl's
+  launches for replay (:class:`flydsl.runtime.CpuGraph`).
 
 Nothing of flydsl is touched: the kernels receive CPU tensors and flydsl runs them on its CPU
 interpreter (``FLYDSL_RUNTIME_KIND=cpu``). Never loaded on a machine with a GPU.
@@ -137,25 +138,34 @@ def _install() -> None:
             return (end.t - self.t) * 1e3
 
     class _Graph:
-        """CUDA graphs on the CPU: capture runs the work eagerly; replay runs nothing again."""
+        """``torch.cuda.CUDAGraph`` on the CPU: flydsl's launches captured into it are recorded (not run)
+        and ``replay()`` runs them again (flydsl.runtime.CpuGraph); torch work in the capture runs at once."""
 
         def __init__(self, *args, **kwargs):
-            pass
+            from flydsl.runtime import CpuGraph
+
+            self.cpu = CpuGraph()
 
         def replay(self):
-            pass
+            self.cpu.replay()
 
         def reset(self):
-            pass
+            self.cpu.reset()
 
     class _GraphCtx:
+        """``torch.cuda.graph(g)``: captures into ``g``; ``torch.cuda.stream``/``device``: nothing."""
+
         def __init__(self, graph, *args, **kwargs):
-            pass
+            self._cm = graph.cpu.capture() if graph is not None else None
 
         def __enter__(self):
+            if self._cm is not None:
+                self._cm.__enter__()
             return self
 
         def __exit__(self, *exc):
+            if self._cm is not None:
+                self._cm.__exit__(*exc)
             return False
 
     stream0 = _Stream()

@@ -1,0 +1,98 @@
+"""The decode knobs of the preshuffle GEMM: the mma path's 8-row tile, programmatic dependent launch (``pdl=True``: the first share of the
+weight is read before ``griddepcontrol.wait``, A, the scales, C and the split-K workspace after it) on the mma
+and stream paths, and ``min_blocks`` (``.minnctapersm``: ptxas keeps more loads in flight; the stream path's
+ring sized for that many blocks per SM).
+
+On the CPU interpreter (where a launch runs after the previous one has ended, so a grid dependency is
+always met): the same results as without the knobs, rows past M untouched.
+Offline (ptxas): the PTX holds what each knob promises, and no local memory. Marked ``gpu``: CUDA graphs of
+PDL launches that depend on the kernel before them give both references.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from kernels.gemm.harness import run_gemm
+from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
+from kernels.gemm.reference import numpy_dtype
+
+CASES = [  # (in_dtype, M, N, K, compile keywords)
+    ("fp8", 3, 256, 512, dict(path="mma", pdl=True, min_blocks=2)),
+    ("int8", 17, 128, 1024, dict(tile_m=32, tile_n=128, tile_k=512, warps=(1, 4, 2), pdl=True)),  # 2 panels
+    ("bf16", 5, 128, 256, dict(tile_m=16, tile_n=16, tile_k=128, pdl=True)),
+    ("fp8", 21, 128, 1024, dict(path="stream", tile_m=8, tile_n=64, tile_k=128, max_blocks=10, pdl=True)),  # split
+    ("fp8", 9, 128, 512, dict(path="stream", tile_m=16, tile_n=32, tile_k=256, max_blocks=5, pdl=True)),
+    ("int8", 40, 256, 1024, dict(path="stream", tile_m=16, tile_n=128, tile_k=256, max_blocks=5, pdl=True)),
+    ("fp8", 21, 128, 1024, dict(path="stream", tile_m=8, tile_n=64, tile_k=128, max_blocks=10, min_blocks=2)),
+    # the mma path's 8-row tile (the m16 tile's rows 8-15 zeros: no A loads or widening for them)
+    ("fp8", 1, 128, 512, dict(path="mma", tile_m=8, tile_n=32, tile_k=256)),
+    ("fp8", 13, 128, 512, dict(path="mma", tile_m=8, tile_n=16, tile_k=512, pdl=True)),  # two row tiles
+    ("int8", 8, 256, 1024, dict(path="mma", tile_m=8, tile_n=64, tile_k=512, warps=(1, 4, 2))),
+    ("bf16", 5, 64, 256, dict(path="mma", tile_m=8, tile_n=8, tile_k=128)),
+]
+
+
+@pytest.mark.parametrize("in_dtype,M,N,K,kw", CASES, ids=[f"{c[0]}-M{c[1]}-{c[4].get('path', 'mma')}" for c in CASES])
+def test_pdl_and_min_blocks_interpreter(in_dtype, M, N, K, kw, interpreter):
+    res = run_gemm(in_dtype, M, N, K, cuda=False, seed=M, **kw)
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+    assert ("PDL" in res.config) == kw.get("pdl", False), res.config
+    assert ("blocks/SM" in res.config) == ("min_blocks" in kw), res.config
+
+
+def test_knobs_are_rejected_where_they_do_not_apply():
+    with pytest.raises(ValueError, match="mma and stream"):
+        compile_preshuffle_gemm(N=256, K=256, tile_m=64, tile_n=64, tile_k=128, pdl=True)
+    with pytest.raises(ValueError, match="min_blocks"):
+        compile_preshuffle_gemm(N=256, K=256, path="wgmma", min_blocks=2)
+    with pytest.raises(ValueError, match="do not fit"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", tile_m=256, min_blocks=8)
+    with pytest.raises(ValueError, match="min_blocks"):
+        compile_preshuffle_gemm(N=256, K=256, path="mma", min_blocks=0)
+
+
+@pytest.mark.parametrize("kw,want", [
+    (dict(path="mma", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.launch_dependents",
+                                                 "griddepcontrol.wait"]),
+    (dict(path="stream", pdl=True), ["griddepcontrol.launch_dependents", "griddepcontrol.wait"]),
+    (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
+    (dict(path="mma"), []),
+])  # fmt: skip
+def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
+    for k, v in {"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(tmp_path),
+                 "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}.items():  # fmt: skip
+        monkeypatch.setenv(k, v)
+    N = K = 4096
+    fn = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=16, **kw)
+    c = np.zeros((16, N), numpy_dtype("bf16"))
+    z = np.zeros(N, np.float32)
+    fn(c, np.zeros((16, K), np.int8), np.zeros((N, K), np.int8), z[:16], z, c[0, :0], 16, N)
+    ptx_path = next(tmp_path.glob("kernel_gemm_0/*final_isa.ptx"))
+    ptx = ptx_path.read_text()
+    for s in want:
+        assert s in ptx, s
+    if not want:
+        assert "griddepcontrol" not in ptx and "minnctapersm" not in ptx
+    ptxas = shutil.which("ptxas")
+    if ptxas:
+        out = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(tmp_path / "k.cubin")],
+                             capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 0 and "0 bytes spill stores" in out.stdout + out.stderr, out.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N,K,M,variant", [(4096, 4096, 16, "_x_x_@mma/m2/pdl"), (10240, 8192, 16, "auto/pdl"),
+                                           (4096, 4096, 32, "auto/pdl")])  # fmt: skip
+def test_pdl_launches_wait_for_the_kernel_before_them_gpu(N, K, M, variant):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from benchmarks.gemm_decode_round import pdl_chain_check
+
+    line = pdl_chain_check(N, K, M, variant)
+    assert "WRONG" not in line and "ERROR" not in line, line
