@@ -80,9 +80,42 @@ def variants(path: str) -> str:
     return "\n".join(out)
 
 
+def against_copy(path: str) -> str:
+    """One line per (kernel, shape, dtype) of a run with ``copy:graph`` rows (the long rows): CUDA-graph replay
+    times in µs and, in parentheses, the copy's time at the same shape over the implementation's (its % of the
+    same-shape copy, the honest ceiling: ramp-up and tail included); flydsl's default, then its variants."""
+    data = json.load(open(path))
+    rows = defaultdict(dict)
+    for r in data["results"]:
+        if r["impl"].endswith(":graph"):
+            rows[(r["kernel"], tuple(r["shape"]), r["dtype"])][r["impl"].removesuffix(":graph")] = r
+    out = []
+    for (k, shape, dt), impls in rows.items():
+        c = impls.get("copy")
+        if c is None or c["median_us"] != c["median_us"]:
+            continue
+
+        def cell(name, r, copy_us=c["median_us"]):
+            if r is None or r["median_us"] != r["median_us"]:
+                return f"{name} -"
+            return f"{name} {r['median_us']:.1f} ({100 * copy_us / r['median_us']:.0f}%)"
+
+        fly = impls.get("flydsl")
+        parts = [cell("default", fly)]
+        parts += [cell(n.removeprefix("flydsl-"), r) for n, r in impls.items() if n.startswith("flydsl-")]
+        parts += [cell(n, impls.get(n)) for n in ("triton", "torch")]
+        head = f"{k:11s} {'x'.join(map(str, shape)):11s} {dt:4s} copy {c['median_us']:5.1f} ({c['pct_copy']:.0f}%)"
+        out.append(head + " | " + " | ".join(parts))
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     print(summarize(sys.argv[1]))
     v = variants(sys.argv[1])
     if v:
         print("variants (back-to-back):")
         print(v)
+    c = against_copy(sys.argv[1])
+    if c:
+        print("against the copy at the same shape (graph replay: µs, copy time / time):")
+        print(c)

@@ -49,14 +49,24 @@ VARIANTS = {
     # per block (64K f32: 4 / 8 blocks per row)
     "cluster": {"long_rows": "cluster"},
     "cluster8k": {"long_rows": "cluster", "cluster_cols": 8192},
+    # two blocks of 512 threads per SM (one row's reduction hides behind the other's memory traffic): rows
+    # over 16K in 512-thread onchip chunks, registers capped at 64 (ptxas alone takes 70-120 for softmax)
+    "o512r64": {"onchip_threads": 512, "max_registers": 64},
+    "r64": {"max_registers": 64},  # 16K rows (512 threads): two blocks per SM where ptxas took more than 64
+    # a persistent grid (2 blocks of 512 threads or 1 of 1024 per SM) looping over rows, the next row's chunks
+    # prefetched into shared memory (cp.async) during this row's reduction and output
+    "persist": {"persist": 2},
+    "persist_r64": {"persist": 2, "max_registers": 64},
 }
 
 
 def applicable(name: str, M: int, N: int) -> bool:
-    if name in ("two_pass", "onchip512", "onchip512k16"):
+    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64"):
         return N > 16384
-    if name == "t1024":
+    if name in ("t1024", "r64"):
         return N == 16384
+    if name in ("persist", "persist_r64"):
+        return N >= 16384
     if name == "cluster":
         return N > 16384
     if name == "cluster8k":
@@ -112,6 +122,15 @@ for _k in KERNELS:
 def launcher(kernel: str, n: int, dt: str, plan: tuple):
     """One launcher per configuration: every input set reuses its compiled kernel."""
     return KERNELS[kernel][0](n, dt, dict(plan))
+
+
+def _timing() -> str:
+    """``FLYDSL_NORM_TIMING``: ``both`` (default: back-to-back calls and CUDA-graph replays), ``graph`` (replays
+    only: kernel times, for decisive variant sweeps in little device time) or ``b2b``."""
+    t = os.environ.get("FLYDSL_NORM_TIMING", "both").strip() or "both"
+    if t not in ("both", "graph", "b2b"):
+        raise ValueError(f"FLYDSL_NORM_TIMING must be both, graph or b2b, got {t!r}")
+    return t
 
 
 def _selected() -> list[str]:
@@ -195,7 +214,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
         x = torch.randn(M, N, device=DEVICE, dtype=t) * (2 if kernel == "softmax" else 1)
         r = torch.randn(M, N, device=DEVICE, dtype=t) if kernel == "rmsnorm+add" else x
         w, b = torch.rand(N, device=DEVICE, dtype=t), torch.randn(N, device=DEVICE, dtype=t)
-        outs = [torch.full_like(x, nan) for _ in range(4)]  # flydsl's y and sum, triton's y and sum
+        outs = [torch.full_like(x, nan) for _ in range(6)]  # flydsl's y and sum, triton's, the copy's
         return (x, r, w, b, *outs)
 
     def flydsl(inp, plan=(), graph=False):
@@ -203,7 +222,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
         args = {"softmax": (x, y), "rmsnorm": (x, w, y), "layernorm": (x, w, b, y)}.get(kernel, (x, r, w, y, s))
         compiled = flyc.compile(launcher(kernel, N, dt, plan), *args, M)
         thunk = _flydsl_call(kernel, compiled, inp, y, s, M)
-        if plan and not graph and inp is checked[0]:  # every variant's output is checked, not only the last
+        if plan and inp is checked[0]:  # every variant's output is checked, not only the last
             y.fill_(nan)
             s.fill_(nan)
             thunk()
@@ -222,14 +241,21 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
 
     def triton(inp, graph=False):
         run = _triton(kernel)
-        x, r, w, b, _, _, yt, st = inp
+        x, r, w, b, _, _, yt, st = inp[:8]
         thunk = functools.partial(run, x, r, w, b, yt, st)
+        return graphed(thunk) if graph else thunk
+
+    def copy(inp, graph=False):
+        """The same bytes through torch's device copy (x to y; with the fused add also r to s): the memory
+        ceiling at this shape, ramp-up and tail included."""
+        x, r, y, s = inp[0], inp[1], inp[8], inp[9]
+        thunk = (lambda: (y.copy_(x), s.copy_(r))) if kernel == "rmsnorm+add" else (lambda: y.copy_(x))
         return graphed(thunk) if graph else thunk
 
     checked = [None]
 
     def check(inp, triton_too=True):
-        x, r, w, b, y, s, yt, st = inp
+        x, r, w, b, y, s, yt, st = inp[:8]
         want = eager(x.float(), r.float(), w.float(), b.float())
         if kernel == "rmsnorm+add":
             want = F.rms_norm((x + r).float(), (N,), w.float(), EPS[kernel])
@@ -242,20 +268,29 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
             if not err <= ATOL[dt]:
                 raise AssertionError(f"{name} {kernel} max error {err:.3e} > {ATOL[dt]}")
 
-    impls = {"flydsl": flydsl, "torch": torch_eager, "triton": triton}
-    if (M, N, dt) in COMPILE:
-        impls["torch.compile"] = torch_compile
+    timing = _timing()
     variants = [v for v in _selected() if applicable(v, M, N)]
-    for v in variants:
-        impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())))
-    if (M, N, dt) in COMPILE:
-        impls["torch.compile:graph"] = functools.partial(torch_compile, graph=True)
-    impls["flydsl:graph"] = functools.partial(flydsl, graph=True)
-    impls["torch:graph"] = functools.partial(torch_eager, graph=True)
-    impls["triton:graph"] = functools.partial(triton, graph=True)
-    if N <= 16384:  # short kernels: the variants' kernel times too
+    impls = {}
+    if timing != "graph":
+        impls.update({"flydsl": flydsl, "torch": torch_eager, "triton": triton})
+        if (M, N, dt) in COMPILE:
+            impls["torch.compile"] = torch_compile
         for v in variants:
-            impls[f"flydsl-{v}:graph"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())), graph=True)
+            impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())))
+        if (M, N, dt) in LONG:
+            impls["copy"] = copy
+    if timing != "b2b":
+        if (M, N, dt) in COMPILE and timing == "both":
+            impls["torch.compile:graph"] = functools.partial(torch_compile, graph=True)
+        impls["flydsl:graph"] = functools.partial(flydsl, graph=True)
+        impls["torch:graph"] = functools.partial(torch_eager, graph=True)
+        impls["triton:graph"] = functools.partial(triton, graph=True)
+        if (M, N, dt) in LONG:
+            impls["copy:graph"] = functools.partial(copy, graph=True)
+        if N <= 16384 or timing == "graph":  # short kernels (or a replay-only sweep): the variants' kernel times
+            for v in variants:
+                plan = tuple(sorted(VARIANTS[v].items()))
+                impls[f"flydsl-{v}:graph"] = functools.partial(flydsl, plan=plan, graph=True)
     return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
 
 

@@ -23,13 +23,18 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
+    RowFragments,
     combine_mean_m2,
     finish_rows,
+    persistent_row,
     plan_rows,
     row_groups,
     row_reduce,
+    split_options,
+    staging_buffer,
     tree_sum,
     vector_width,
+    with_register_cap,
 )
 
 __all__ = ["build_layernorm_module"]
@@ -42,14 +47,13 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
     ``norm_common.plan_rows``."""
     dtype = DTYPES[dtype_str]
-    plan_options = {**PLAN_DEFAULTS, **plan_options}
+    plan_options, kernel_options = split_options({**PLAN_DEFAULTS, **plan_options})
 
     @flyc.kernel
     def layernorm_kernel(
         X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
     ):
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
-        groups = row_groups(plan, dtype, rows)
 
         def chunk_stats(frag, x, c):
             """(count, mean, sum of squared deviations) of this thread's values of chunk c."""
@@ -69,38 +73,56 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
             b = frag.load(B, c, broadcast=True).to(fx.Float32)
             frag.store(Y, c, (x - mean) * rstd * w + b)
 
-        with fx.fastmath(FAST):
-            if fx.const_expr(plan.chunks == 1):
-                # every group's loads first (several rows per thread in flight), then each group's reduction
-                xs = [f.load(X, 0).to(fx.Float32) for f in groups]
-                for f, x in zip(groups, xs):
-                    _, mean, m2 = row_reduce(chunk_stats(f, x, 0), combine_mean_m2, plan)
-                    # NOTE: W and B are loaded after the reduction: loaded before it, they would hold 2 x 32 more
-                    # registers through it (80 instead of 62 at 8192 bf16: 3 blocks per SM instead of 4) and ran
-                    # 3% slower.
-                    output(f, 0, x, mean, fx.rsqrt(m2 * (1.0 / N) + eps))
-            elif fx.const_expr(plan.onchip):
-                (frag,) = groups
-                stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
-                held = []
-                for batch in plan.batches():
-                    raws = [frag.load(X, c) for c in batch]  # the batch's loads, issued together
-                    for c, raw in zip(batch, raws):
-                        stats = combine_mean_m2(stats, chunk_stats(frag, raw.to(fx.Float32), c))
-                        held.append(frag.keep(c, raw))
-                _, mean, m2 = row_reduce(stats, combine_mean_m2, plan)
-                rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
-                for c in fx.range_constexpr(plan.chunks):
-                    output(frag, c, frag.recall(c, held[c]).to(fx.Float32), mean, rstd)
-            else:
-                (frag,) = groups
-                stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
-                for c in range(plan.chunks):
-                    stats = combine_mean_m2(stats, chunk_stats(frag, frag.load(X, c).to(fx.Float32), c))
-                _, mean, m2 = row_reduce(stats, combine_mean_m2, plan)
-                rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
-                for c in range(plan.chunks):
-                    output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
+        def row_body(groups, after_stats):
+            """LayerNorm of the rows of ``groups``; ``after_stats()`` runs once every value has been read and
+            reduced per thread (a persistent plan starts its next row's prefetch there)."""
+            with fx.fastmath(FAST):
+                if fx.const_expr(plan.chunks == 1):
+                    # every group's loads first (several rows per thread in flight), then each group's reduction
+                    xs = [f.fetch(X, 0).to(fx.Float32) for f in groups]
+                    parts = [chunk_stats(f, x, 0) for f, x in zip(groups, xs)]
+                    after_stats()
+                    for f, x, st in zip(groups, xs, parts):
+                        _, mean, m2 = row_reduce(st, combine_mean_m2, plan)
+                        # NOTE: W and B are loaded after the reduction: loaded before it, they would hold 2 x 32
+                        # more registers through it (80 instead of 62 at 8192 bf16: 3 blocks per SM instead of 4)
+                        # and ran 3% slower.
+                        output(f, 0, x, mean, fx.rsqrt(m2 * (1.0 / N) + eps))
+                elif fx.const_expr(plan.onchip):
+                    (frag,) = groups
+                    stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
+                    held = []
+                    for batch in plan.batches():
+                        raws = [frag.fetch(X, c) for c in batch]  # the batch's loads, issued together
+                        for c, raw in zip(batch, raws):
+                            stats = combine_mean_m2(stats, chunk_stats(frag, raw.to(fx.Float32), c))
+                            held.append(frag.keep(c, raw))
+                    after_stats()
+                    _, mean, m2 = row_reduce(stats, combine_mean_m2, plan)
+                    rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
+                    for c in fx.range_constexpr(plan.chunks):
+                        output(frag, c, frag.recall(c, held[c]).to(fx.Float32), mean, rstd)
+                else:
+                    (frag,) = groups
+                    stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
+                    for c in range(plan.chunks):
+                        stats = combine_mean_m2(stats, chunk_stats(frag, frag.load(X, c).to(fx.Float32), c))
+                    _, mean, m2 = row_reduce(stats, combine_mean_m2, plan)
+                    rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
+                    for c in range(plan.chunks):
+                        output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
+
+        if fx.const_expr(plan.persist):
+            # a persistent grid: each block loops over rows; the next row's prefetch overlaps this row's
+            # reduction and output
+            staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
+            RowFragments(plan, dtype, first, rows - first, staging).prefetch(X)
+            parity = fx.Int32(0)
+            for r in range(first, rows, step):
+                row_body(*persistent_row(plan, dtype, X, r, rows, step, staging, parity))
+                parity = 1 - parity
+        else:
+            row_body(row_groups(plan, dtype, rows), lambda: None)
         finish_rows(plan)
 
     @flyc.jit
@@ -118,7 +140,8 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
             grid=(plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,
+            value_attrs=plan.func_attrs,
             stream=stream,
         )
 
-    return launch_layernorm
+    return with_register_cap(launch_layernorm, kernel_options)

@@ -33,9 +33,11 @@ __all__ = [
     "RowPlan",
     "plan_rows",
     "row_groups",
+    "persistent_row",
     "finish_rows",
     "staging_buffer",
     "SMEM_BUDGET",
+    "NUM_SMS",
     "vector_width",
     "RowFragments",
     "row_reduce",
@@ -43,6 +45,8 @@ __all__ = [
     "combine_add",
     "combine_max_sum",
     "combine_mean_m2",
+    "split_options",
+    "with_register_cap",
 ]
 
 DTYPES = {"f32": fx.Float32, "f16": fx.Float16, "bf16": fx.BFloat16}
@@ -81,6 +85,9 @@ class RowPlan:
     iters: int = 1  # row groups a block handles one after the other (loads of all issued first)
     batch: int = 1  # onchip: chunks whose loads are issued together, before their first use
     cluster: int = 1  # blocks sharing one row (a thread block cluster); each holds chunk_cols columns
+    persist: int = 0  # > 0: a persistent grid of ``persist`` blocks per SM, each looping over rows
+    prefetch: int = 0  # persistent plans: chunks of the next row copied to shared memory (cp.async) ahead
+    sms: int = 132  # persistent plans: the SMs the grid fills (NUM_SMS)
 
     @property
     def chunk_cols(self) -> int:
@@ -97,10 +104,21 @@ class RowPlan:
         return self.cluster * self.chunks * self.chunk_cols != self.n
 
     def grid(self, m):
-        """Blocks for ``m`` rows (a run-time Int32 or an int)."""
+        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM."""
         if self.cluster > 1:
             return m * self.cluster
-        return (m + self.rows_per_block - 1) // self.rows_per_block
+        blocks = (m + self.rows_per_block - 1) // self.rows_per_block
+        if self.persist:
+            cap = self.persist * self.sms
+            return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
+        return blocks
+
+    @property
+    def func_attrs(self) -> dict:
+        """``launch(value_attrs=...)``: a persistent plan's ``persist`` blocks must fit an SM together, so ptxas
+        is told (``.minnctapersm``: 512-thread blocks get at most 64 registers), else the grid's second half
+        would run after the first."""
+        return {"min_blocks_per_sm": self.persist} if self.persist else {}
 
     @property
     def cluster_dims(self):
@@ -120,12 +138,59 @@ class RowPlan:
     def rows_per_block(self) -> int:
         return self.rows * self.iters
 
+    @property
+    def prefetch_kept(self) -> int:
+        """Kept chunks that arrive through shared memory (prefetched): one slot each, refilled after the stats."""
+        return min(self.prefetch, self.kept)
+
+    @property
+    def prefetch_staged(self) -> int:
+        """Staged chunks that are prefetched: they stay in their slot until the output, so the next row's copies
+        go to a second set of slots (two sets, alternating by row)."""
+        return max(0, self.prefetch - self.kept) if self.chunks > 1 else 0
+
+    def slot(self, c: int, parity=0):
+        """The shared-memory slot (in chunks) of chunk ``c`` (prefetched or staged); ``parity`` (0/1, run-time
+        allowed) picks the set of a prefetched staged chunk."""
+        pk, ps = self.prefetch_kept, self.prefetch_staged
+        if c < self.kept:
+            return c  # a prefetched kept chunk
+        if c < self.kept + ps:
+            return pk + (self.staged - ps) + parity * ps + (c - self.kept)
+        return pk + (c - self.kept - ps)  # staged, not prefetched: written by RowFragments.keep
+
+    @property
+    def slots(self) -> int:
+        return self.prefetch_kept + self.staged + self.prefetch_staged
+
     def staging_bytes(self, elem_bytes: int) -> int:
-        """Dynamic shared memory the staged chunks take."""
-        return self.staged * self.rows * self.chunk_cols * elem_bytes
+        """Dynamic shared memory of the staged and prefetched chunks."""
+        return self.slots * self.rows * self.chunk_cols * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
+# threads an SM holds at 64 registers each (65536 registers): the row kernels take 33-64, so no more fit
+THREADS_PER_SM = 1024
+NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
+
+
+KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not of the row plan
+
+
+def split_options(options: dict) -> tuple[dict, dict]:
+    """(the row plan's options, the kernel's options :data:`KERNEL_OPTIONS`) of a builder's keyword arguments."""
+    plan = {k: v for k, v in options.items() if k not in KERNEL_OPTIONS}
+    return plan, {k: v for k, v in options.items() if k in KERNEL_OPTIONS}
+
+
+def with_register_cap(launcher, kernel_options: dict):
+    """``launcher`` with the register cap of ``kernel_options["max_registers"]`` (PTX ``.maxnreg``) when given:
+    a block of ``t`` threads fits ``b`` times in an SM only at ``65536 / (b * t)`` registers or fewer (2 blocks
+    of 512 threads: 64), which ptxas does not aim for by itself."""
+    cap = kernel_options.get("max_registers")
+    if cap:
+        launcher.compile_hints["maxnreg"] = int(cap)
+    return launcher
 
 
 def plan_rows(
@@ -145,6 +210,8 @@ def plan_rows(
     row_iters: int = 1,
     cluster_cols: int = 16384,
     clusters: bool = True,
+    persist: int = 0,
+    sms: int = 0,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -161,6 +228,12 @@ def plan_rows(
     ``cluster_cols`` columns in registers (rows longer than 8 such slices of at most ``register_limit``
     elements fall back to ``"onchip"``); it applies to rows longer than ``cluster_cols``, and only where the
     target has clusters (``clusters``: the kernels pass ``fx.nvvm.has_clusters()``; else ``"onchip"``).
+
+    ``persist=b`` (rows of one block each, in registers or onchip): a persistent grid of ``b`` blocks per SM (at
+    most as many as :data:`THREADS_PER_SM` allows),
+    each looping over rows, with the next row's first ``prefetch`` chunks copied to shared memory (``cp.async``)
+    while this row is reduced and written — as many as fit :data:`SMEM_BUDGET` per SM (:func:`_persistent`);
+    ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do).
     """
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
@@ -177,7 +250,8 @@ def plan_rows(
         threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
         vecs, chunks = -(-n_vecs // threads), 1
         rows = max(1, block_threads // threads)
-        return RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters))
+        plan = RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters))
+        return _persistent(plan, persist, sms, elem_bytes)
     if long_rows == "two_pass":
         threads, vecs = chunk_threads, vecs_target
         chunks = -(-n_vecs // (threads * vecs))
@@ -191,7 +265,23 @@ def plan_rows(
     while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1
     batch = 1 if narrow else max(1, load_values // (vecs * vec))
-    return RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch)
+    plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch)
+    return _persistent(plan, persist, sms, elem_bytes)
+
+
+def _persistent(plan: RowPlan, persist: int, sms: int, elem_bytes: int) -> RowPlan:
+    """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
+    fit :data:`SMEM_BUDGET` per SM; unchanged for ``persist=0``, blocks of several rows (short rows: their
+    blocks are many and small already) and 16-bit-or-narrower accesses (a ``cp.async`` moves 4-16 bytes)."""
+    if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
+        return plan
+    persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
+    chunk_bytes = plan.chunk_cols * elem_bytes
+    for pf in range(plan.chunks, -1, -1):
+        cand = dataclasses.replace(plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS)
+        if cand.slots * chunk_bytes * persist <= SMEM_BUDGET:
+            return cand
+    return plan  # the staging alone does not fit twice: one block per row
 
 
 def _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols) -> RowPlan | None:
@@ -218,14 +308,15 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0):
         self.plan = plan
-        self.staging = staging  # onchip plans: the shared-memory pointer (``dtype``) of the staged chunks
+        self.dtype = dtype
+        self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
         self.col0 = col0  # cluster plans: this block's first column (run-time)
+        self.parity = parity  # persistent plans: which set of slots this row's prefetched staged chunks use
         atom = fx.make_copy_atom(fx.UniversalCopy(plan.vec * dtype.width), dtype)
-        self.tiled = fx.make_tiled_copy_tv(
-            atom, fx.make_ordered_layout((plan.rows, plan.threads), (1, 0)), fx.make_layout((1, plan.vec))
-        )
+        self.thr_layout = fx.make_ordered_layout((plan.rows, plan.threads), (1, 0))
+        self.tiled = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, plan.vec)))
         self.thr = self.tiled.get_slice(fx.thread_idx.x)
         self.rows_left = rows_left
         # NOTE: the row offset is the only run-time part of an address: the (rows, chunk, chunks) views are
@@ -242,11 +333,12 @@ class RowFragments:
             return fx.make_view(base, self.bcast)[None, None, c]
         return fx.make_view(it + self.offset, self.layout)[None, None, c]
 
-    def pred(self, c=0):
-        """None when every access of chunk ``c`` is in bounds, else one Boolean per access."""
+    def pred(self, c=0, rows_checked=False):
+        """None when every access of chunk ``c`` is in bounds, else one Boolean per access (or one for all of
+        them where only the row can be out of bounds and ``rows_checked``: a prefetch of a row past the last)."""
         p = self.plan
         if p.rows == 1 and not p.ragged:
-            return None
+            return self.rows_left > 0 if rows_checked else None
         pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
         cols_left = p.n - c * p.chunk_cols if self.col0 is None else p.n - self.col0
         for i in fx.range_constexpr(fx.size(pred)):
@@ -276,19 +368,58 @@ class RowFragments:
         regs.store(values.to(t.dtype))
         fx.copy(self.tiled, regs, dst, pred=self.pred(c))
 
-    # -- onchip plans: chunks kept in registers or staged in shared memory --------------------------------
+    # -- onchip plans: chunks kept in registers or staged in shared memory; persistent plans' prefetches ------
 
-    def _staged_view(self, c):
+    def _slot_view(self, c):
+        """This thread's part of chunk ``c``'s shared-memory slot (:meth:`RowPlan.slot`)."""
         p = self.plan
-        layout = fx.make_layout((p.rows, p.chunk_cols, p.staged), (p.chunk_cols, 1, p.rows * p.chunk_cols))
-        return self.thr.partition_S(fx.make_view(self.staging, layout)[None, None, c - p.kept])
+        base = self.staging + p.slot(c, self.parity) * (p.rows * p.chunk_cols)
+        return self.thr.partition_S(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
 
-    def keep(self, c, values):
+    def _from_slot(self, c):
+        src = self._slot_view(c)
+        regs = fx.make_fragment_like(src)
+        fx.copy(self.tiled, src, regs)
+        return regs.load()
+
+    def prefetch(self, t):
+        """Start copying this row's first ``plan.prefetch`` chunks of ``t`` to their shared-memory slots
+        (``cp.async``, 4-16 bytes per access, one group); accesses past the row's end or of a row past the last
+        read nothing (zero fill). :meth:`fetch` waits for them."""
+        p = self.plan
+        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
+        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
+        for c in fx.range_constexpr(p.prefetch):
+            src = thr.partition_S(self._view(t, c))
+            base = self.staging + p.slot(c, self.parity) * (p.rows * p.chunk_cols)
+            dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
+            fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+        fx.nvvm.cp_async_commit_group()
+
+    def fetch(self, t, c=0, fill=None):
+        """Chunk ``c`` of ``t`` (this row): from its shared-memory slot where it was prefetched (each thread reads
+        back only what its own copies wrote, so no barrier), else from global memory. Values past the row's end
+        are ``fill`` (if given) either way."""
+        if self.plan.prefetch == 0 or c >= self.plan.prefetch:  # (two-pass plans: c is a loop's run-time index)
+            return self.load(t, c, fill)
+        if c == 0:
+            fx.nvvm.cp_async_wait_group(0)
+        v = self._from_slot(c)
+        mask = self.lane_mask(c)
+        if fill is not None and mask is not None:
+            v = mask.select(v, fill)
+        return v
+
+    def keep(self, c, values, fetched=True):
         """Hold chunk ``c``'s values (of the data type) until :meth:`recall`: in registers for the first
-        ``plan.kept`` chunks, else in this thread's own slots of shared memory (no barrier needed)."""
-        if c < self.plan.kept:
+        ``plan.kept`` chunks, else in this thread's own slots of shared memory (no barrier needed). ``fetched``:
+        the values are what :meth:`fetch` gave, so a prefetched chunk is in its slot already."""
+        p = self.plan
+        if c < p.kept:
             return values
-        dst = self._staged_view(c)
+        if fetched and c < p.prefetch:
+            return None
+        dst = self._slot_view(c)
         regs = fx.make_fragment_like(dst)
         regs.store(values)
         fx.copy(self.tiled, regs, dst)
@@ -298,15 +429,13 @@ class RowFragments:
         """Chunk ``c``'s values given to :meth:`keep`."""
         if c < self.plan.kept:
             return kept
-        src = self._staged_view(c)
-        regs = fx.make_fragment_like(src)
-        fx.copy(self.tiled, src, regs)
-        return regs.load()
+        return self._from_slot(c)
 
 
 def staging_buffer(plan: RowPlan, dtype):
-    """The shared memory of an onchip plan's staged chunks (None when nothing is staged)."""
-    if plan.staged == 0:
+    """The shared memory of an onchip plan's staged chunks and a persistent plan's prefetched ones (None when
+    there are none)."""
+    if plan.slots == 0:
         return None
     alloc = fx.SharedAllocator(static=False)
     return alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
@@ -325,6 +454,15 @@ def row_groups(plan: RowPlan, dtype, rows):
         row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
         out.append(RowFragments(plan, dtype, row0, rows - row0, staging))
     return out
+
+
+def persistent_row(plan: RowPlan, dtype, t, r, rows, step, staging, parity):
+    """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
+    ``after_stats()`` starts the prefetch of ``t``'s row ``r + step`` (the block's next) into the other parity's
+    slots; run it once row ``r``'s values have all been read (its slots are free then)."""
+    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity)
+    nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
+    return [frag], lambda: nxt.prefetch(t)
 
 
 # -- reductions ------------------------------------------------------------------------------------------

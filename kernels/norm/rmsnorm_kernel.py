@@ -25,13 +25,18 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
+    RowFragments,
     combine_add,
     finish_rows,
+    persistent_row,
     plan_rows,
     row_groups,
     row_reduce,
+    split_options,
+    staging_buffer,
     tree_sum,
     vector_width,
+    with_register_cap,
 )
 
 __all__ = ["build_rmsnorm_module", "build_fused_add_rmsnorm_module"]
@@ -43,7 +48,7 @@ PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
-    plan_options = {**PLAN_DEFAULTS, **plan_options}
+    plan_options, kernel_options = split_options({**PLAN_DEFAULTS, **plan_options})
     dtype = DTYPES[dtype_str]
 
     @flyc.kernel
@@ -52,53 +57,75 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
-        groups = row_groups(plan, dtype, rows)
 
         def load_raw(frag, c):
             """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""
-            x = frag.load(X, c)
+            x = frag.fetch(X, c)
             if fx.const_expr(fused_add):
                 x = (x.to(fx.Float32) + frag.load(R, c).to(fx.Float32)).to(dtype)
                 frag.store(R_out, c, x)
             return x
 
-        with fx.fastmath(FAST):
-            if fx.const_expr(plan.chunks == 1):
-                # every group's loads first (several rows per thread in flight), then each group's reduction
-                xs = [load_raw(f, 0).to(fx.Float32) for f in groups]
-                w = groups[0].load(W, 0, broadcast=True)  # the same columns in every group: loaded once
-                for f, x in zip(groups, xs):
-                    (ss,) = row_reduce((tree_sum(x * x),), combine_add, plan)
+        def row_body(groups, after_stats):
+            """RMSNorm of the rows of ``groups``; ``after_stats()`` runs once every value has been read and
+            reduced per thread (a persistent plan starts its next row's prefetch there)."""
+            with fx.fastmath(FAST):
+                if fx.const_expr(plan.chunks == 1):
+                    # every group's loads first (several rows per thread in flight), then each group's reduction
+                    xs = [load_raw(f, 0).to(fx.Float32) for f in groups]
+                    # NOTE: the weight is loaded before the reduction (its latency hides behind the shuffles and
+                    # the barrier; the same columns in every group: loaded once), except 32 f32 values per thread:
+                    # held through the reduction, they made 79 registers at 16384 f32 (one block of 512 per SM)
+                    w_early = dtype.width < 32 or plan.vecs * plan.vec < 32
+                    w = groups[0].load(W, 0, broadcast=True) if fx.const_expr(w_early) else None
+                    parts = [tree_sum(x * x) for x in xs]
+                    after_stats()
+                    for f, x, ss in zip(groups, xs, parts):
+                        (ss,) = row_reduce((ss,), combine_add, plan)
+                        r = fx.rsqrt(ss * (1.0 / N) + eps)
+                        wf = (w if fx.const_expr(w_early) else f.load(W, 0, broadcast=True)).to(fx.Float32)
+                        f.store(Y, 0, x * r * wf)
+                elif fx.const_expr(plan.onchip):
+                    (frag,) = groups
+                    ss = fx.Float32(0.0)
+                    held = []
+                    for batch in plan.batches():
+                        raws = [load_raw(frag, c) for c in batch]  # the batch's loads, issued together
+                        for c, raw in zip(batch, raws):
+                            x = raw.to(fx.Float32)
+                            ss = ss + tree_sum(x * x)
+                            held.append(frag.keep(c, raw, fetched=not fused_add))  # the sum is new
+                    after_stats()
+                    (ss,) = row_reduce((ss,), combine_add, plan)
                     r = fx.rsqrt(ss * (1.0 / N) + eps)
-                    f.store(Y, 0, x * r * w.to(fx.Float32))
-            elif fx.const_expr(plan.onchip):
-                (frag,) = groups
-                ss = fx.Float32(0.0)
-                held = []
-                for batch in plan.batches():
-                    raws = [load_raw(frag, c) for c in batch]  # the batch's loads, issued together
-                    for c, raw in zip(batch, raws):
-                        x = raw.to(fx.Float32)
+                    for c in fx.range_constexpr(plan.chunks):
+                        w = frag.load(W, c, broadcast=True).to(fx.Float32)
+                        frag.store(Y, c, frag.recall(c, held[c]).to(fx.Float32) * r * w)
+                else:
+                    (frag,) = groups
+                    ss = fx.Float32(0.0)
+                    for c in range(plan.chunks):
+                        x = load_raw(frag, c).to(fx.Float32)
                         ss = ss + tree_sum(x * x)
-                        held.append(frag.keep(c, raw))
-                (ss,) = row_reduce((ss,), combine_add, plan)
-                r = fx.rsqrt(ss * (1.0 / N) + eps)
-                for c in fx.range_constexpr(plan.chunks):
-                    w = frag.load(W, c, broadcast=True).to(fx.Float32)
-                    frag.store(Y, c, frag.recall(c, held[c]).to(fx.Float32) * r * w)
-            else:
-                (frag,) = groups
-                ss = fx.Float32(0.0)
-                for c in range(plan.chunks):
-                    x = load_raw(frag, c).to(fx.Float32)
-                    ss = ss + tree_sum(x * x)
-                (ss,) = row_reduce((ss,), combine_add, plan)
-                r = fx.rsqrt(ss * (1.0 / N) + eps)
-                for c in range(plan.chunks):
-                    # NOTE: with the fused add, pass 2 reads back the sums this thread wrote in pass 1
-                    x = frag.load(R_out if fused_add else X, c).to(fx.Float32)
-                    w = frag.load(W, c, broadcast=True).to(fx.Float32)
-                    frag.store(Y, c, x * r * w)
+                    (ss,) = row_reduce((ss,), combine_add, plan)
+                    r = fx.rsqrt(ss * (1.0 / N) + eps)
+                    for c in range(plan.chunks):
+                        # NOTE: with the fused add, pass 2 reads back the sums this thread wrote in pass 1
+                        x = frag.load(R_out if fused_add else X, c).to(fx.Float32)
+                        w = frag.load(W, c, broadcast=True).to(fx.Float32)
+                        frag.store(Y, c, x * r * w)
+
+        if fx.const_expr(plan.persist):
+            # a persistent grid: each block loops over rows; the next row's prefetch (of X; the fused add's R is
+            # read directly) overlaps this row's reduction and output
+            staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
+            RowFragments(plan, dtype, first, rows - first, staging).prefetch(X)
+            parity = fx.Int32(0)
+            for r in range(first, rows, step):
+                row_body(*persistent_row(plan, dtype, X, r, rows, step, staging, parity))
+                parity = 1 - parity
+        else:
+            row_body(row_groups(plan, dtype, rows), lambda: None)
         finish_rows(plan)
 
     def launch(X, R, W, Y, R_out, M, stream):
@@ -109,6 +136,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,
+            value_attrs=plan.func_attrs,
             stream=stream,
         )
 
@@ -126,7 +154,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         ):
             launch(Input, ResidualIn, Gamma, Output, ResidualOut, m_in, stream)
 
-        return launch_fused_add_rmsnorm
+        return with_register_cap(launch_fused_add_rmsnorm, kernel_options)
 
     @flyc.jit
     def launch_rmsnorm(
@@ -134,7 +162,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     ):
         launch(Input, Input, Gamma, Output, Output, m_in, stream)
 
-    return launch_rmsnorm
+    return with_register_cap(launch_rmsnorm, kernel_options)
 
 
 def build_rmsnorm_module(N: int, dtype_str: str, eps: float = 1e-6, *, fused_add: bool = False, **plan_options):

@@ -25,13 +25,18 @@ from kernels.norm.norm_common import (
     DTYPES,
     LOG2E,
     MASKED_MIN,
+    RowFragments,
     combine_max_sum,
     finish_rows,
+    persistent_row,
     plan_rows,
     row_groups,
     row_reduce,
+    split_options,
+    staging_buffer,
     tree_sum,
     vector_width,
+    with_register_cap,
 )
 
 __all__ = ["build_softmax_module"]
@@ -49,58 +54,77 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     ``block_threads``, ``register_limit``...).
     """
     del M  # the row count is a run-time argument
-    plan_options = {**PLAN_DEFAULTS, **plan_options}
+    plan_options, kernel_options = split_options({**PLAN_DEFAULTS, **plan_options})
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
     @flyc.kernel
     def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]):
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
-        groups = row_groups(plan, dtype, rows)
 
-        with fx.fastmath(FAST):
-            if fx.const_expr(plan.chunks == 1):
-                # every group's loads first (several rows per thread in flight), then each group's reduction
-                xs = [f.load(A, 0, fill=masked_min).to(fx.Float32) for f in groups]
-                for f, x in zip(groups, xs):
-                    m = x.reduce("max")
-                    e = fx.exp2(x * LOG2E - m * LOG2E)
-                    big_m, s = row_reduce((m, tree_sum(e)), combine_max_sum, plan)
-                    scale = fx.exp2((m - big_m) * LOG2E) / s
-                    f.store(C, 0, e * scale)
-            elif fx.const_expr(plan.onchip):
-                (frag,) = groups
-                m = fx.Float32(masked_min)
-                s = fx.Float32(0.0)
-                held = []
-                for batch in plan.batches():
-                    raws = [frag.load(A, c, fill=masked_min) for c in batch]  # the batch's loads, issued together
-                    for c, raw in zip(batch, raws):
-                        x = raw.to(fx.Float32)
+        def row_body(groups, after_stats):
+            """Softmax of the rows of ``groups``; ``after_stats()`` runs once every value has been read and
+            reduced per thread (a persistent plan starts its next row's prefetch there)."""
+            with fx.fastmath(FAST):
+                if fx.const_expr(plan.chunks == 1):
+                    # every group's loads first (several rows per thread in flight), then each group's reduction
+                    xs = [f.fetch(A, 0, fill=masked_min).to(fx.Float32) for f in groups]
+                    parts = []
+                    for x in xs:
+                        m = x.reduce("max")
+                        e = fx.exp2(x * LOG2E - m * LOG2E)
+                        parts.append((m, e, tree_sum(e)))
+                    after_stats()
+                    for f, (m, e, s) in zip(groups, parts):
+                        big_m, s = row_reduce((m, s), combine_max_sum, plan)
+                        scale = fx.exp2((m - big_m) * LOG2E) / s
+                        f.store(C, 0, e * scale)
+                elif fx.const_expr(plan.onchip):
+                    (frag,) = groups
+                    m = fx.Float32(masked_min)
+                    s = fx.Float32(0.0)
+                    held = []
+                    for batch in plan.batches():
+                        raws = [frag.fetch(A, c, fill=masked_min) for c in batch]  # the batch's loads, together
+                        for c, raw in zip(batch, raws):
+                            x = raw.to(fx.Float32)
+                            m_new = fx.max(m, x.reduce("max"))
+                            s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
+                            m = m_new
+                            held.append(frag.keep(c, raw))
+                    after_stats()
+                    big_m, s = row_reduce((m, s), combine_max_sum, plan)
+                    inv_s = 1.0 / s
+                    for c in fx.range_constexpr(plan.chunks):
+                        x = frag.recall(c, held[c]).to(fx.Float32)
+                        frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+                else:
+                    (frag,) = groups
+                    m = fx.Float32(masked_min)
+                    s = fx.Float32(0.0)
+                    for c in range(plan.chunks):
+                        x = frag.load(A, c, fill=masked_min).to(fx.Float32)
                         m_new = fx.max(m, x.reduce("max"))
-                        s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
+                        e = fx.exp2(x * LOG2E - m_new * LOG2E)
+                        s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
                         m = m_new
-                        held.append(frag.keep(c, raw))
-                big_m, s = row_reduce((m, s), combine_max_sum, plan)
-                inv_s = 1.0 / s
-                for c in fx.range_constexpr(plan.chunks):
-                    x = frag.recall(c, held[c]).to(fx.Float32)
-                    frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
-            else:
-                (frag,) = groups
-                m = fx.Float32(masked_min)
-                s = fx.Float32(0.0)
-                for c in range(plan.chunks):
-                    x = frag.load(A, c, fill=masked_min).to(fx.Float32)
-                    m_new = fx.max(m, x.reduce("max"))
-                    e = fx.exp2(x * LOG2E - m_new * LOG2E)
-                    s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
-                    m = m_new
-                big_m, s = row_reduce((m, s), combine_max_sum, plan)
-                inv_s = 1.0 / s
-                for c in range(plan.chunks):
-                    x = frag.load(A, c).to(fx.Float32)
-                    frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+                    big_m, s = row_reduce((m, s), combine_max_sum, plan)
+                    inv_s = 1.0 / s
+                    for c in range(plan.chunks):
+                        x = frag.load(A, c).to(fx.Float32)
+                        frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+
+        if fx.const_expr(plan.persist):
+            # a persistent grid: each block loops over rows; the next row's prefetch overlaps this row's
+            # reduction and output
+            staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
+            RowFragments(plan, dtype, first, rows - first, staging).prefetch(A)
+            parity = fx.Int32(0)
+            for r in range(first, rows, step):
+                row_body(*persistent_row(plan, dtype, A, r, rows, step, staging, parity))
+                parity = 1 - parity
+        else:
+            row_body(row_groups(plan, dtype, rows), lambda: None)
         finish_rows(plan)
 
     @flyc.jit
@@ -111,7 +135,8 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,
+            value_attrs=plan.func_attrs,
             stream=stream,
         )
 
-    return launch_softmax
+    return with_register_cap(launch_softmax, kernel_options)

@@ -32,12 +32,24 @@ CPU_CASES = [
     (2, 20000, "bf16", {"long_rows": "cluster"}),  # 2 blocks of 16 warps, the second slice ragged
     (2, 3001, "f32", {"long_rows": "cluster", "cluster_cols": 1024}),  # scalar accesses, 4 blocks, ragged
     (2, 65536, "f32", {"long_rows": "cluster", "cluster_cols": 8192}),  # 8 x 16 warps: 4 partials per lane
+    # persistent grids (blocks looping over rows, the next row prefetched into shared memory by cp.async),
+    # sized for fewer SMs than rows so that every block loops: a ragged in-register row, 2 blocks for 7 rows;
+    # onchip, 2 kept and 3 staged chunks all prefetched (two alternating slot sets), 2 blocks for 5 rows;
+    # 64K f32: only the first chunk prefetched (shared memory), one block for 3 rows
+    (7, 1000, "bf16", {"persist": 2, "sms": 1, "block_threads": 64}),
+    (
+        5,
+        2500,
+        "f32",
+        {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16, "persist": 1, "sms": 2},
+    ),  # fmt: skip
+    (3, 65536, "f32", {"persist": 1, "sms": 1}),
 ]
 CPU_IDS = [f"{m}x{n}-{d}" + ("-" + "-".join(map(str, p.values())) if p else "") for m, n, d, p in CPU_CASES]
-# GPU against the interpreter: the short cases, the onchip plan with staged chunks, the row groups and the
-# cluster plans
-PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-6:]
-PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-6:]
+# GPU against the interpreter: the short cases, the onchip plan with staged chunks, the row groups, the
+# cluster plans and the persistent ones
+PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-9:]
+PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-9:]
 
 GPU_CASES = [
     (5, 1, "f32"),
