@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cases import norm_sweep
-from kernels.norm.norm_common import plan_rows, vector_width
+from kernels.norm.norm_common import NUM_SMS, SMEM_BUDGET, plan_rows, vector_width
 
 
 def plan(n, elem_bytes, **kw):
@@ -67,3 +67,70 @@ def test_the_cluster_plan_needs_a_target_with_clusters(arch, clustered, monkeypa
     launch(x, x, 2)
     ptx = launch._last[1].artifact.ptx
     assert (".reqnctapercluster 2, 1, 1" in ptx and "mapa.shared::cluster" in ptx) == clustered
+
+
+@pytest.mark.parametrize(
+    "n, eb, threads, blocks, prefetch, slots",
+    [
+        (16384, 2, 512, 2, 1, 1),  # the in-register plan: 2 blocks per SM, the next row's 32 KB prefetched
+        (32768, 2, 1024, 1, 2, 2),  # onchip, both chunks kept: both prefetched (64 KB)
+        (65536, 2, 1024, 1, 4, 6),  # 2 kept + 2 staged, all prefetched: the staged ones in two sets (192 KB)
+        (65536, 4, 1024, 1, 1, 3),  # 256 KB rows: only the first chunk fits beside the staging
+    ],
+)
+def test_persistent_plans_prefetch_what_fits_the_shared_memory(n, eb, threads, blocks, prefetch, slots):
+    p = plan(n, eb, max_row_threads=512, persist=2)
+    assert (p.threads, p.persist, p.prefetch, p.slots) == (threads, blocks, prefetch, slots)
+    assert p.slots * p.chunk_cols * eb * p.persist <= SMEM_BUDGET
+    assert p.grid(10) == 10 and p.grid(10**6) == blocks * NUM_SMS  # at most `persist` blocks per SM
+    assert p.func_attrs == {"min_blocks_per_sm": blocks}  # ptxas keeps them together in one SM
+    # every chunk held in shared memory has its own slot, in each of the two parities
+    for parity in (0, 1):
+        used = [p.slot(c, parity) for c in range(p.chunks) if c >= p.kept or c < p.prefetch_kept]
+        assert len(set(used)) == len(used) and all(0 <= s < p.slots for s in used)
+    staged = [c for c in range(p.chunks) if p.kept <= c < p.prefetch]  # prefetched and held to the output
+    assert not {p.slot(c, 0) for c in staged} & {p.slot(c, 1) for c in staged}
+
+
+def test_plans_that_are_not_persistent():
+    assert plan(16384, 2).persist == 0 and plan(16384, 2).func_attrs == {}
+    assert plan(512, 2, persist=2).persist == 0  # several rows to a block: short rows are not looped
+    assert plan(16383, 2, persist=2).persist == 0  # 2-byte accesses: cp.async moves 4-16 bytes
+    assert plan(4096, 4, persist=8, sms=3).grid(100) == 3 * 4  # at most 4 blocks of 256 threads per SM
+
+
+def test_kernel_options_are_split_from_the_plan_options():
+    from kernels.norm.norm_common import split_options, with_register_cap
+    from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
+
+    assert split_options({"persist": 2, "max_registers": 64}) == ({"persist": 2}, {"max_registers": 64})
+    launch = build_rmsnorm_module(1024, "f32", max_registers=64)
+    assert launch.compile_hints == {"maxnreg": 64}
+    assert with_register_cap(launch, {}) is launch
+
+
+def test_sweep_replay_only_timing_and_the_same_shape_copy(monkeypatch):
+    monkeypatch.setenv("FLYDSL_NORM_TIMING", "graph")
+    assert norm_sweep._timing() == "graph"
+    monkeypatch.setenv("FLYDSL_NORM_TIMING", "replays")
+    with pytest.raises(ValueError, match="both, graph or b2b"):
+        norm_sweep._timing()
+    assert norm_sweep.applicable("persist", 2048, 16384) and not norm_sweep.applicable("persist", 4096, 8192)
+    assert norm_sweep.applicable("o512r64", 1024, 32768) and not norm_sweep.applicable("o512r64", 2048, 16384)
+
+
+def test_the_summary_puts_each_row_against_the_copy_at_its_shape(tmp_path):
+    import json
+
+    from benchmarks.norm_summary import against_copy
+
+    def row(impl, us):
+        return {"kernel": "rmsnorm", "shape": [1024, 32768], "dtype": "bf16", "impl": impl, "median_us": us,
+                "pct_copy": 80.0, "note": ""}  # fmt: skip
+
+    rows = [row("copy:graph", 34.0), row("flydsl:graph", 40.0), row("flydsl-persist:graph", 36.0), row("flydsl", 1.0)]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"meta": {"copy_gbps": 4277, "commit": "x"}, "results": rows}))
+    line = against_copy(str(path))
+    assert "copy  34.0" in line and "default 40.0 (85%)" in line and "persist 36.0 (94%)" in line
+    assert "triton -" in line
