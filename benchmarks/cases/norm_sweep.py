@@ -56,12 +56,13 @@ VARIANTS = {
     # a persistent grid (2 blocks of 512 threads or 1 of 1024 per SM) looping over rows, the next row's chunks
     # prefetched into shared memory (cp.async) during this row's reduction and output
     "persist": {"persist": 2},
+    "persist512": {"persist": 2, "onchip_threads": 512},  # rows over 16K: 2 persistent blocks of 512 per SM
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
 
 
 def applicable(name: str, M: int, N: int) -> bool:
-    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64"):
+    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name in ("t1024", "r64"):
         return N == 16384
