@@ -57,6 +57,8 @@ VARIANTS = {
     # prefetched into shared memory (cp.async) during this row's reduction and output
     "persist": {"persist": 2},
     "persist512": {"persist": 2, "onchip_threads": 512},  # rows over 16K: 2 persistent blocks of 512 per SM
+    "cs": {"cache_hint": "cs"},  # the rows' loads and stores streaming (ld/st.global.cs: evict first)
+    "persist_cs": {"persist": 2, "cache_hint": "cs"},
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
 
@@ -66,7 +68,7 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N > 16384
     if name in ("t1024", "r64"):
         return N == 16384
-    if name in ("persist", "persist_r64"):
+    if name in ("persist", "persist_r64", "cs", "persist_cs"):
         return N >= 16384
     if name == "cluster":
         return N > 16384

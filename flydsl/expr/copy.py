@@ -27,6 +27,7 @@ from .. import layout as L
 from ..layout import ComposedLayout, Layout, Swizzle
 from ..layout.inttuple import iadd
 from ._sem.inttuple import IntTuple, StaticInt, as_tiler, is_tensor
+from ._sem.iterators import MemIter
 from ._sem.numeric import Numeric, numeric_type_of
 from .layout_api import make_layout_tv
 
@@ -64,7 +65,7 @@ class CopyOp:
       ``call = None`` are plain vector loads and stores (or buffer accesses), done by ``fx.copy``.
     """
 
-    __slots__ = ("bits", "kind", "cache_modifier")
+    __slots__ = ("bits", "kind", "cache_modifier", "cache")
     _KINDS = {"universal": "UniversalCopy", "buffer": "BufferCopy"}
     call = None
     thr_id = Layout._make(1, 0)
@@ -74,36 +75,43 @@ class CopyOp:
         lay = Layout._make((1, self.bits), (0, 1))
         return lay, lay, lay
 
-    def __init__(self, bits: int, kind: str = "universal", cache_modifier: int = 0):
+    def __init__(self, bits: int, kind: str = "universal", cache_modifier: int = 0, cache: str = ""):
         if type(bits) is not int or bits < 8 or bits & (bits - 1):
             raise ValueError(f"a copy moves 8, 16, 32, 64 or 128 bits (a power of two >= 8), got {bits!r}")
         if bits > 128:
             raise ValueError(f"a copy atom moves at most 128 bits per thread (one vector access), got {bits}")
         if kind not in self._KINDS:
             raise ValueError(f"unknown copy kind {kind!r}")
-        self.bits, self.kind, self.cache_modifier = bits, kind, int(cache_modifier)
+        if cache not in ("", "cs", "cg"):
+            raise ValueError(f"a universal copy's cache hint is 'cs' (streaming) or 'cg' (L2 only), got {cache!r}")
+        self.bits, self.kind, self.cache_modifier, self.cache = bits, kind, int(cache_modifier), cache
 
     @property
     def name(self) -> str:
         return f"{self._KINDS[self.kind]}{self.bits}b"
 
     def __eq__(self, other):
-        return type(other) is CopyOp and (self.bits, self.kind, self.cache_modifier) == (
+        return type(other) is CopyOp and (self.bits, self.kind, self.cache_modifier, self.cache) == (
             other.bits,
             other.kind,
             other.cache_modifier,
+            other.cache,
         )
 
     def __hash__(self):
-        return hash(("CopyOp", self.bits, self.kind, self.cache_modifier))
+        return hash(("CopyOp", self.bits, self.kind, self.cache_modifier, self.cache))
 
     def __repr__(self) -> str:
         return f"{self.name}()"
 
 
-def UniversalCopy(bits: int) -> CopyOp:
-    """A plain copy of ``bits`` per thread (8/16/32/64/128): one (vector) load and one store."""
-    return CopyOp(bits, "universal")
+def UniversalCopy(bits: int, cache: str = "") -> CopyOp:
+    """A plain copy of ``bits`` per thread (8/16/32/64/128): one (vector) load and one store.
+
+    ``cache`` (an extension; NVIDIA targets): ``"cs"`` marks the global accesses streaming (``ld/st.global.cs``:
+    evict first, for data touched once), ``"cg"`` caches them in L2 only. The hint applies to unpredicated
+    accesses of 2-16 aligned bytes; predicated ones and other memory spaces are plain (a hint is a hint)."""
+    return CopyOp(bits, "universal", cache=cache)
 
 
 def UniversalCopy8b() -> CopyOp:
@@ -633,20 +641,20 @@ def _one_call(atom, src, s2, dst, d2, i, n, p) -> None:
         else:
             d_off = L.crd2idx((0, i), d2)
             a, fast = _claim(d_it, d_off, nbytes)
-            d_it.write_vec(d_off, value, a, mask=p, **fast)
+            d_it.write_vec(d_off, value, a, mask=p, **fast, **_hint(atom, d_it, p))
         return
     other = None
     if dst_reg and p is not None and any(d_it.store.vals[d_it.off + o] is not None for o in d_offs):
         other = d_it.read_elems(d_offs)
     s_off = L.crd2idx((0, i), s2)
     a, fast = _claim(s_it, s_off, nbytes)
-    value = s_it.read_vec(s_off, n, a, mask=p, other=other, **fast)
+    value = s_it.read_vec(s_off, n, a, mask=p, other=other, **fast, **_hint(atom, s_it, p))
     if dst_reg:
         d_it.write_elems(d_offs, value)
     else:
         d_off = L.crd2idx((0, i), d2)
         a, fast = _claim(d_it, d_off, nbytes)
-        d_it.write_vec(d_off, value, a, mask=p, **fast)
+        d_it.write_vec(d_off, value, a, mask=p, **fast, **_hint(atom, d_it, p))
 
 
 _KERNEL_OWNED = frozenset(("shared", "shared_cluster", "local"))
@@ -668,6 +676,14 @@ def _claim(it, off, nbytes: int) -> tuple[int, dict]:
         return nbytes, {}
     a = min(nbytes, it.align_at(off))
     return a, ({"fast_align": nbytes} if a < nbytes and it.memspace != "buffer" else {})
+
+
+def _hint(atom, it, p) -> dict:
+    """The cache hint of a universal copy's unpredicated global access (as a keyword), else nothing."""
+    cache = getattr(atom.op, "cache", "")
+    if not cache or p is not None or not isinstance(it, MemIter) or it.memspace != "global":
+        return {}
+    return {"cache": cache}
 
 
 def copy_atom_call(atom, src, dst, *, pred=None) -> None:

@@ -88,6 +88,7 @@ class RowPlan:
     persist: int = 0  # > 0: a persistent grid of ``persist`` blocks per SM, each looping over rows
     prefetch: int = 0  # persistent plans: chunks of the next row copied to shared memory (cp.async) ahead
     sms: int = 132  # persistent plans: the SMs the grid fills (NUM_SMS)
+    cache: str = ""  # the rows' global loads and stores: "" or "cs" (streaming: evict first; not the weights)
 
     @property
     def chunk_cols(self) -> int:
@@ -212,6 +213,7 @@ def plan_rows(
     clusters: bool = True,
     persist: int = 0,
     sms: int = 0,
+    cache_hint: str = "",
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -234,7 +236,17 @@ def plan_rows(
     each looping over rows, with the next row's first ``prefetch`` chunks copied to shared memory (``cp.async``)
     while this row is reduced and written — as many as fit :data:`SMEM_BUDGET` per SM (:func:`_persistent`);
     ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do).
+    ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
+    plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
+                      chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
+                      clusters, persist, sms)  # fmt: skip
+    return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
+
+
+def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
+               long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
+               sms):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -314,9 +326,15 @@ class RowFragments:
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
         self.col0 = col0  # cluster plans: this block's first column (run-time)
         self.parity = parity  # persistent plans: which set of slots this row's prefetched staged chunks use
-        atom = fx.make_copy_atom(fx.UniversalCopy(plan.vec * dtype.width), dtype)
         self.thr_layout = fx.make_ordered_layout((plan.rows, plan.threads), (1, 0))
-        self.tiled = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, plan.vec)))
+        self.tiled, self.tiled_plain = (
+            fx.make_tiled_copy_tv(
+                fx.make_copy_atom(fx.UniversalCopy(plan.vec * dtype.width, cache=hint), dtype),
+                self.thr_layout,
+                fx.make_layout((1, plan.vec)),
+            )
+            for hint in (plan.cache, "")
+        )
         self.thr = self.tiled.get_slice(fx.thread_idx.x)
         self.rows_left = rows_left
         # NOTE: the row offset is the only run-time part of an address: the (rows, chunk, chunks) views are
@@ -359,7 +377,7 @@ class RowFragments:
         pred = self.pred(c)
         if fill is not None and pred is not None:
             regs.fill(fill)
-        fx.copy(self.tiled, src, regs, pred=pred)
+        fx.copy(self.tiled_plain if broadcast else self.tiled, src, regs, pred=pred)  # weights: no hint (reused)
         return regs.load()
 
     def store(self, t, c, values):

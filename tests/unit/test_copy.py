@@ -174,6 +174,23 @@ def test_predicates_become_masked_accesses_and_static_false_skips_the_call():
     assert t.count("ptr.load") == 0 and t.count("ptr.store") == 0
 
 
+def test_a_cache_hint_marks_the_unpredicated_global_accesses_only():
+    atom = fx.make_copy_atom(fx.UniversalCopy(128, cache="cs"), fx.Float32)
+    assert atom.op != fx.UniversalCopy128b() and atom.op == fx.UniversalCopy(128, cache="cs")
+    with trace_kernel([PointerType(f32), i32]) as t:
+        n = fx.Int32(t.args[1])
+        a = _g(t.args[0], (4, 2), (1, 4))
+        frag = fx.make_fragment_like(a)
+        fx.copy(atom, a, frag)  # ld.global.cs
+        fx.copy(atom, frag, a)  # st.global.cs
+        fx.copy(atom, frag, a, pred=fx.thread_idx.x < n)  # predicated: a plain masked store
+        smem = fx.make_view(fx.alloc_shared(fx.Float32, 8), fx.make_layout((4, 2), (1, 4)))
+        fx.copy(atom, frag, smem)  # shared memory: no hint
+    assert t.text.count('cache = "cs"') == 4 and t.count("ptr.masked_store") == 2, t.text
+    with pytest.raises(ValueError, match="'cs' \\(streaming\\) or 'cg'"):
+        fx.UniversalCopy(128, cache="lu")
+
+
 # ---------------------------------------------------------------------------------------------------
 # running copies: ragged predicates, buffer bounds
 # ---------------------------------------------------------------------------------------------------

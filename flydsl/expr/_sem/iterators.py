@@ -260,7 +260,7 @@ class MemIter(Pointer, _Addressed):
     def _at(self, off) -> Pointer:
         return self if type(off) is int and off == 0 else Pointer.__add__(self, off)
 
-    def read_vec(self, off, n, align, mask=None, other=None, fast_align=0):
+    def read_vec(self, off, n, align, mask=None, other=None, fast_align=0, cache=None):
         """``fast_align`` (> ``align``): a versioned access, issued with it when the address has it."""
         m = _mask_arg(mask)
         d = self._dtype
@@ -269,17 +269,17 @@ class MemIter(Pointer, _Addressed):
         p = self._at(off)
         fast = fast_align if fast_align > align else None
         if m is None:
-            return p.load(n, align, fast_align=fast)
+            return p.load(n, align, cache, fast_align=fast)
         fill = _fill_value(other, n, d)
         extra = {"fast_align": fast} if fast else {}
         r = _p.masked_load(p.ir_value(), m.ir_value(), fill.ir_value(), align=align, **extra)
         return d._make(r) if n == 1 else Vector._make(r, (n,), d)
 
-    def write_vec(self, off, value, align, mask=None, fast_align=0):
+    def write_vec(self, off, value, align, mask=None, fast_align=0, cache=None):
         m = _mask_arg(mask)
         if m is not None and m.is_static():
             return
-        self._at(off).store(value, align, mask=m, fast_align=fast_align if fast_align > align else None)
+        self._at(off).store(value, align, cache, mask=m, fast_align=fast_align if fast_align > align else None)
 
     def values(self) -> list:
         return [self._v]
