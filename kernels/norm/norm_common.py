@@ -534,12 +534,17 @@ def _butterfly(vals, combine, width):
     return vals
 
 
-def row_reduce(vals, combine, plan: RowPlan):
+def row_reduce(vals, combine, plan: RowPlan, parity=0):
     """Reduce per-thread partials over the ``plan.threads`` threads of each row; every thread gets the result.
 
     Within a warp: XOR shuffles. Across the warps of a row: each warp's lane 0 writes its result to shared
     memory, one barrier, then every warp reads all of its row's partials and reduces them itself (so no
     second barrier and no broadcast). Cluster plans: see :func:`_cluster_reduce`.
+
+    A persistent plan reduces once per row in a loop: rows alternate between two sets of partials
+    (``parity``, the row's :attr:`RowFragments.parity`), so a warp that runs ahead writes the next row's
+    partial while a slower one may still read this row's; the row after that reuses this set only once every
+    warp has passed the next row's barrier, after its reads.
     """
     vals = _butterfly(tuple(vals), combine, min(plan.threads, WARP))
     if plan.cluster > 1:
@@ -549,7 +554,9 @@ def row_reduce(vals, combine, plan: RowPlan):
     tid = fx.thread_idx.x
     lane, warp = tid % WARP, tid // WARP
     nw, bw = plan.threads // WARP, plan.block_threads // WARP  # warps per row, per block
-    smem = fx.alloc_shared(fx.Float32, len(vals) * bw)
+    smem = fx.alloc_shared(fx.Float32, len(vals) * bw * (2 if plan.persist else 1))
+    if plan.persist:
+        smem = smem + parity * (len(vals) * bw)
     for k, v in enumerate(vals):
         (smem + (k * bw + warp)).store(v, mask=lane == 0)
     fx.barrier()
