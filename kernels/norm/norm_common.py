@@ -212,6 +212,7 @@ def plan_rows(
     cluster_cols: int = 16384,
     clusters: bool = True,
     persist: int = 0,
+    persist_from: int = 0,
     sms: int = 0,
     cache_hint: str = "",
 ) -> RowPlan:
@@ -235,12 +236,13 @@ def plan_rows(
     most as many as :data:`THREADS_PER_SM` allows),
     each looping over rows, with the next row's first ``prefetch`` chunks copied to shared memory (``cp.async``)
     while this row is reduced and written — as many as fit :data:`SMEM_BUDGET` per SM (:func:`_persistent`);
+    ``persist_from``: only rows of at least that many elements (shorter ones keep one block per row group);
     ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
-                      clusters, persist, sms)  # fmt: skip
+                      clusters, persist if n >= persist_from else 0, sms)  # fmt: skip
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
