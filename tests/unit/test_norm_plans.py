@@ -96,7 +96,7 @@ def test_plans_that_are_not_persistent():
     assert plan(16384, 2).persist == 0 and plan(16384, 2).func_attrs == {}
     assert plan(512, 2, persist=2).persist == 0  # several rows to a block: short rows are not looped
     assert plan(8192, 2, persist=2, persist_from=16384).persist == 0  # only rows of 16K and more
-    assert plan(16384, 2, persist=2, persist_from=16384).persist == 2
+    assert plan(16384, 2, persist=2, persist_from=16384).persist == 1  # 1024 threads: one block per SM
     assert plan(16383, 2, persist=2).persist == 0  # 2-byte accesses: cp.async moves 4-16 bytes
     assert plan(4096, 4, persist=8, sms=3).grid(100) == 3 * 4  # at most 4 blocks of 256 threads per SM
 
