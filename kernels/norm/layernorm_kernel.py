@@ -119,7 +119,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
             RowFragments(plan, dtype, first, rows - first, staging).prefetch(X)
             parity = fx.Int32(0)
             for r in range(first, rows, step):
-                row_body(*persistent_row(plan, dtype, X, r, rows, step, staging, parity))
+                row_body(*persistent_row(plan, dtype, (X,), r, rows, step, staging, parity))
                 parity = 1 - parity
         else:
             row_body(row_groups(plan, dtype, rows), lambda: None)

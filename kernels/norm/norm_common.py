@@ -89,6 +89,7 @@ class RowPlan:
     prefetch: int = 0  # persistent plans: chunks of the next row copied to shared memory (cp.async) ahead
     sms: int = 132  # persistent plans: the SMs the grid fills (NUM_SMS)
     cache: str = ""  # the rows' global loads and stores: "" or "cs" (streaming: evict first; not the weights)
+    inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
 
     @property
     def chunk_cols(self) -> int:
@@ -150,10 +151,13 @@ class RowPlan:
         go to a second set of slots (two sets, alternating by row)."""
         return max(0, self.prefetch - self.kept) if self.chunks > 1 else 0
 
-    def slot(self, c: int, parity=0):
+    def slot(self, c: int, parity=0, region: int = 0):
         """The shared-memory slot (in chunks) of chunk ``c`` (prefetched or staged); ``parity`` (0/1, run-time
-        allowed) picks the set of a prefetched staged chunk."""
+        allowed) picks the set of a prefetched staged chunk. ``region`` ``i > 0``: the prefetched chunk of the
+        plan's ``i``-th other input (one set: it is read at the stats, before the next row's copies start)."""
         pk, ps = self.prefetch_kept, self.prefetch_staged
+        if region:
+            return pk + self.staged + ps + (region - 1) * self.prefetch + c
         if c < self.kept:
             return c  # a prefetched kept chunk
         if c < self.kept + ps:
@@ -162,7 +166,7 @@ class RowPlan:
 
     @property
     def slots(self) -> int:
-        return self.prefetch_kept + self.staged + self.prefetch_staged
+        return self.prefetch_kept + self.staged + self.prefetch_staged + (self.inputs - 1) * self.prefetch
 
     def staging_bytes(self, elem_bytes: int) -> int:
         """Dynamic shared memory of the staged and prefetched chunks."""
@@ -214,6 +218,7 @@ def plan_rows(
     persist: int = 0,
     persist_from: int = 0,
     sms: int = 0,
+    inputs: int = 1,
     cache_hint: str = "",
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
@@ -237,18 +242,19 @@ def plan_rows(
     each looping over rows, with the next row's first ``prefetch`` chunks copied to shared memory (``cp.async``)
     while this row is reduced and written — as many as fit :data:`SMEM_BUDGET` per SM (:func:`_persistent`);
     ``persist_from``: only rows of at least that many elements (shorter ones keep one block per row group);
-    ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do).
+    ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do);
+    ``inputs``: the tensors a persistent plan prefetches (each takes its own slots).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
-                      clusters, persist if n >= persist_from else 0, sms)  # fmt: skip
+                      clusters, persist if n >= persist_from else 0, sms, inputs)  # fmt: skip
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms):  # fmt: skip
+               sms, inputs):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -264,7 +270,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
         vecs, chunks = -(-n_vecs // threads), 1
         rows = max(1, block_threads // threads)
-        plan = RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters))
+        plan = RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters), inputs=inputs)
         return _persistent(plan, persist, sms, elem_bytes)
     if long_rows == "two_pass":
         threads, vecs = chunk_threads, vecs_target
@@ -279,23 +285,26 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
     while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1
     batch = 1 if narrow else max(1, load_values // (vecs * vec))
-    plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch)
+    plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs)
     return _persistent(plan, persist, sms, elem_bytes)
 
 
 def _persistent(plan: RowPlan, persist: int, sms: int, elem_bytes: int) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
-    fit :data:`SMEM_BUDGET` per SM; unchanged for ``persist=0``, blocks of several rows (short rows: their
-    blocks are many and small already) and 16-bit-or-narrower accesses (a ``cp.async`` moves 4-16 bytes)."""
+    fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
+    for ``persist=0``, blocks of several rows (short rows: their blocks are many and small already), 16-bit or
+    narrower accesses (a ``cp.async`` moves 4-16 bytes) and rows whose first chunk does not fit (no prefetch:
+    nothing to gain from the loop)."""
     if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
         return plan
     persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
     chunk_bytes = plan.chunk_cols * elem_bytes
-    for pf in range(plan.chunks, -1, -1):
-        cand = dataclasses.replace(plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS)
-        if cand.slots * chunk_bytes * persist <= SMEM_BUDGET:
-            return cand
-    return plan  # the staging alone does not fit twice: one block per row
+    for inputs in sorted({plan.inputs, 1}, reverse=True):  # every input prefetched, else the first only
+        for pf in range(plan.chunks, 0, -1):
+            cand = dataclasses.replace(plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs)
+            if cand.slots * chunk_bytes * persist <= SMEM_BUDGET:
+                return cand
+    return plan  # not even one chunk of the next row fits beside the staging: one block per row
 
 
 def _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols) -> RowPlan | None:
@@ -390,41 +399,42 @@ class RowFragments:
 
     # -- onchip plans: chunks kept in registers or staged in shared memory; persistent plans' prefetches ------
 
-    def _slot_view(self, c):
+    def _slot_view(self, c, region=0):
         """This thread's part of chunk ``c``'s shared-memory slot (:meth:`RowPlan.slot`)."""
         p = self.plan
-        base = self.staging + p.slot(c, self.parity) * (p.rows * p.chunk_cols)
+        base = self.staging + p.slot(c, self.parity, region) * (p.rows * p.chunk_cols)
         return self.thr.partition_S(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
 
-    def _from_slot(self, c):
-        src = self._slot_view(c)
+    def _from_slot(self, c, region=0):
+        src = self._slot_view(c, region)
         regs = fx.make_fragment_like(src)
         fx.copy(self.tiled, src, regs)
         return regs.load()
 
-    def prefetch(self, t):
-        """Start copying this row's first ``plan.prefetch`` chunks of ``t`` to their shared-memory slots
-        (``cp.async``, 4-16 bytes per access, one group); accesses past the row's end or of a row past the last
-        read nothing (zero fill). :meth:`fetch` waits for them."""
+    def prefetch(self, t, region=0):
+        """Start copying this row's first ``plan.prefetch`` chunks of ``t`` (input ``region`` of the plan's
+        ``inputs``) to their shared-memory slots (``cp.async``, 4-16 bytes per access, one group); accesses past
+        the row's end or of a row past the last read nothing (zero fill). :meth:`fetch` waits for them."""
         p = self.plan
         atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
         thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
         for c in fx.range_constexpr(p.prefetch):
             src = thr.partition_S(self._view(t, c))
-            base = self.staging + p.slot(c, self.parity) * (p.rows * p.chunk_cols)
+            base = self.staging + p.slot(c, self.parity, region) * (p.rows * p.chunk_cols)
             dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
             fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
         fx.nvvm.cp_async_commit_group()
 
-    def fetch(self, t, c=0, fill=None):
-        """Chunk ``c`` of ``t`` (this row): from its shared-memory slot where it was prefetched (each thread reads
-        back only what its own copies wrote, so no barrier), else from global memory. Values past the row's end
-        are ``fill`` (if given) either way."""
-        if self.plan.prefetch == 0 or c >= self.plan.prefetch:  # (two-pass plans: c is a loop's run-time index)
+    def fetch(self, t, c=0, fill=None, region=0):
+        """Chunk ``c`` of ``t`` (this row; input ``region``): from its shared-memory slot where it was prefetched
+        (each thread reads back only what its own copies wrote, so no barrier), else from global memory. Values
+        past the row's end are ``fill`` (if given) either way."""
+        p = self.plan
+        if p.prefetch == 0 or region >= p.inputs or c >= p.prefetch:  # (two-pass plans: c is a run-time index)
             return self.load(t, c, fill)
-        if c == 0:
-            fx.nvvm.cp_async_wait_group(0)
-        v = self._from_slot(c)
+        if c == 0 and region == 0:
+            fx.nvvm.cp_async_wait_group(0)  # every input's copies of this row
+        v = self._from_slot(c, region)
         mask = self.lane_mask(c)
         if fill is not None and mask is not None:
             v = mask.select(v, fill)
@@ -476,13 +486,19 @@ def row_groups(plan: RowPlan, dtype, rows):
     return out
 
 
-def persistent_row(plan: RowPlan, dtype, t, r, rows, step, staging, parity):
+def persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity):
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
-    ``after_stats()`` starts the prefetch of ``t``'s row ``r + step`` (the block's next) into the other parity's
-    slots; run it once row ``r``'s values have all been read (its slots are free then)."""
+    ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
+    tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
+    free then)."""
     frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity)
     nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
-    return [frag], lambda: nxt.prefetch(t)
+
+    def after_stats():
+        for i, t in enumerate(inputs[: plan.inputs]):
+            nxt.prefetch(t, region=i)
+
+    return [frag], after_stats
 
 
 # -- reductions ------------------------------------------------------------------------------------------

@@ -56,13 +56,15 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         X: fx.Pointer, W: fx.Pointer, Y: fx.Pointer, residual: tuple, rows: fx.Int32, vec: Constexpr[int]
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = plan_rows(
+            N, dtype.width // 8, vec, **plan_options, inputs=2 if fused_add else 1, clusters=fx.nvvm.has_clusters()
+        )
 
         def load_raw(frag, c):
             """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""
             x = frag.fetch(X, c)
             if fx.const_expr(fused_add):
-                x = (x.to(fx.Float32) + frag.load(R, c).to(fx.Float32)).to(dtype)
+                x = (x.to(fx.Float32) + frag.fetch(R, c, region=1).to(fx.Float32)).to(dtype)
                 frag.store(R_out, c, x)
             return x
 
@@ -116,13 +118,16 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                         frag.store(Y, c, x * r * w)
 
         if fx.const_expr(plan.persist):
-            # a persistent grid: each block loops over rows; the next row's prefetch (of X; the fused add's R is
-            # read directly) overlaps this row's reduction and output
+            # a persistent grid: each block loops over rows; the next row's prefetch (of X, and of R for the fused
+            # add) overlaps this row's reduction and output
             staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
-            RowFragments(plan, dtype, first, rows - first, staging).prefetch(X)
+            inputs = (X, R) if fused_add else (X,)
+            head = RowFragments(plan, dtype, first, rows - first, staging)
+            for i, t in enumerate(inputs[: plan.inputs]):  # (both, where both fit)
+                head.prefetch(t, region=i)
             parity = fx.Int32(0)
             for r in range(first, rows, step):
-                row_body(*persistent_row(plan, dtype, X, r, rows, step, staging, parity))
+                row_body(*persistent_row(plan, dtype, inputs, r, rows, step, staging, parity))
                 parity = 1 - parity
         else:
             row_body(row_groups(plan, dtype, rows), lambda: None)
@@ -130,7 +135,9 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = plan_rows(
+            N, dtype.width // 8, vec, **plan_options, inputs=2 if fused_add else 1, clusters=fx.nvvm.has_clusters()
+        )
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
         rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(
             grid=(plan.grid(M), 1, 1),

@@ -121,7 +121,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
             RowFragments(plan, dtype, first, rows - first, staging).prefetch(A)
             parity = fx.Int32(0)
             for r in range(first, rows, step):
-                row_body(*persistent_row(plan, dtype, A, r, rows, step, staging, parity))
+                row_body(*persistent_row(plan, dtype, (A,), r, rows, step, staging, parity))
                 parity = 1 - parity
         else:
             row_body(row_groups(plan, dtype, rows), lambda: None)

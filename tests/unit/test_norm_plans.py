@@ -136,3 +136,13 @@ def test_the_summary_puts_each_row_against_the_copy_at_its_shape(tmp_path):
     line = against_copy(str(path))
     assert "copy  34.0" in line and "default 40.0 (85%)" in line and "persist 36.0 (94%)" in line
     assert "triton -" in line
+
+
+def test_a_second_input_gets_its_own_slots_or_is_not_prefetched():
+    p = plan(65536, 2, max_row_threads=512, persist=2, inputs=2)  # the fused add: X and R
+    assert (p.inputs, p.prefetch, p.slots) == (2, 2, 6)
+    x_slots = {p.slot(c, par) for c in range(p.chunks) for par in (0, 1)}
+    r_slots = {p.slot(c, 0, region=1) for c in range(p.prefetch)}
+    assert not x_slots & r_slots and max(x_slots | r_slots) == p.slots - 1
+    q = plan(16384, 4, max_row_threads=512, persist=2, inputs=2)  # 2 x 64 KB per block do not fit twice
+    assert (q.inputs, q.prefetch, q.persist) == (1, 1, 2)
