@@ -24,7 +24,7 @@ os.environ["FLYDSL_RUNTIME_ENABLE_CACHE"] = "0"
 import ml_dtypes  # noqa: E402
 
 from benchmarks.cases.norm_sweep import KERNELS, VARIANTS, applicable  # noqa: E402
-from kernels.norm.norm_common import plan_rows, vector_width  # noqa: E402
+from kernels.norm.norm_common import plan_rows, split_options, vector_width  # noqa: E402
 
 NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
 
@@ -72,7 +72,8 @@ def main(argv=None) -> int:
                     if name != "default" and not applicable(name, 4096, n):
                         continue
                     esz = np.dtype(NP[dt]).itemsize
-                    p = plan_rows(n, esz, vector_width(n, esz), **{**KERNELS[kernel][2], **plan})
+                    opts = split_options({**KERNELS[kernel][2], **plan})[0]
+                    p = plan_rows(n, esz, vector_width(n, esz), **opts, inputs=2 if kernel == "rmsnorm+add" else 1)
                     r = ptxas(ptx_of(kernel, n, dt, plan), args.ptxas)
                     print(f"{kernel:12s} {n:6d} {dt:4s} {name:14s} {p.block_threads:5d} {p.chunks:6d} {p.kept:4d} "
                           f"{p.staging_bytes(esz) / 1024:8.1f} {r['regs']:4d} {r['spill']:5d} {r['smem']:7d}"
