@@ -23,15 +23,12 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
-    RowFragments,
     combine_mean_m2,
+    each_row,
     finish_rows,
-    persistent_row,
     plan_rows,
-    row_groups,
     row_reduce,
     split_options,
-    staging_buffer,
     tree_sum,
     vector_width,
     with_register_cap,
@@ -112,17 +109,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        if fx.const_expr(plan.persist):
-            # a persistent grid: each block loops over rows; the next row's prefetch overlaps this row's
-            # reduction and output
-            staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
-            RowFragments(plan, dtype, first, rows - first, staging).prefetch(X)
-            parity = fx.Int32(0)
-            for r in range(first, rows, step):
-                row_body(*persistent_row(plan, dtype, (X,), r, rows, step, staging, parity))
-                parity = 1 - parity
-        else:
-            row_body(row_groups(plan, dtype, rows), lambda: None)
+        each_row(plan, dtype, rows, (X,), row_body)
         finish_rows(plan)
 
     @flyc.jit

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 
 import flydsl.expr as fx
+from flydsl.compiler.ast_rewriter import ASTRewriter
 
 __all__ = [
     "DTYPES",
@@ -33,7 +34,7 @@ __all__ = [
     "RowPlan",
     "plan_rows",
     "row_groups",
-    "persistent_row",
+    "each_row",
     "finish_rows",
     "staging_buffer",
     "SMEM_BUDGET",
@@ -486,7 +487,7 @@ def row_groups(plan: RowPlan, dtype, rows):
     return out
 
 
-def persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity):
+def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity):
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
@@ -499,6 +500,28 @@ def persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity)
             nxt.prefetch(t, region=i)
 
     return [frag], after_stats
+
+
+def _each_row(plan: RowPlan, dtype, rows, inputs, row_body):
+    """Run ``row_body(groups, after_stats)`` over the block's rows: once over its row groups, or (persistent
+    plans) in a loop over rows ``block, block + grid, ...`` with each next row's prefetch of ``inputs``
+    started by ``after_stats()`` (the first one before the loop), so that it overlaps this row's reduction and
+    output."""
+    if plan.persist:
+        staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
+        head = RowFragments(plan, dtype, first, rows - first, staging)
+        for i, t in enumerate(inputs[: plan.inputs]):
+            head.prefetch(t, region=i)
+        parity = fx.Int32(0)
+        for r in range(first, rows, step):
+            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity))
+            parity = 1 - parity
+    else:
+        row_body(row_groups(plan, dtype, rows), lambda: None)
+
+
+# the row loop is a run-time loop: the helper's control flow is rewritten as a kernel body's is
+each_row = ASTRewriter.transform(_each_row)
 
 
 # -- reductions ------------------------------------------------------------------------------------------

@@ -25,15 +25,12 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
-    RowFragments,
     combine_add,
+    each_row,
     finish_rows,
-    persistent_row,
     plan_rows,
-    row_groups,
     row_reduce,
     split_options,
-    staging_buffer,
     tree_sum,
     vector_width,
     with_register_cap,
@@ -117,20 +114,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                         w = frag.load(W, c, broadcast=True).to(fx.Float32)
                         frag.store(Y, c, x * r * w)
 
-        if fx.const_expr(plan.persist):
-            # a persistent grid: each block loops over rows; the next row's prefetch (of X, and of R for the fused
-            # add) overlaps this row's reduction and output
-            staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
-            inputs = (X, R) if fused_add else (X,)
-            head = RowFragments(plan, dtype, first, rows - first, staging)
-            for i, t in enumerate(inputs[: plan.inputs]):  # (both, where both fit)
-                head.prefetch(t, region=i)
-            parity = fx.Int32(0)
-            for r in range(first, rows, step):
-                row_body(*persistent_row(plan, dtype, inputs, r, rows, step, staging, parity))
-                parity = 1 - parity
-        else:
-            row_body(row_groups(plan, dtype, rows), lambda: None)
+        each_row(plan, dtype, rows, (X, R) if fused_add else (X,), row_body)
         finish_rows(plan)
 
     def launch(X, R, W, Y, R_out, M, stream):

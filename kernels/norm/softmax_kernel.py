@@ -25,15 +25,12 @@ from kernels.norm.norm_common import (
     DTYPES,
     LOG2E,
     MASKED_MIN,
-    RowFragments,
     combine_max_sum,
+    each_row,
     finish_rows,
-    persistent_row,
     plan_rows,
-    row_groups,
     row_reduce,
     split_options,
-    staging_buffer,
     tree_sum,
     vector_width,
     with_register_cap,
@@ -114,17 +111,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         x = frag.load(A, c).to(fx.Float32)
                         frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
 
-        if fx.const_expr(plan.persist):
-            # a persistent grid: each block loops over rows; the next row's prefetch overlaps this row's
-            # reduction and output
-            staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
-            RowFragments(plan, dtype, first, rows - first, staging).prefetch(A)
-            parity = fx.Int32(0)
-            for r in range(first, rows, step):
-                row_body(*persistent_row(plan, dtype, (A,), r, rows, step, staging, parity))
-                parity = 1 - parity
-        else:
-            row_body(row_groups(plan, dtype, rows), lambda: None)
+        each_row(plan, dtype, rows, (A,), row_body)
         finish_rows(plan)
 
     @flyc.jit
