@@ -91,6 +91,7 @@ class RowPlan:
     sms: int = 132  # persistent plans: the SMs the grid fills (NUM_SMS)
     cache: str = ""  # the rows' global loads and stores: "" or "cs" (streaming: evict first; not the weights)
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
+    early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
 
     @property
     def chunk_cols(self) -> int:
@@ -154,20 +155,24 @@ class RowPlan:
 
     def slot(self, c: int, parity=0, region: int = 0):
         """The shared-memory slot (in chunks) of chunk ``c`` (prefetched or staged); ``parity`` (0/1, run-time
-        allowed) picks the set of a prefetched staged chunk. ``region`` ``i > 0``: the prefetched chunk of the
-        plan's ``i``-th other input (one set: it is read at the stats, before the next row's copies start)."""
+        allowed) picks the set of a prefetched staged chunk (and, ``early``, of every prefetched chunk).
+        ``region`` ``i > 0``: the prefetched chunk of the plan's ``i``-th other input (one set unless ``early``:
+        it is read at the stats, before the next row's copies start)."""
         pk, ps = self.prefetch_kept, self.prefetch_staged
+        sets = 2 if self.early else 1
+        kx = sets * pk
         if region:
-            return pk + self.staged + ps + (region - 1) * self.prefetch + c
+            return kx + self.staged + ps + ((region - 1) * sets + (parity if self.early else 0)) * self.prefetch + c
         if c < self.kept:
-            return c  # a prefetched kept chunk
+            return c + (parity * pk if self.early else 0)  # a prefetched kept chunk
         if c < self.kept + ps:
-            return pk + (self.staged - ps) + parity * ps + (c - self.kept)
-        return pk + (c - self.kept - ps)  # staged, not prefetched: written by RowFragments.keep
+            return kx + (self.staged - ps) + parity * ps + (c - self.kept)
+        return kx + (c - self.kept - ps)  # staged, not prefetched: written by RowFragments.keep
 
     @property
     def slots(self) -> int:
-        return self.prefetch_kept + self.staged + self.prefetch_staged + (self.inputs - 1) * self.prefetch
+        sets = 2 if self.early else 1
+        return sets * self.prefetch_kept + self.staged + self.prefetch_staged + (self.inputs - 1) * sets * self.prefetch
 
     def staging_bytes(self, elem_bytes: int) -> int:
         """Dynamic shared memory of the staged and prefetched chunks."""
@@ -220,6 +225,7 @@ def plan_rows(
     persist_from: int = 0,
     sms: int = 0,
     inputs: int = 1,
+    prefetch_early: bool = False,
     cache_hint: str = "",
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
@@ -244,18 +250,19 @@ def plan_rows(
     while this row is reduced and written — as many as fit :data:`SMEM_BUDGET` per SM (:func:`_persistent`);
     ``persist_from``: only rows of at least that many elements (shorter ones keep one block per row group);
     ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do);
-    ``inputs``: the tensors a persistent plan prefetches (each takes its own slots).
+    ``inputs``: the tensors a persistent plan prefetches (each takes its own slots); ``prefetch_early``: the next
+    row's copies start before this row's stats (two sets of every slot, where they fit).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
-                      clusters, persist if n >= persist_from else 0, sms, inputs)  # fmt: skip
+                      clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early)  # fmt: skip
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms, inputs):  # fmt: skip
+               sms, inputs, early):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -272,7 +279,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         vecs, chunks = -(-n_vecs // threads), 1
         rows = max(1, block_threads // threads)
         plan = RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters), inputs=inputs)
-        return _persistent(plan, persist, sms, elem_bytes)
+        return _persistent(plan, persist, sms, elem_bytes, early)
     if long_rows == "two_pass":
         threads, vecs = chunk_threads, vecs_target
         chunks = -(-n_vecs // (threads * vecs))
@@ -287,24 +294,32 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         kept += 1
     batch = 1 if narrow else max(1, load_values // (vecs * vec))
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs)
-    return _persistent(plan, persist, sms, elem_bytes)
+    return _persistent(plan, persist, sms, elem_bytes, early)
 
 
-def _persistent(plan: RowPlan, persist: int, sms: int, elem_bytes: int) -> RowPlan:
+def _persistent(plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
     fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
     for ``persist=0``, blocks of several rows (short rows: their blocks are many and small already), 16-bit or
     narrower accesses (a ``cp.async`` moves 4-16 bytes) and rows whose first chunk does not fit (no prefetch:
-    nothing to gain from the loop)."""
+    nothing to gain from the loop). ``early``: every prefetch slot in two sets where that prefetches as much
+    (the next row's copies then start as soon as this row's have landed)."""
     if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
         return plan
     persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
     chunk_bytes = plan.chunk_cols * elem_bytes
-    for inputs in sorted({plan.inputs, 1}, reverse=True):  # every input prefetched, else the first only
-        for pf in range(plan.chunks, 0, -1):
-            cand = dataclasses.replace(plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs)
-            if cand.slots * chunk_bytes * persist <= SMEM_BUDGET:
-                return cand
+    fits = [
+        cand
+        for dbl in ((True, False) if early else (False,))
+        for inputs in sorted({plan.inputs, 1}, reverse=True)  # every input prefetched, else the first only
+        for pf in range(plan.chunks, 0, -1)
+        for cand in [
+            dataclasses.replace(plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl)
+        ]  # fmt: skip
+        if cand.slots * chunk_bytes * persist <= SMEM_BUDGET
+    ]
+    if fits:  # the most chunks prefetched; of those, of every input, early
+        return max(fits, key=lambda p: (p.prefetch * p.inputs, p.inputs, p.early))
     return plan  # not even one chunk of the next row fits beside the staging: one block per row
 
 
@@ -433,8 +448,8 @@ class RowFragments:
         p = self.plan
         if p.prefetch == 0 or region >= p.inputs or c >= p.prefetch:  # (two-pass plans: c is a run-time index)
             return self.load(t, c, fill)
-        if c == 0 and region == 0:
-            fx.nvvm.cp_async_wait_group(0)  # every input's copies of this row
+        if c == 0 and region == 0 and not p.early:
+            fx.nvvm.cp_async_wait_group(0)  # every input's copies of this row (early plans: waited already)
         v = self._from_slot(c, region)
         mask = self.lane_mask(c)
         if fill is not None and mask is not None:
@@ -491,15 +506,20 @@ def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
-    free then)."""
+    free then). ``early`` plans wait for row ``r``'s copies and start the next row's here instead (their
+    slots are all in two sets): ``after_stats`` does nothing."""
     frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity)
     nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
 
-    def after_stats():
+    def prefetch_next():
         for i, t in enumerate(inputs[: plan.inputs]):
             nxt.prefetch(t, region=i)
 
-    return [frag], after_stats
+    if plan.early:
+        fx.nvvm.cp_async_wait_group(0)
+        prefetch_next()
+        return [frag], lambda: None
+    return [frag], prefetch_next
 
 
 def _each_row(plan: RowPlan, dtype, rows, inputs, row_body):

@@ -44,12 +44,27 @@ CPU_CASES = [
         {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16, "persist": 1, "sms": 2},
     ),  # fmt: skip
     (3, 65536, "f32", {"persist": 1, "sms": 1}),
+    # early prefetch: every slot in two sets, the next row's copies started before this row's stats
+    (
+        6,
+        2500,
+        "f32",
+        {
+            "register_limit": 0,
+            "onchip_threads": 64,
+            "elems_per_thread": 8,
+            "kept_values": 16,
+            "persist": 1,
+            "sms": 2,
+            "prefetch_early": True,
+        },
+    ),  # fmt: skip
 ]
 CPU_IDS = [f"{m}x{n}-{d}" + ("-" + "-".join(map(str, p.values())) if p else "") for m, n, d, p in CPU_CASES]
 # GPU against the interpreter: the short cases, the onchip plan with staged chunks, the row groups, the
 # cluster plans and the persistent ones
-PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-9:]
-PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-9:]
+PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-10:]
+PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-10:]
 
 GPU_CASES = [
     (5, 1, "f32"),

@@ -146,3 +146,17 @@ def test_a_second_input_gets_its_own_slots_or_is_not_prefetched():
     assert not x_slots & r_slots and max(x_slots | r_slots) == p.slots - 1
     q = plan(16384, 4, max_row_threads=512, persist=2, inputs=2)  # 2 x 64 KB per block do not fit twice
     assert (q.inputs, q.prefetch, q.persist) == (1, 1, 2)
+
+
+@pytest.mark.parametrize("inputs", [1, 2])
+def test_early_prefetch_puts_every_slot_in_two_sets(inputs):
+    p = plan(2500, 4, register_limit=0, onchip_threads=64, elems_per_thread=8, kept_values=16, persist=1,
+             inputs=inputs, prefetch_early=True)  # fmt: skip
+    assert p.early and p.prefetch == p.chunks == 5 and p.kept == 2
+    for region in range(inputs):
+        sets = [{p.slot(c, par, region) for c in range(p.prefetch)} for par in (0, 1)]
+        assert len(sets[0]) == len(sets[1]) == p.prefetch and not sets[0] & sets[1]
+    every = {p.slot(c, par, reg) for c in range(p.prefetch) for par in (0, 1) for reg in range(inputs)}
+    assert every == set(range(p.slots))
+    # where two sets would prefetch less, the plan keeps one (32K f32: both chunks once, not one twice)
+    assert not plan(32768, 4, max_row_threads=512, persist=2, prefetch_early=True).early
