@@ -59,6 +59,9 @@ VARIANTS = {
     "persist512": {"persist": 2, "onchip_threads": 512},  # rows over 16K: 2 persistent blocks of 512 per SM
     "cs": {"cache_hint": "cs"},  # the rows' loads and stores streaming (ld/st.global.cs: evict first)
     "persist_cs": {"persist": 2, "cache_hint": "cs"},
+    "early": {"persist": 2, "prefetch_early": True},  # the next row's copies before this row's stats
+    "early_cs": {"persist": 2, "prefetch_early": True, "cache_hint": "cs"},
+    "persist_b32": {"persist": 2, "load_values": 32},  # 64K rows: loads in batches of 32 values (fewer registers)
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
 
@@ -66,9 +69,11 @@ VARIANTS = {
 def applicable(name: str, M: int, N: int) -> bool:
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
+    if name == "persist_b32":
+        return N > 32768
     if name in ("t1024", "r64"):
         return N == 16384
-    if name in ("persist", "persist_r64", "cs", "persist_cs"):
+    if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs"):
         return N >= 16384
     if name == "cluster":
         return N > 16384
