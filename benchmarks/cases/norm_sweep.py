@@ -62,6 +62,9 @@ VARIANTS = {
     "early": {"persist": 2, "prefetch_early": True},  # the next row's copies before this row's stats
     "early_cs": {"persist": 2, "prefetch_early": True, "cache_hint": "cs"},
     "persist_b32": {"persist": 2, "load_values": 32},  # 64K rows: loads in batches of 32 values (fewer registers)
+    # the weights in shared memory, copied once per persistent block (not re-read from L2 for every row)
+    "wsmem": {"persist": 2, "weights_smem": True},
+    "wsmem_cs": {"persist": 2, "weights_smem": True, "cache_hint": "cs"},
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
 
@@ -73,7 +76,7 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N > 32768
     if name in ("t1024", "r64"):
         return N == 16384
-    if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs"):
+    if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
         return N >= 16384
     if name == "cluster":
         return N > 16384

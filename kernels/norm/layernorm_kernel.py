@@ -50,7 +50,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     def layernorm_kernel(
         X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
     ):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, weight_tensors=2, clusters=fx.nvvm.has_clusters())
 
         def chunk_stats(frag, x, c):
             """(count, mean, sum of squared deviations) of this thread's values of chunk c."""
@@ -109,7 +109,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        each_row(plan, dtype, rows, (X,), row_body)
+        each_row(plan, dtype, rows, (X,), row_body, (W, B))
         finish_rows(plan)
 
     @flyc.jit
@@ -122,7 +122,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         stream: Stream = Stream(None),
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, weight_tensors=2, clusters=fx.nvvm.has_clusters())
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
             grid=(plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),

@@ -92,6 +92,7 @@ class RowPlan:
     cache: str = ""  # the rows' global loads and stores: "" or "cs" (streaming: evict first; not the weights)
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
+    weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
 
     @property
     def chunk_cols(self) -> int:
@@ -174,9 +175,13 @@ class RowPlan:
         sets = 2 if self.early else 1
         return sets * self.prefetch_kept + self.staged + self.prefetch_staged + (self.inputs - 1) * sets * self.prefetch
 
+    def weight_slot(self, k: int, c: int) -> int:
+        """The slot of chunk ``c`` of weight tensor ``k`` held in shared memory (after every other slot)."""
+        return self.slots + k * self.chunks + c
+
     def staging_bytes(self, elem_bytes: int) -> int:
-        """Dynamic shared memory of the staged and prefetched chunks."""
-        return self.slots * self.rows * self.chunk_cols * elem_bytes
+        """Dynamic shared memory of the staged, prefetched and weight chunks."""
+        return (self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
@@ -226,6 +231,8 @@ def plan_rows(
     sms: int = 0,
     inputs: int = 1,
     prefetch_early: bool = False,
+    weights_smem: bool = False,
+    weight_tensors: int = 0,
     cache_hint: str = "",
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
@@ -251,18 +258,21 @@ def plan_rows(
     ``persist_from``: only rows of at least that many elements (shorter ones keep one block per row group);
     ``sms``: the SMs to fill (0: :data:`NUM_SMS`; fewer make each block loop over more rows, as the tests do);
     ``inputs``: the tensors a persistent plan prefetches (each takes its own slots); ``prefetch_early``: the next
-    row's copies start before this row's stats (two sets of every slot, where they fit).
+    row's copies start before this row's stats (two sets of every slot, where they fit); ``weights_smem``: the
+    kernel's ``weight_tensors`` weights held in shared memory by each persistent block (read from L2 once per
+    block instead of once per row: the L2 serves the rows' own traffic too).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
-                      clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early)  # fmt: skip
+                      clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
+                      weight_tensors if weights_smem else 0)  # fmt: skip
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms, inputs, early):  # fmt: skip
+               sms, inputs, early, weights):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -279,7 +289,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         vecs, chunks = -(-n_vecs // threads), 1
         rows = max(1, block_threads // threads)
         plan = RowPlan(n, vec, threads, rows, vecs, chunks, iters=max(1, row_iters), inputs=inputs)
-        return _persistent(plan, persist, sms, elem_bytes, early)
+        return _persistent(plan, persist, sms, elem_bytes, early, weights)
     if long_rows == "two_pass":
         threads, vecs = chunk_threads, vecs_target
         chunks = -(-n_vecs // (threads * vecs))
@@ -294,32 +304,39 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         kept += 1
     batch = 1 if narrow else max(1, load_values // (vecs * vec))
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs)
-    return _persistent(plan, persist, sms, elem_bytes, early)
+    return _persistent(plan, persist, sms, elem_bytes, early, weights)
 
 
-def _persistent(plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False) -> RowPlan:
+def _persistent(
+    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0
+) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
     fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
     for ``persist=0``, blocks of several rows (short rows: their blocks are many and small already), 16-bit or
     narrower accesses (a ``cp.async`` moves 4-16 bytes) and rows whose first chunk does not fit (no prefetch:
     nothing to gain from the loop). ``early``: every prefetch slot in two sets where that prefetches as much
-    (the next row's copies then start as soon as this row's have landed)."""
+    (the next row's copies then start as soon as this row's have landed). ``weights``: that many weight tensors
+    held in shared memory for all of the block's rows (where some prefetch still fits beside them; else read
+    from L2 for every row as without persistence)."""
     if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
         return plan
     persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
     chunk_bytes = plan.chunk_cols * elem_bytes
     fits = [
         cand
+        for wt in sorted({weights, 0}, reverse=True)
         for dbl in ((True, False) if early else (False,))
         for inputs in sorted({plan.inputs, 1}, reverse=True)  # every input prefetched, else the first only
         for pf in range(plan.chunks, 0, -1)
         for cand in [
-            dataclasses.replace(plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl)
+            dataclasses.replace(
+                plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl, weights=wt
+            )
         ]  # fmt: skip
-        if cand.slots * chunk_bytes * persist <= SMEM_BUDGET
+        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= SMEM_BUDGET
     ]
-    if fits:  # the most chunks prefetched; of those, of every input, early
-        return max(fits, key=lambda p: (p.prefetch * p.inputs, p.inputs, p.early))
+    if fits:  # weights on chip; then the most chunks prefetched; of those, of every input, early
+        return max(fits, key=lambda p: (p.weights, p.prefetch * p.inputs, p.inputs, p.early))
     return plan  # not even one chunk of the next row fits beside the staging: one block per row
 
 
@@ -347,8 +364,9 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=()):
         self.plan = plan
+        self.weights = weights  # persistent plans with ``plan.weights``: the weight tensors held in shared memory
         self.dtype = dtype
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
         self.col0 = col0  # cluster plans: this block's first column (run-time)
@@ -399,6 +417,9 @@ class RowFragments:
         return fx.Vector.from_elements(lanes, dtype=fx.Boolean)
 
     def load(self, t, c=0, fill=None, broadcast=False):
+        if broadcast and self.plan.weights and any(t is w for w in self.weights):
+            k = next(i for i, w in enumerate(self.weights) if t is w)
+            return self._from_slot(c, weight=k)  # this thread's columns, copied once per block (load_weights)
         src = self.thr.partition_S(self._view(t, c, broadcast))
         regs = fx.make_fragment_like(src)
         pred = self.pred(c)
@@ -415,17 +436,34 @@ class RowFragments:
 
     # -- onchip plans: chunks kept in registers or staged in shared memory; persistent plans' prefetches ------
 
-    def _slot_view(self, c, region=0):
-        """This thread's part of chunk ``c``'s shared-memory slot (:meth:`RowPlan.slot`)."""
+    def _slot_view(self, c, region=0, weight=None):
+        """This thread's part of chunk ``c``'s shared-memory slot (:meth:`RowPlan.slot`; of weight tensor
+        ``weight``: :meth:`RowPlan.weight_slot`)."""
         p = self.plan
-        base = self.staging + p.slot(c, self.parity, region) * (p.rows * p.chunk_cols)
+        slot = p.slot(c, self.parity, region) if weight is None else p.weight_slot(weight, c)
+        base = self.staging + slot * (p.rows * p.chunk_cols)
         return self.thr.partition_S(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
 
-    def _from_slot(self, c, region=0):
-        src = self._slot_view(c, region)
+    def _from_slot(self, c, region=0, weight=None):
+        src = self._slot_view(c, region, weight)
         regs = fx.make_fragment_like(src)
         fx.copy(self.tiled, src, regs)
         return regs.load()
+
+    def load_weights(self):
+        """Start copying this thread's columns of every chunk of the weights held in shared memory (one group,
+        completed by the first row's wait): the same columns for every row, so each thread reads back only what
+        it copied."""
+        p = self.plan
+        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
+        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
+        for k, w in enumerate(self.weights[: p.weights]):
+            for c in fx.range_constexpr(p.chunks):
+                src = thr.partition_S(self._view(w, c, broadcast=True))
+                base = self.staging + p.weight_slot(k, c) * (p.rows * p.chunk_cols)
+                dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
+                fx.copy(atom, src, dst, pred=self.pred(c) if p.ragged else None)
+        fx.nvvm.cp_async_commit_group()
 
     def prefetch(self, t, region=0):
         """Start copying this row's first ``plan.prefetch`` chunks of ``t`` (input ``region`` of the plan's
@@ -481,7 +519,7 @@ class RowFragments:
 def staging_buffer(plan: RowPlan, dtype):
     """The shared memory of an onchip plan's staged chunks and a persistent plan's prefetched ones (None when
     there are none)."""
-    if plan.slots == 0:
+    if plan.staging_bytes(1) == 0:
         return None
     alloc = fx.SharedAllocator(static=False)
     return alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
@@ -502,13 +540,13 @@ def row_groups(plan: RowPlan, dtype, rows):
     return out
 
 
-def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity):
+def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=()):
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
     free then). ``early`` plans wait for row ``r``'s copies and start the next row's here instead (their
     slots are all in two sets): ``after_stats`` does nothing."""
-    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity)
+    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights)
     nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
 
     def prefetch_next():
@@ -522,19 +560,22 @@ def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity
     return [frag], prefetch_next
 
 
-def _each_row(plan: RowPlan, dtype, rows, inputs, row_body):
+def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
     """Run ``row_body(groups, after_stats)`` over the block's rows: once over its row groups, or (persistent
     plans) in a loop over rows ``block, block + grid, ...`` with each next row's prefetch of ``inputs``
     started by ``after_stats()`` (the first one before the loop), so that it overlaps this row's reduction and
-    output."""
+    output; ``weights`` (the kernel's weight tensors) are copied to shared memory first where the plan holds
+    them there."""
     if plan.persist:
         staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
-        head = RowFragments(plan, dtype, first, rows - first, staging)
+        head = RowFragments(plan, dtype, first, rows - first, staging, weights=weights)
+        if plan.weights:
+            head.load_weights()
         for i, t in enumerate(inputs[: plan.inputs]):
             head.prefetch(t, region=i)
         parity = fx.Int32(0)
         for r in range(first, rows, step):
-            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity))
+            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
             parity = 1 - parity
     else:
         row_body(row_groups(plan, dtype, rows), lambda: None)

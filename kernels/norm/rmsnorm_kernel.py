@@ -54,7 +54,13 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
         plan = plan_rows(
-            N, dtype.width // 8, vec, **plan_options, inputs=2 if fused_add else 1, clusters=fx.nvvm.has_clusters()
+            N,
+            dtype.width // 8,
+            vec,
+            **plan_options,
+            weight_tensors=1,
+            inputs=2 if fused_add else 1,
+            clusters=fx.nvvm.has_clusters(),
         )
 
         def load_raw(frag, c):
@@ -114,13 +120,19 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                         w = frag.load(W, c, broadcast=True).to(fx.Float32)
                         frag.store(Y, c, x * r * w)
 
-        each_row(plan, dtype, rows, (X, R) if fused_add else (X,), row_body)
+        each_row(plan, dtype, rows, (X, R) if fused_add else (X,), row_body, (W,))
         finish_rows(plan)
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
         plan = plan_rows(
-            N, dtype.width // 8, vec, **plan_options, inputs=2 if fused_add else 1, clusters=fx.nvvm.has_clusters()
+            N,
+            dtype.width // 8,
+            vec,
+            **plan_options,
+            weight_tensors=1,
+            inputs=2 if fused_add else 1,
+            clusters=fx.nvvm.has_clusters(),
         )
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
         rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(

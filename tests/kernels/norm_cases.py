@@ -9,6 +9,8 @@ ATOL = {"f32": 1e-5, "f16": 1e-2, "bf16": 2e-2}  # FlyDSL's tolerances
 # which can flip the rounding of an f16/bf16 output by one ulp (at most 2**-10 / 2**-7 of its magnitude)
 PARITY_RTOL = {"f32": 1e-5, "f16": 2**-10, "bf16": 2**-7}
 
+# onchip chunks of one warp, 8 values each, 2 kept in registers: 2500 f32 makes 5 chunks, the last ragged
+SMALL_CHUNKS = {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}
 # (M, N, dtype, plan options): the interpreter runs every block of the grid, so rows stay few.
 CPU_CASES = [
     (3, 1, "f32", {}),  # one element per row
@@ -37,34 +39,18 @@ CPU_CASES = [
     # onchip, 2 kept and 3 staged chunks all prefetched (two alternating slot sets), 2 blocks for 5 rows;
     # 64K f32: only the first chunk prefetched (shared memory), one block for 3 rows
     (7, 1000, "bf16", {"persist": 2, "sms": 1, "block_threads": 64}),
-    (
-        5,
-        2500,
-        "f32",
-        {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16, "persist": 1, "sms": 2},
-    ),  # fmt: skip
+    (5, 2500, "f32", {**SMALL_CHUNKS, "persist": 1, "sms": 2}),
     (3, 65536, "f32", {"persist": 1, "sms": 1}),
     # early prefetch: every slot in two sets, the next row's copies started before this row's stats
-    (
-        6,
-        2500,
-        "f32",
-        {
-            "register_limit": 0,
-            "onchip_threads": 64,
-            "elems_per_thread": 8,
-            "kept_values": 16,
-            "persist": 1,
-            "sms": 2,
-            "prefetch_early": True,
-        },
-    ),  # fmt: skip
+    (6, 2500, "f32", {**SMALL_CHUNKS, "persist": 1, "sms": 2, "prefetch_early": True}),
+    # the weights (RMSNorm's W, LayerNorm's W and B) held in shared memory by each persistent block
+    (7, 1000, "bf16", {"persist": 2, "sms": 1, "block_threads": 64, "weights_smem": True}),
 ]
 CPU_IDS = [f"{m}x{n}-{d}" + ("-" + "-".join(map(str, p.values())) if p else "") for m, n, d, p in CPU_CASES]
 # GPU against the interpreter: the short cases, the onchip plan with staged chunks, the row groups, the
 # cluster plans and the persistent ones
-PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-10:]
-PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-10:]
+PARITY_CASES = CPU_CASES[:9] + CPU_CASES[-11:]
+PARITY_IDS = CPU_IDS[:9] + CPU_IDS[-11:]
 
 GPU_CASES = [
     (5, 1, "f32"),

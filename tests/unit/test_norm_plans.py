@@ -160,3 +160,13 @@ def test_early_prefetch_puts_every_slot_in_two_sets(inputs):
     assert every == set(range(p.slots))
     # where two sets would prefetch less, the plan keeps one (32K f32: both chunks once, not one twice)
     assert not plan(32768, 4, max_row_threads=512, persist=2, prefetch_early=True).early
+
+
+def test_weights_held_in_shared_memory_take_slots_after_the_rows():
+    p = plan(32768, 2, max_row_threads=512, persist=2, weights_smem=True, weight_tensors=2)  # LayerNorm's W, B
+    assert (p.weights, p.prefetch, p.slots) == (2, 2, 2)
+    assert [p.weight_slot(k, c) for k in (0, 1) for c in (0, 1)] == [2, 3, 4, 5]
+    assert p.staging_bytes(2) == 6 * p.chunk_cols * 2 <= SMEM_BUDGET
+    # 64K bf16: the weights would leave no room to prefetch: read from L2 per row instead
+    assert plan(65536, 2, max_row_threads=512, persist=2, weights_smem=True, weight_tensors=1).weights == 0
+    assert plan(32768, 2, max_row_threads=512, persist=2, weights_smem=True).weights == 0  # softmax: none
