@@ -65,6 +65,9 @@ VARIANTS = {
     # the weights in shared memory, copied once per persistent block (not re-read from L2 for every row)
     "wsmem": {"persist": 2, "weights_smem": True},
     "wsmem_cs": {"persist": 2, "weights_smem": True, "cache_hint": "cs"},
+    # 32K rows in registers (1024 threads x 32 values, one chunk): softmax computes each exp once, not twice
+    "p32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024},
+    "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
 
@@ -74,6 +77,8 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N > 16384
     if name == "persist_b32":
         return N > 32768
+    if name in ("p32k", "e32k"):
+        return N == 32768
     if name in ("t1024", "r64"):
         return N == 16384
     if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
