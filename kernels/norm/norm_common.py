@@ -19,6 +19,13 @@ between the reduction and the output: the kernel reads and writes every element 
   half of its row staged in shared memory: 4x the blocks, several per SM, so one block's reduction hides
   behind another's loads. A block must not exit while another may still read its shared memory: kernels end
   with :func:`finish_rows` (the wait of a second, arrive-only barrier).
+
+Persistent plans (``persist``, rows of one block): a grid of at most ``persist`` blocks per SM, each looping
+over rows (:func:`each_row`); the next row's first ``prefetch`` chunks are copied into shared memory by
+``cp.async`` while this row is reduced and written, so an SM's loads do not stop at every row's reduction
+(with one 1024-thread block per SM nothing else would cover it). Each thread copies and later reads back only
+its own vectors: no barrier. Optionally the weights stay in shared memory for all of a block's rows
+(``weights``) and every slot is doubled so the next row's copies start before this row's stats (``early``).
 """
 
 from __future__ import annotations
