@@ -72,8 +72,10 @@ def main(argv=None) -> int:
                     if name != "default" and not applicable(name, 4096, n):
                         continue
                     esz = np.dtype(NP[dt]).itemsize
-                    opts = split_options({**KERNELS[kernel][2], **plan})[0]
-                    p = plan_rows(n, esz, vector_width(n, esz), **opts, inputs=2 if kernel == "rmsnorm+add" else 1)
+                    opts = split_options({**KERNELS[kernel][2](n, dt), **plan})[0]
+                    wts = {"rmsnorm": 1, "rmsnorm+add": 1, "layernorm": 2}.get(kernel, 0)
+                    p = plan_rows(n, esz, vector_width(n, esz), **opts, inputs=2 if kernel == "rmsnorm+add" else 1,
+                                  weight_tensors=wts)  # fmt: skip
                     r = ptxas(ptx_of(kernel, n, dt, plan), args.ptxas)
                     print(f"{kernel:12s} {n:6d} {dt:4s} {name:14s} {p.block_threads:5d} {p.chunks:6d} {p.kept:4d} "
                           f"{p.staging_bytes(esz) / 1024:8.1f} {r['regs']:4d} {r['spill']:5d} {r['smem']:7d}"

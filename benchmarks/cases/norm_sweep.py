@@ -116,14 +116,17 @@ def _build_layernorm(n, dt, plan):
     return build_layernorm_module(n, dt, EPS["layernorm"], **plan)
 
 
-def _defaults(kernel: str) -> dict:
+def _defaults(kernel: str):
+    """``(N, dtype) -> the kernel's default plan options`` (its per-shape defaults included)."""
     from kernels.norm import layernorm_kernel, rmsnorm_kernel, softmax_kernel
 
+    if kernel == "rmsnorm+add":
+        return lambda n, dt: rmsnorm_kernel.plan_defaults(n, dt, fused_add=True)
     mod = {"softmax": softmax_kernel, "layernorm": layernorm_kernel}.get(kernel, rmsnorm_kernel)
-    return mod.PLAN_DEFAULTS
+    return mod.plan_defaults
 
 
-# kernel -> (build(N, dtype, plan), the launcher's arguments but M from (x, w), its plan defaults)
+# kernel -> (build(N, dtype, plan), the launcher's arguments but M from (x, w), its plan defaults(N, dtype))
 KERNELS = {
     "softmax": (_build_softmax, lambda x, w: (x, x), {}),
     "rmsnorm": (_build_rmsnorm, lambda x, w: (x, w, x), {}),

@@ -24,6 +24,7 @@ from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
     combine_mean_m2,
+    defaults_for,
     each_row,
     finish_rows,
     plan_rows,
@@ -38,13 +39,21 @@ __all__ = ["build_layernorm_module"]
 
 FAST = "afn,contract"
 PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768 x 8192 bf16)
+# rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
+# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+LONG_ROWS: list = []
+
+
+def plan_defaults(N: int, dtype_str: str) -> dict:
+    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
 
 
 def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_options):
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
     ``norm_common.plan_rows``."""
     dtype = DTYPES[dtype_str]
-    plan_options, kernel_options = split_options({**PLAN_DEFAULTS, **plan_options})
+    plan_options, kernel_options = split_options({**plan_defaults(N, dtype_str), **plan_options})
 
     @flyc.kernel
     def layernorm_kernel(

@@ -54,6 +54,7 @@ __all__ = [
     "combine_max_sum",
     "combine_mean_m2",
     "split_options",
+    "defaults_for",
     "with_register_cap",
 ]
 
@@ -198,6 +199,16 @@ NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one f
 
 
 KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not of the row plan
+
+
+def defaults_for(rules, n: int, dtype_str: str) -> dict:
+    """The options of the first rule ``((n_min, n_max, dtypes), options)`` whose range holds ``n`` and whose
+    dtypes (a tuple of ``dtype_str`` names, or None for all) hold ``dtype_str``; ``{}`` when none does. A
+    kernel's per-shape defaults: what measured fastest for rows of that length and type."""
+    for (lo, hi, dtypes), options in rules:
+        if lo <= n <= hi and (dtypes is None or dtype_str in dtypes):
+            return dict(options)
+    return {}
 
 
 def split_options(options: dict) -> tuple[dict, dict]:

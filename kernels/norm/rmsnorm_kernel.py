@@ -26,6 +26,7 @@ from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
     combine_add,
+    defaults_for,
     each_row,
     finish_rows,
     plan_rows,
@@ -42,10 +43,19 @@ FAST = "afn,contract"
 # 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
 # rows of more than 512 threads reduce too slowly (1024 threads: 20% slower)
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
+# rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
+# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+LONG_ROWS: list = []
+FUSED_ADD_LONG_ROWS: list = []  # the fused add (two inputs, two outputs: half the relative weight traffic)
+
+
+def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:
+    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
+    return {**PLAN_DEFAULTS, **defaults_for(FUSED_ADD_LONG_ROWS if fused_add else LONG_ROWS, N, dtype_str)}
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
-    plan_options, kernel_options = split_options({**PLAN_DEFAULTS, **plan_options})
+    plan_options, kernel_options = split_options({**plan_defaults(N, dtype_str, fused_add), **plan_options})
     dtype = DTYPES[dtype_str]
 
     @flyc.kernel

@@ -26,6 +26,7 @@ from kernels.norm.norm_common import (
     LOG2E,
     MASKED_MIN,
     combine_max_sum,
+    defaults_for,
     each_row,
     finish_rows,
     plan_rows,
@@ -42,6 +43,14 @@ FAST = "afn,contract"  # ex2.approx; x * log2e - m * log2e as one fma
 # 16 values per thread (8192 bf16: 512 threads per row) measured 1.4% faster than 32 on the H200;
 # rows of more than 512 threads reduce too slowly (1024 threads: 30% slower)
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
+# rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
+# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+LONG_ROWS: list = []
+
+
+def plan_defaults(N: int, dtype_str: str) -> dict:
+    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
 
 
 def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options):
@@ -51,7 +60,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     ``block_threads``, ``register_limit``...).
     """
     del M  # the row count is a run-time argument
-    plan_options, kernel_options = split_options({**PLAN_DEFAULTS, **plan_options})
+    plan_options, kernel_options = split_options({**plan_defaults(N, dtype_str), **plan_options})
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
