@@ -36,6 +36,7 @@ COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles 
 
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
+    "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
     "two_pass": {"long_rows": "two_pass"},
     "onchip512": {"onchip_threads": 512},
     "onchip512k16": {"onchip_threads": 512, "kept_values": 16},  # fewer registers: more blocks per SM
@@ -73,6 +74,8 @@ VARIANTS = {
 
 
 def applicable(name: str, M: int, N: int) -> bool:
+    if name == "r3":
+        return N >= 16384
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name == "persist_b32":

@@ -32,6 +32,7 @@ from kernels.norm.norm_common import (
     split_options,
     tree_sum,
     vector_width,
+    with_defaults,
     with_register_cap,
 )
 
@@ -53,13 +54,16 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
     ``norm_common.plan_rows``."""
     dtype = DTYPES[dtype_str]
-    plan_options, kernel_options = split_options({**plan_defaults(N, dtype_str), **plan_options})
+    plan_options, kernel_options = split_options(
+        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
+    )
+    plan_options["weight_tensors"] = 2  # W and B
 
     @flyc.kernel
     def layernorm_kernel(
         X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
     ):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, weight_tensors=2, clusters=fx.nvvm.has_clusters())
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
         def chunk_stats(frag, x, c):
             """(count, mean, sum of squared deviations) of this thread's values of chunk c."""
@@ -131,7 +135,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         stream: Stream = Stream(None),
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, weight_tensors=2, clusters=fx.nvvm.has_clusters())
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
             grid=(plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),

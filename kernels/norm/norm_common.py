@@ -55,6 +55,7 @@ __all__ = [
     "combine_mean_m2",
     "split_options",
     "defaults_for",
+    "with_defaults",
     "with_register_cap",
 ]
 
@@ -199,6 +200,13 @@ NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one f
 
 
 KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not of the row plan
+
+
+def with_defaults(shape_defaults: dict, base: dict, options: dict) -> dict:
+    """``options`` over a kernel's defaults: ``shape_defaults`` (its per-shape rules over ``base``), or only
+    ``base`` with ``shape_defaults=False`` among ``options`` (the plans before the per-shape rules)."""
+    options = dict(options)
+    return {**(shape_defaults if options.pop("shape_defaults", True) else base), **options}
 
 
 def defaults_for(rules, n: int, dtype_str: str) -> dict:

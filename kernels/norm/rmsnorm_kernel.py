@@ -34,6 +34,7 @@ from kernels.norm.norm_common import (
     split_options,
     tree_sum,
     vector_width,
+    with_defaults,
     with_register_cap,
 )
 
@@ -55,7 +56,11 @@ def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
-    plan_options, kernel_options = split_options({**plan_defaults(N, dtype_str, fused_add), **plan_options})
+    plan_options, kernel_options = split_options(
+        with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
+    )
+    # one weight; the fused add's persistent plans prefetch R beside X
+    plan_options = {**plan_options, "weight_tensors": 1, "inputs": 2 if fused_add else 1}
     dtype = DTYPES[dtype_str]
 
     @flyc.kernel
@@ -63,15 +68,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         X: fx.Pointer, W: fx.Pointer, Y: fx.Pointer, residual: tuple, rows: fx.Int32, vec: Constexpr[int]
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
-        plan = plan_rows(
-            N,
-            dtype.width // 8,
-            vec,
-            **plan_options,
-            weight_tensors=1,
-            inputs=2 if fused_add else 1,
-            clusters=fx.nvvm.has_clusters(),
-        )
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
         def load_raw(frag, c):
             """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""
@@ -135,15 +132,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
-        plan = plan_rows(
-            N,
-            dtype.width // 8,
-            vec,
-            **plan_options,
-            weight_tensors=1,
-            inputs=2 if fused_add else 1,
-            clusters=fx.nvvm.has_clusters(),
-        )
+        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
         rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(
             grid=(plan.grid(M), 1, 1),

@@ -34,6 +34,7 @@ from kernels.norm.norm_common import (
     split_options,
     tree_sum,
     vector_width,
+    with_defaults,
     with_register_cap,
 )
 
@@ -60,7 +61,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     ``block_threads``, ``register_limit``...).
     """
     del M  # the row count is a run-time argument
-    plan_options, kernel_options = split_options({**plan_defaults(N, dtype_str), **plan_options})
+    plan_options, kernel_options = split_options(
+        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
+    )
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 

@@ -170,3 +170,14 @@ def test_weights_held_in_shared_memory_take_slots_after_the_rows():
     # 64K bf16: the weights would leave no room to prefetch: read from L2 per row instead
     assert plan(65536, 2, max_row_threads=512, persist=2, weights_smem=True, weight_tensors=1).weights == 0
     assert plan(32768, 2, max_row_threads=512, persist=2, weights_smem=True).weights == 0  # softmax: none
+
+
+def test_per_shape_defaults_take_the_first_matching_rule_and_can_be_left_out():
+    from kernels.norm.norm_common import defaults_for, with_defaults
+
+    rules = [((16384, 16384, ("bf16",)), {"a": 1}), ((16384, 65536, None), {"a": 2})]
+    assert defaults_for(rules, 16384, "bf16") == {"a": 1} and defaults_for(rules, 16384, "f32") == {"a": 2}
+    assert defaults_for(rules, 8192, "bf16") == {}
+    base = {"b": 0}
+    assert with_defaults({"a": 1, "b": 0}, base, {"b": 3}) == {"a": 1, "b": 3}
+    assert with_defaults({"a": 1, "b": 0}, base, {"shape_defaults": False}) == {"b": 0}
