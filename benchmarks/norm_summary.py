@@ -109,7 +109,28 @@ def against_copy(path: str) -> str:
     return "\n".join(out)
 
 
+def compare(old: str, new: str, impl: str = "flydsl:graph") -> str:
+    """One line per (kernel, shape, dtype) of ``new`` that ``old`` has too: ``impl``'s time in each and the
+    change (a regression check of the shapes a change should leave alone)."""
+
+    def times(path):
+        return {(r["kernel"], tuple(r["shape"]), r["dtype"]): r["median_us"] for r in json.load(open(path))["results"]
+                if r["impl"] == impl}  # fmt: skip
+
+    a, b = times(old), times(new)
+    out = []
+    for key, t in b.items():
+        if key in a and t == t and a[key] == a[key]:
+            k, shape, dt = key
+            out.append(f"{k:11s} {'x'.join(map(str, shape)):11s} {dt:4s} {a[key]:7.1f} -> {t:7.1f} us "
+                       f"({100 * (a[key] / t - 1):+.1f}%)")  # fmt: skip
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3:  # old new: the regression check
+        print(compare(sys.argv[1], sys.argv[2]))
+        raise SystemExit(0)
     print(summarize(sys.argv[1]))
     v = variants(sys.argv[1])
     if v:

@@ -181,3 +181,20 @@ def test_per_shape_defaults_take_the_first_matching_rule_and_can_be_left_out():
     base = {"b": 0}
     assert with_defaults({"a": 1, "b": 0}, base, {"b": 3}) == {"a": 1, "b": 3}
     assert with_defaults({"a": 1, "b": 0}, base, {"shape_defaults": False}) == {"b": 0}
+
+
+def test_the_regression_check_compares_the_shapes_both_runs_have(tmp_path):
+    import json
+
+    from benchmarks.norm_summary import compare
+
+    def run(path, rows):
+        results = [
+            {"kernel": k, "shape": s, "dtype": "bf16", "impl": "flydsl:graph", "median_us": t} for k, s, t in rows
+        ]
+        path.write_text(json.dumps({"meta": {}, "results": results}))
+        return str(path)
+
+    old = run(tmp_path / "a.json", [("softmax", [1, 8192], 10.0), ("rmsnorm", [1, 8192], 8.0)])
+    new = run(tmp_path / "b.json", [("softmax", [1, 8192], 8.0), ("layernorm", [1, 8192], 9.0)])
+    assert compare(old, new).splitlines() == ["softmax     1x8192      bf16    10.0 ->     8.0 us (+25.0%)"]
