@@ -42,7 +42,14 @@ FAST = "afn,contract"
 PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768 x 8192 bf16)
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
-LONG_ROWS: list = []
+LONG_ROWS: list = [
+    ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs"}),
+    ((12289, 24576, ("f32",)), {"max_registers": 64}),  # 69 registers: one block of 512 per SM; capped: two
+    # 32K bf16: persistent, W and B in shared memory once per block (not re-read from L2 for every row)
+    ((24577, 49152, ("bf16", "f16")), {"persist": 2, "weights_smem": True, "cache_hint": "cs"}),
+    ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64}),  # two blocks of 512 per SM
+    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
+]
 
 
 def plan_defaults(N: int, dtype_str: str) -> dict:

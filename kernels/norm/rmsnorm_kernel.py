@@ -46,8 +46,19 @@ FAST = "afn,contract"
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
-LONG_ROWS: list = []
-FUSED_ADD_LONG_ROWS: list = []  # the fused add (two inputs, two outputs: half the relative weight traffic)
+LONG_ROWS: list = [
+    ((12289, 24576, ("f32",)), {"persist": 2}),
+    # persistent, the next row prefetched (f32: streaming loads and stores too)
+    ((24577, 1 << 31, ("bf16", "f16")), {"persist": 2}),
+    ((24577, 1 << 31, ("f32",)), {"persist": 2, "cache_hint": "cs"}),
+]
+# the fused add (two inputs, two outputs: half the relative weight traffic)
+FUSED_ADD_LONG_ROWS: list = [
+    ((12289, 24576, ("f32",)), {"register_limit": 8192}),  # 1024 threads x 16 values (46 registers: 2 blocks per SM)
+    ((24577, 49152, ("bf16", "f16")), {"cache_hint": "cs"}),
+    ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),
+    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
+]
 
 
 def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:

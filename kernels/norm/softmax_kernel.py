@@ -46,7 +46,14 @@ FAST = "afn,contract"  # ex2.approx; x * log2e - m * log2e as one fma
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
-LONG_ROWS: list = []
+LONG_ROWS: list = [
+    # 2048 x 16K bf16: a 64-register cap (ptxas schedules it better: 37.0 vs 39.5 us; 2 blocks per SM either way)
+    ((12289, 24576, ("bf16", "f16")), {"max_registers": 64}),
+    # 32K: in registers, 1024 threads x 32 values (each exp once), persistent with the next row prefetched
+    ((24577, 49152, None), {"persist": 2, "register_limit": 32768, "max_row_threads": 1024}),
+    ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),  # 64K bf16: persistent, the whole next row prefetched
+    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),  # 64K f32: only a quarter of a row fits to prefetch: streaming
+]
 
 
 def plan_defaults(N: int, dtype_str: str) -> dict:
