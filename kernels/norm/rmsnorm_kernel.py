@@ -106,8 +106,9 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                     for f, x, ss in zip(groups, xs, parts):
                         (ss,) = row_reduce((ss,), combine_add, plan, f.parity)
                         r = fx.rsqrt(ss * (1.0 / N) + eps)
-                        wf = (w if fx.const_expr(w_early) else f.load(W, 0, broadcast=True)).to(fx.Float32)
-                        f.store(Y, 0, x * r * wf)
+                        f.store(
+                            Y, 0, x * r * (w if fx.const_expr(w_early) else f.load(W, 0, broadcast=True)).to(fx.Float32)
+                        )
                 elif fx.const_expr(plan.onchip):
                     (frag,) = groups
                     ss = fx.Float32(0.0)
