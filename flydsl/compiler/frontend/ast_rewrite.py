@@ -7,38 +7,44 @@ column numbers (tracebacks and IR locations point at the user's source).
 
 What is rewritten (FlyDSL's rules):
 
-* ``if``/``elif``/``else`` → ``_fly_rt.if_(test, then_fn, else_fn, site, pre_values)``;
-  ``if const_expr(...)`` stays Python; an ``if`` whose branch contains ``return``/``break``/
+* ``if``/``elif``/``else`` → ``scf_if_dispatch(test, then_fn, else_fn, result_names=, result_values=,
+  site=)``; ``if const_expr(...)`` stays Python; an ``if`` whose branch contains ``return``/``break``/
   ``continue`` stays Python behind ``_fly_rt.static_test`` (a run-time test is an error there);
   ``if c: ...; return`` at function level first becomes ``if c: ... else: <rest of the function>``.
-* ``for x in range(...)`` → ``_fly_rt.for_`` (``scf.for``); ``range(..., init=[...])`` with a final
-  ``yield`` → ``_fly_rt.for_explicit``; every other ``for`` (``range_constexpr``, lists …) stays Python.
-* ``while test`` → ``_fly_rt.while_``; ``while const_expr(...)`` stays Python.
-* ``a and b``, ``a or b``, ``not a``, ``a < b < c``, ``x if c else y`` → ``_fly_rt.and_/or_/not_/
-  cmp_chain/ifexp`` (short-circuit in Python while the left side is static).
+* ``for x in range(...)`` → ``scf_for_dispatch(start, stop, step, body_fn, ...)`` (``scf.for``);
+  ``range(..., init=[...])`` with a final ``yield`` → ``_fly_rt.for_explicit``; every other ``for``
+  (``range_constexpr``, lists …) stays Python.
+* ``while test`` → ``scf_while_dispatch(cond_fn, body_fn, ...)``; ``while const_expr(...)`` stays Python.
+* ``x if c else y`` → ``scf_ifexp_dispatch``, ``not a`` → ``dsl_not_``; ``a and b``, ``a or b``,
+  ``a < b < c`` → ``_fly_rt.and_/or_/cmp_chain`` (the right side a thunk: short-circuit in Python while
+  the left side is static).
 
-Carried variables of a construct = names it assigns + local names whose methods it calls or whose
-items/attributes it stores into. Branch/loop bodies become nested functions taking the carried names
-as parameters and returning their final values.
+The helpers are FlyDSL's names with FlyDSL's calling convention (:mod:`.helpers`), looked up in the
+function's globals, where the rewrite puts them. Carried variables of a construct:
+:func:`~.scope.collect_assigned_vars` (names it assigns + local names whose methods it calls or whose
+items/attributes it stores into). Branch/loop bodies become nested functions taking ``(names, *carried
+values)`` (a loop body the induction variable first) and returning ``scf_*_collect_results(names,
+locals())``; the dispatch's result is assigned back to the names.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import types
 import warnings
 
-from . import dispatch
-from .scope import bindings, find_jump, find_raise, function_locals, is_call_to, target_names
+from .helpers import LOC, RT, inject
+from .scope import bindings, collect_assigned_vars, find_jump, find_raise, function_locals, is_call_to, target_names
 
-__all__ = ["rewrite_function", "transform_source", "RT", "LOC"]
+__all__ = ["rewrite_function", "rewrite_in_place", "transform_source", "RT", "LOC"]
 
 _HAS_QUALNAME = hasattr((lambda: None).__code__, "co_qualname")  # Python >= 3.11
 
-RT = "_fly_rt"  # the name under which rewritten code sees the dispatch module
 _GEN = "_fly_"  # prefix of generated names (never carried)
+_NAMES = _GEN + "names"  # the parameter of a generated body that receives the carried names
 
 
 def _rt(attr: str, node: ast.AST) -> ast.Attribute:
@@ -47,6 +53,11 @@ def _rt(attr: str, node: ast.AST) -> ast.Attribute:
 
 def _call(attr: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
     return ast.copy_location(ast.Call(_rt(attr, node), args, list(keywords)), node)
+
+
+def _helper(name: str, args: list, node: ast.AST, keywords=()) -> ast.Call:
+    """A call of a helper by its global name (FlyDSL's, :mod:`.helpers`)."""
+    return ast.copy_location(ast.Call(_name(name, node), args, list(keywords)), node)
 
 
 def _const(v, node) -> ast.Constant:
@@ -106,26 +117,19 @@ class Rewriter(ast.NodeTransformer):
         site = (self.filename, node.lineno, node.col_offset + 1, kind, names, tuple(lines_a), lines_b, n_target)
         return _const(site + (mutated_only,), node)
 
-    def _carried(self, *stmt_lists) -> list[str]:
-        """Carried names of a construct whose statement lists are given (sorted by first line)."""
+    def _carried(self, body: list, orelse: list | None = None) -> list[str]:
+        """Carried names of a construct (:func:`collect_assigned_vars` over the function's own variables)."""
         scope = self.scopes[-1]
-        first: dict[str, int] = {}
-        for stmts in stmt_lists:
-            b = bindings(stmts)
-            for n, line in b.assigned.items():
-                first[n] = min(first.get(n, line), line)
-            for n, line in b.mutated.items():
-                if n in scope.locals:
-                    first[n] = min(first.get(n, line), line)
-        names = [n for n in first if not n.startswith(_GEN) and n not in scope.declared and n != RT]
-        return sorted(names, key=lambda n: (first[n], n))
+        active = {n for n in scope.locals if not n.startswith(_GEN) and n != RT and n != LOC}
+        return collect_assigned_vars(body, [active], orelse)
 
     def _lines(self, stmts, names) -> tuple:
         b = bindings(stmts)
         return tuple(b.assigned.get(n, b.mutated.get(n, 0)) for n in names)
 
     def _func(self, name: str, params: list[str], body: list, returns: ast.expr | None, node) -> ast.FunctionDef:
-        """``def name(params): body; return returns`` with global/nonlocal declarations carried over."""
+        """``def name(params): body; return returns`` with global/nonlocal declarations carried over
+        (``returns`` None: no return statement)."""
         args = ast.arguments(
             posonlyargs=[],
             args=[ast.arg(p) for p in params],
@@ -154,14 +158,29 @@ class Rewriter(ast.NodeTransformer):
         ctx = ctx or ast.Load()
         return ast.copy_location(ast.Tuple([_name(n, node, type(ctx)()) for n in names], ctx), node)
 
-    def _pre(self, names, node) -> ast.Call:
-        loc = ast.copy_location(ast.Call(_name("locals", node), [], []), node)
-        return _call("pre", [loc, _const(tuple(names), node)], node)
+    def _locals(self, node) -> ast.Call:
+        return ast.copy_location(ast.Call(_name("locals", node), [], []), node)
+
+    def _collect(self, kind: str, names, node) -> ast.expr | None:
+        """What a generated body returns: ``scf_<kind>_collect_results(names, locals())`` (None: no names)."""
+        if not names:
+            return None
+        return _helper(f"scf_{kind}_collect_results", [_name(_NAMES, node), self._locals(node)], node)
+
+    def _state(self, names, node, site: ast.Constant) -> list[ast.keyword]:
+        """``result_names=(...), result_values=_fly_rt.pre(locals(), (...)), site=...`` of a dispatch call."""
+        kws = []
+        if names:
+            values = _call("pre", [self._locals(node), _const(tuple(names), node)], node)
+            kws = [ast.keyword("result_names", _const(tuple(names), node)), ast.keyword("result_values", values)]
+        return kws + [ast.keyword("site", site)]
 
     def _assign_back(self, names, value: ast.expr, node) -> ast.stmt:
+        """``value`` as a statement, assigned to the one name / the tuple of names it returns."""
         if not names:
             return ast.copy_location(ast.Expr(value), node)
-        return ast.copy_location(ast.Assign([self._tuple(names, node, ast.Store())], value), node)
+        target = _name(names[0], node, ast.Store()) if len(names) == 1 else self._tuple(names, node, ast.Store())
+        return ast.copy_location(ast.Assign([target], value), node)
 
     def _fresh(self, what: str) -> str:
         return f"{_GEN}{what}_{next(self.counter)}"
@@ -224,15 +243,16 @@ class Rewriter(ast.NodeTransformer):
         test = self.visit(node.test)
         body, orelse = node.body, node.orelse
         node = _header(node, node.test)
+        params, ret = [_NAMES] + names, self._collect("if", names, node)
         then_name = self._fresh("then")
-        out = [self._func(then_name, names, self._stmts(body), self._tuple(names, node), node)]
+        out = [self._func(then_name, params, self._stmts(body), ret, node)]
         else_ref: ast.expr = _const(None, node)
         if orelse:
             else_name = self._fresh("else")
-            out.append(self._func(else_name, names, self._stmts(orelse), self._tuple(names, node), node))
+            out.append(self._func(else_name, params, self._stmts(orelse), self._collect("if", names, node), node))
             else_ref = _name(else_name, node)
-        site = self._site(node, "if", names, lines_a, lines_b)
-        call = _call("if_", [test, _name(then_name, node), else_ref, site, self._pre(names, node)], node)
+        kws = self._state(names, node, self._site(node, "if", names, lines_a, lines_b))
+        call = _helper("scf_if_dispatch", [test, _name(then_name, node), else_ref], node, kws)
         out.append(self._assign_back(names, call, node))
         return out
 
@@ -261,8 +281,18 @@ class Rewriter(ast.NodeTransformer):
         body_name = self._fresh("for")
         iv = self._fresh("iv")
         bind = ast.copy_location(ast.Assign([orig.target], _name(iv, node)), node)
-        fn = self._func(body_name, [iv] + names, [bind] + self._stmts(body_stmts), self._tuple(names, node), node)
-        call = _call("for_", [rng, _name(body_name, node), site, self._pre(names, node)], node)
+        stmts = [bind] + self._stmts(body_stmts)
+        fn = self._func(body_name, [iv, _NAMES] + names, stmts, self._collect("for", names, node), node)
+        # FlyDSL's bounds: range(n) is (0, n, 1), range(a, b) is (a, b, 1)
+        args = [self.visit(a) for a in it.args]
+        if it.keywords or not 1 <= len(args) <= 3 or _has(it, ast.Starred):
+            bounds = _call("range_bounds", args, it, [self.visit(k) for k in it.keywords])
+            bounds = [ast.copy_location(ast.Starred(bounds, ast.Load()), it)]
+        elif len(args) == 1:
+            bounds = [_const(0, it), args[0], _const(1, it)]
+        else:
+            bounds = args + [_const(1, it)] * (3 - len(args))
+        call = _helper("scf_for_dispatch", bounds + [_name(body_name, node)], node, self._state(names, node, site))
         return [fn, self._assign_back(names, call, node)]
 
     def _explicit_for(self, node: ast.For, rng: ast.Call):
@@ -309,10 +339,12 @@ class Rewriter(ast.NodeTransformer):
         cond_name, body_name = self._fresh("wcond"), self._fresh("wbody")
         test, body_stmts = self.visit(node.test), node.body
         node = _header(node, node.test)
-        cond_fn = self._func(cond_name, names, [], test, node)
-        body_fn = self._func(body_name, names, self._stmts(body_stmts), self._tuple(names, node), node)
+        params = [_NAMES] + names
+        cond_fn = self._func(cond_name, params, [], test, node)
+        body_fn = self._func(body_name, params, self._stmts(body_stmts), self._collect("while", names, node), node)
         site = self._site(node, "while", names, self._lines(body_stmts, names), body=body_stmts)
-        call = _call("while_", [_name(cond_name, node), _name(body_name, node), site, self._pre(names, node)], node)
+        kws = self._state(names, node, site)
+        call = _helper("scf_while_dispatch", [_name(cond_name, node), _name(body_name, node)], node, kws)
         return [cond_fn, body_fn, self._assign_back(names, call, node)]
 
     # -- expressions -------------------------------------------------------------------------------
@@ -326,7 +358,7 @@ class Rewriter(ast.NodeTransformer):
     def visit_UnaryOp(self, node: ast.UnaryOp):
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):
-            return _call("not_", [node.operand], node)
+            return _helper("dsl_not_", [node.operand], node)
         return node
 
     def visit_Compare(self, node: ast.Compare):
@@ -340,8 +372,8 @@ class Rewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if is_call_to(node.test, "const_expr") or _has(node, (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)):
             return node
-        site = self._site(node, "if")
-        return _call("ifexp", [node.test, _lambda(node.body), _lambda(node.orelse), site], node)
+        site = ast.keyword("site", self._site(node, "if"))
+        return _helper("scf_ifexp_dispatch", [node.test, _lambda(node.body), _lambda(node.orelse)], node, [site])
 
 
 def _bare_return_last(stmts: list) -> bool:
@@ -380,11 +412,8 @@ def transform_source(fdef: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     return Rewriter(filename).visit(fdef)
 
 
-LOC = "_fly_loc"  # the name under which rewritten code sees a statement-location helper (when given one)
-
-
 def _with_statement_locations(fdef: ast.FunctionDef, filename: str) -> None:
-    """Wrap each top-level statement of the (rewritten) body in ``with _fly_loc(file, line, col):``, so the
+    """Wrap each top-level statement of the (rewritten) body in ``with _flydsl_loc(file, line, col):``, so the
     ops it builds without a location of their own get the statement's; statements inside generated branch
     and loop bodies run within their control-flow statement's."""
     body = []
@@ -400,20 +429,18 @@ def _with_statement_locations(fdef: ast.FunctionDef, filename: str) -> None:
     fdef.body = body
 
 
-def rewrite_function(fn, statement_loc=None):
-    """A new function object running the rewritten body of ``fn`` (``fn`` itself if it has no source).
-
-    ``statement_loc``: a helper ``(file, line, col) -> context manager`` that the rewritten body enters around
-    each of its top-level statements (:func:`_with_statement_locations`), or None."""
+def _rewritten_code(fn, statement_loc):
+    """The code object of ``fn``'s rewritten body (its free variables: those of ``fn`` it still reads), with
+    the helpers it calls put into ``fn.__globals__``; None (with a warning) when the source is unreadable."""
     try:
         fdef = _parse_function(fn)
     except (OSError, TypeError, SyntaxError, IndentationError) as e:
         warnings.warn(
             f"flydsl: cannot read the source of {fn.__qualname__} ({e}); its if/for/while statements run as plain "
             "Python, so a condition on a run-time value will fail. Define kernels in a .py file.",
-            stacklevel=2,
+            stacklevel=3,
         )
-        return fn
+        return None
     code0 = fn.__code__
     filename = code0.co_filename
     fdef = transform_source(fdef, filename)
@@ -423,12 +450,12 @@ def rewrite_function(fn, statement_loc=None):
     # resolves to the global/closure binding (a recursive helper calls the decorated object, not itself
     # as a closure of the factory); the code object gets the user's name back below (tracebacks).
     fdef.name = _GEN + "fn"
-    freevars = list(code0.co_freevars)
+    # a factory whose parameters are fn's free variables makes them free variables of the rewritten def
     factory = ast.FunctionDef(
         name="_fly_factory",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(RT), ast.arg(LOC)] + [ast.arg(v) for v in freevars],
+            args=[ast.arg(v) for v in code0.co_freevars],
             vararg=None,
             kwonlyargs=[],
             kw_defaults=[],
@@ -447,17 +474,49 @@ def rewrite_function(fn, statement_loc=None):
     code = compile(module, filename, "exec", dont_inherit=True)
     fcode = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == "_fly_factory")
     inner = next(c for c in fcode.co_consts if isinstance(c, types.CodeType) and c.co_name == fdef.name)
-    cells = dict(zip(freevars, fn.__closure__ or ()))
-    cells[RT] = types.CellType(dispatch)
-    cells[LOC] = types.CellType(statement_loc)
-    closure = tuple(cells[v] for v in inner.co_freevars)
     names = {"co_name": fn.__name__, "co_qualname": fn.__qualname__} if _HAS_QUALNAME else {"co_name": fn.__name__}
-    inner = inner.replace(**names)
-    new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__, closure or None)
+    inject(fn.__globals__, statement_loc)
+    return inner.replace(**names)
+
+
+def _function(fn, code):
+    """A new function running ``code`` with ``fn``'s globals, closure cells, defaults and attributes."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(cells[v] for v in code.co_freevars)
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure or None)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__annotations__ = dict(getattr(fn, "__annotations__", {}))
     new.__qualname__ = fn.__qualname__
     new.__module__ = fn.__module__
     new.__doc__ = fn.__doc__
+    return new
+
+
+def rewrite_function(fn, statement_loc=None):
+    """A new function object running the rewritten body of ``fn`` (``fn`` itself if it has no source);
+    ``fn`` is left as it is, and the helpers the new body calls are put into ``fn.__globals__``.
+
+    ``statement_loc``: a helper ``(file, line, col) -> context manager`` that the rewritten body enters around
+    each of its top-level statements (:func:`_with_statement_locations`; global ``_flydsl_loc``), or None."""
+    code = _rewritten_code(fn, statement_loc)
+    if code is None:
+        return fn
+    new = _function(fn, code)
     new.__wrapped__ = fn
     return new
+
+
+def rewrite_in_place(fn, statement_loc=None):
+    """FlyDSL's ``ASTRewriter.transform``: ``fn`` itself with its ``__code__`` replaced by the rewritten body
+    (so every reference to ``fn`` runs it), or — when the rewritten body no longer reads all of ``fn``'s
+    closure variables, which ``__code__`` assignment cannot express — a new function like
+    :func:`rewrite_function`'s. ``fn`` unchanged when it has no source."""
+    code = _rewritten_code(fn, statement_loc)
+    if code is None:
+        return fn
+    if code.co_freevars != fn.__code__.co_freevars:
+        new = _function(fn, code)
+        functools.update_wrapper(new, fn)
+        return new
+    fn.__code__ = code
+    return fn

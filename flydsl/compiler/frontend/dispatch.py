@@ -57,6 +57,7 @@ __all__ = [
     "for_",
     "for_explicit",
     "range_",
+    "range_bounds",
     "RangeSpec",
     "while_",
     "static_test",
@@ -374,6 +375,15 @@ def _bound(x, what, dtype, loc):
     raise error(E.RANGE_BOUND_TYPE, loc, what=what, got=describe(x))
 
 
+def range_bounds(*args, **kwargs) -> tuple:
+    """``(start, stop, step)`` of a kernel loop's ``range(*args)`` (FlyDSL's loop dispatch takes the three);
+    ``TypeError`` as ``range`` for other arguments."""
+    if kwargs:
+        raise TypeError(f"range() takes no keyword arguments other than init=, got {', '.join(kwargs)}")
+    a = RangeSpec(args).args
+    return (0, a[0], 1) if len(a) == 1 else (a[0], a[1], a[2] if len(a) == 3 else 1)
+
+
 def range_(rng, *args, init=None):
     """``range(...)`` as written in a rewritten function: a kernel loop unless ``range`` is shadowed."""
     if rng is not builtins.range:
@@ -527,17 +537,12 @@ def _short(x) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
-def for_(it, body_fn, site, pre_vals):
-    """``for target in range(...)``: ``scf.for`` (or a Python loop when ``range`` is shadowed).
+def for_(it: RangeSpec, body_fn, site, pre_vals):
+    """``for target in range(...)``: ``scf.for``.
 
     Returns the final values of ``names``; the first ``n_target`` are the loop target's names.
     """
     s = Site(*site)
-    if not isinstance(it, RangeSpec):
-        vals = pre_vals
-        for item in it:
-            vals = body_fn(item, *vals)
-        return vals
     if s.lines_b:  # the target's text when it is not a single name
         raise error(E.LOOP_TARGET, _loc(s), target=s.lines_b)
     nt = s.n_target

@@ -9,17 +9,32 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["Bindings", "bindings", "function_locals", "find_jump", "find_raise", "is_call_to", "target_names"]
+__all__ = [
+    "Bindings",
+    "bindings",
+    "collect_assigned_vars",
+    "function_locals",
+    "find_jump",
+    "find_raise",
+    "is_call_to",
+    "target_names",
+]
 
 
 class Bindings:
-    """Names bound (``assigned``) and mutated through methods/subscripts (``mutated``), with lines."""
+    """Names bound (``assigned``) and mutated through methods/subscripts (``mutated``), with lines.
 
-    __slots__ = ("assigned", "mutated", "globals", "nonlocals")
+    ``written``: the names bound or stored into (``a[i] = v``, ``a.f = v``) in source order, except an
+    ``except ... as e`` name (Python unbinds it when the handler ends); ``called``: the names whose
+    methods are called (``lst.append(v)``, ``a.b.c()`` → ``a``), in source order."""
+
+    __slots__ = ("assigned", "mutated", "written", "called", "globals", "nonlocals")
 
     def __init__(self):
         self.assigned: dict[str, int] = {}
         self.mutated: dict[str, int] = {}
+        self.written: dict[str, None] = {}
+        self.called: dict[str, None] = {}
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
 
@@ -40,8 +55,10 @@ class _Binder(ast.NodeVisitor):
     def __init__(self):
         self.b = Bindings()
 
-    def _bind(self, name: str, line: int):
+    def _bind(self, name: str, line: int, written: bool = True):
         self.b.assigned.setdefault(name, line)
+        if written:
+            self.b.written.setdefault(name)
 
     def _target(self, t: ast.AST):
         if isinstance(t, (ast.Subscript, ast.Attribute)):
@@ -50,6 +67,7 @@ class _Binder(ast.NodeVisitor):
                 base = base.value
             if isinstance(base, ast.Name):
                 self.b.mutated.setdefault(base.id, t.lineno)
+                self.b.written.setdefault(base.id)
             self.visit(t)
             return
         for n, line in target_names(t, {}).items():
@@ -79,23 +97,24 @@ class _Binder(ast.NodeVisitor):
     visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
 
     # -- bindings ------------------------------------------------------------------------------
+    # targets are visited before values: ``written`` lists names in the order the statements name them
     def visit_Assign(self, node):
-        self.visit(node.value)
         for t in node.targets:
             self._target(t)
+        self.visit(node.value)
 
     def visit_AugAssign(self, node):
-        self.visit(node.value)
         self._target(node.target)
+        self.visit(node.value)
 
     def visit_AnnAssign(self, node):
         if node.value is not None:
-            self.visit(node.value)
             self._target(node.target)
+            self.visit(node.value)
 
     def visit_For(self, node):
-        self.visit(node.iter)
         self._target(node.target)
+        self.visit(node.iter)
         for s in node.body + node.orelse:
             self.visit(s)
 
@@ -107,8 +126,8 @@ class _Binder(ast.NodeVisitor):
             self._target(node.optional_vars)
 
     def visit_NamedExpr(self, node):
-        self.visit(node.value)
         self._bind(node.target.id, node.lineno)
+        self.visit(node.value)
 
     def visit_Import(self, node):
         for a in node.names:
@@ -118,7 +137,7 @@ class _Binder(ast.NodeVisitor):
 
     def visit_ExceptHandler(self, node):
         if node.name:
-            self._bind(node.name, node.lineno)
+            self._bind(node.name, node.lineno, written=False)  # unbound again when the handler ends
         self.generic_visit(node)
 
     def visit_Global(self, node):
@@ -129,8 +148,13 @@ class _Binder(ast.NodeVisitor):
 
     def visit_Call(self, node):
         f = node.func
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-            self.b.mutated.setdefault(f.value.id, node.lineno)
+        if isinstance(f, ast.Attribute):
+            base = f.value
+            while isinstance(base, ast.Attribute):  # a.b.c() calls a method of what `a` holds
+                base = base.value
+            if isinstance(base, ast.Name):
+                self.b.mutated.setdefault(base.id, node.lineno)
+                self.b.called.setdefault(base.id)
         self.generic_visit(node)
 
 
@@ -140,6 +164,26 @@ def bindings(stmts: list[ast.stmt]) -> Bindings:
     for s in stmts:
         v.visit(s)
     return v.b
+
+
+def collect_assigned_vars(body_stmts, active_symbols, orelse_stmts=None, test_expr=None) -> list[str]:
+    """The variables a control-flow construct carries (FlyDSL's ``_collect_assigned_vars``).
+
+    The names that ``body_stmts`` (then ``orelse_stmts``, then the expression ``test_expr``) write — bind
+    with ``=``, ``+=``, ``x: T = v``, a ``for``/``with`` target, ``:=``, ``def``/``class``/``import``, or
+    store into (``a[i] = v``, ``a.f = v``) — in source order, followed by the names whose methods they only
+    call (``lst.append(v)``; not ``self``); each kept only when it is in one of the sets of
+    ``active_symbols`` (the names the caller considers variables of the enclosing function). An
+    ``except ... as e`` name is not carried: Python unbinds it when its handler ends. Nested functions,
+    lambdas, classes and comprehensions are not entered (their names are their own)."""
+    stmts = list(body_stmts) + list(orelse_stmts or ())
+    if test_expr is not None:
+        stmts.append(ast.Expr(test_expr))
+    b = bindings(stmts)
+    active = set().union(*active_symbols) if active_symbols else set()
+    written = [n for n in b.written if n in active]
+    called = [n for n in b.called if n not in b.written and n != "self" and n in active]
+    return written + called
 
 
 def function_locals(fdef: ast.FunctionDef) -> tuple[set[str], set[str], set[str]]:
