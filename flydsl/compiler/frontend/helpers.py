@@ -127,11 +127,37 @@ def _adapt(fn, names, pass_names: bool, wrap, what: str, n_lead: int = 0):
     return run
 
 
+def _adapt_generated(fn, names, what: str):
+    """:func:`_adapt` for a body the rewrite generated: ``fn(names, *values)`` returning every name."""
+    k = len(names)
+
+    def run(*vals):
+        out = fn(names, *vals)
+        if type(out) is dict and len(out) == k:  # scf_*_collect_results(names, locals())
+            return tuple([out[n] for n in names])
+        return _results(out, names, vals, _same, what)
+
+    return run
+
+
+def _adapt_generated_loop(fn, names):
+    """:func:`_adapt_generated` for a loop body: ``fn(iv, names, *values)``."""
+    k = len(names)
+
+    def run(iv, *vals):
+        out = fn(iv, names, *vals)
+        if type(out) is dict and len(out) == k:
+            return tuple([out[n] for n in names])
+        return _results(out, names, vals, _same, "for-body")
+
+    return run
+
+
 def _pack(values, names):
-    if not names:
+    n = len(names)
+    if n == 0:
         return None
-    values = tuple(values)
-    return values[0] if len(names) == 1 else values
+    return values[0] if n == 1 else tuple(values)
 
 
 def scf_if_dispatch(
@@ -159,8 +185,8 @@ def scf_if_dispatch(
         b = _adapt(else_fn, names, _takes_names(else_fn, len(names)), wrap, "else-branch") if else_fn else None
     else:
         names, values = result_names, result_values
-        a = _adapt(then_fn, names, True, _same, "then-branch")
-        b = _adapt(else_fn, names, True, _same, "else-branch") if else_fn is not None else None
+        a = _adapt_generated(then_fn, names, "then-branch")
+        b = _adapt_generated(else_fn, names, "else-branch") if else_fn is not None else None
     return _pack(_rt.if_(cond, a, b, site, values), names)
 
 
@@ -178,10 +204,10 @@ def scf_for_dispatch(start, stop, step, body_fn, *, result_names=(), result_valu
     if site is None:
         names, values = _names_values(result_names, result_values, "scf_for_dispatch")
         _no_none(names, values, "scf_for_dispatch")
-        site, wrap = _caller_site("for", names), _dsl
+        body = _adapt(body_fn, names, True, _dsl, "for-body", n_lead=1)
+        site = _caller_site("for", names)
     else:
-        names, values, wrap = result_names, result_values, _same
-    body = _adapt(body_fn, names, True, wrap, "for-body", n_lead=1)
+        names, values, body = result_names, result_values, _adapt_generated_loop(body_fn, result_names)
     return _pack(_rt.for_(_rt.RangeSpec((start, stop, step)), body, site, values), names)
 
 
@@ -191,15 +217,16 @@ def scf_while_dispatch(before_fn, after_fn, *, result_names=(), result_values=()
     if site is None:
         names, values = _names_values(result_names, result_values, "scf_while_dispatch")
         _no_none(names, values, "scf_while_dispatch")
-        site, wrap = _caller_site("while", names), _dsl
+        site = _caller_site("while", names)
         pass_before, pass_after = _takes_names(before_fn, len(names)), _takes_names(after_fn, len(names))
+        body = _adapt(after_fn, names, pass_after, _dsl, "while-body")
     else:
-        names, values, wrap, pass_before, pass_after = result_names, result_values, _same, True, True
+        names, values, pass_before = result_names, result_values, True
+        body = _adapt_generated(after_fn, names, "while-body")
 
     def cond(*vals):
         return before_fn(names, *vals) if pass_before else before_fn(*vals)
 
-    body = _adapt(after_fn, names, pass_after, wrap, "while-body")
     return _pack(_rt.while_(cond, body, site, values), names)
 
 

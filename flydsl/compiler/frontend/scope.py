@@ -26,7 +26,7 @@ class Bindings:
 
     ``written``: the names bound or stored into (``a[i] = v``, ``a.f = v``) in source order, except an
     ``except ... as e`` name (Python unbinds it when the handler ends); ``called``: the names whose
-    methods are called (``lst.append(v)``, ``a.b.c()`` → ``a``), in source order."""
+    methods are called (``lst.append(v)``), in source order."""
 
     __slots__ = ("assigned", "mutated", "written", "called", "globals", "nonlocals")
 
@@ -148,13 +148,11 @@ class _Binder(ast.NodeVisitor):
 
     def visit_Call(self, node):
         f = node.func
-        if isinstance(f, ast.Attribute):
-            base = f.value
-            while isinstance(base, ast.Attribute):  # a.b.c() calls a method of what `a` holds
-                base = base.value
-            if isinstance(base, ast.Name):
-                self.b.mutated.setdefault(base.id, node.lineno)
-                self.b.called.setdefault(base.id)
+        # only a method of the variable itself (FlyDSL also counts `a.b.c()` for `a`: carrying a namespace
+        # of tensors through a loop because a tensor in it is stored into would only add loop values)
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            self.b.mutated.setdefault(f.value.id, node.lineno)
+            self.b.called.setdefault(f.value.id)
         self.generic_visit(node)
 
 
