@@ -17,7 +17,18 @@ Tensor = getattr(fx, "Tensor", fxt.Tensor)
 Constexpr = getattr(fx, "Constexpr", fxt.Constexpr)
 Stream = getattr(fx, "Stream", fxt.Stream)
 
-__all__ = ["Tensor", "Constexpr", "Stream", "cpu_device", "traced", "count_ops", "host_function", "flyc", "fx"]
+__all__ = [
+    "Tensor",
+    "Constexpr",
+    "Stream",
+    "cpu_device",
+    "traced",
+    "count_ops",
+    "facade_module",
+    "host_function",
+    "flyc",
+    "fx",
+]
 
 
 @pytest.fixture
@@ -40,6 +51,23 @@ def traced(jit_fn, *args, **kwargs) -> str:
 def count_ops(text: str, name: str) -> int:
     """Occurrences of op ``name`` in printed IR (pretty or generic form)."""
     return len(re.findall(rf'(?<![\w.]){re.escape(name)}(?![\w.])|"{re.escape(name)}"', text))
+
+
+def facade_module(build, arg_types) -> str:
+    """The verified text of a module built through FlyDSL's MLIR facade: ``build(*args)`` fills the body of a
+    function ``t`` taking ``arg_types`` (facade types) and returning nothing."""
+    from flydsl._mlir import ir
+    from flydsl._mlir.dialects import func
+
+    with ir.Context() as ctx, ir.Location.unknown(ctx):
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            f = func.FuncOp("t", ir.FunctionType.get(arg_types, []))
+            with ir.InsertionPoint(f.add_entry_block()):
+                build(*f.entry_block.arguments)
+                func.ReturnOp([])
+        assert module.operation.verify()
+        return str(module)
 
 
 _ENGINES: list = []  # NOTE: freeing an MCJIT engine and its module can crash; keep them for the session

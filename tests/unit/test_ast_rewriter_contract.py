@@ -11,7 +11,7 @@ import types
 
 import numpy as np
 import pytest
-from compiler_util import Constexpr, Tensor, count_ops, cpu_device, flyc, fx, traced  # noqa: F401
+from compiler_util import Constexpr, Tensor, count_ops, cpu_device, facade_module, flyc, fx, traced  # noqa: F401
 
 from flydsl.compiler import FlyDSLError
 from flydsl.compiler.ast_rewriter import (
@@ -188,6 +188,23 @@ def test_transform_of_closures():
         assert "scf.for" in str(module)
 
 
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self, x):
+        if x > 0:
+            x = x * self.k
+        return x
+
+
+def test_transform_of_a_bound_method_rewrites_its_function():
+    s = _Scaler(3)
+    m = ASTRewriter.transform(s.scale)
+    assert m.__self__ is s and m(2) == 6 and m(-1) == -1
+    assert "scf_if_dispatch" in _loaded_globals(_Scaler.scale.__code__)  # in place: every instance runs it
+
+
 def test_functions_without_source_are_left_alone():
     f = eval("lambda x: x + 1")  # noqa: S307 - a function whose source cannot be read
     with pytest.warns(UserWarning, match="cannot read the source"):
@@ -274,22 +291,7 @@ def test_direct_calls_follow_flydsl_signature_rule():
 
     from flydsl._mlir import ir
 
-    _module(build, [ir.IntegerType.get_signless(1)])
-
-
-def _module(build, arg_types):
-    from flydsl._mlir import ir
-    from flydsl._mlir.dialects import func
-
-    with ir.Context() as ctx, ir.Location.unknown(ctx):
-        module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            f = func.FuncOp("t", ir.FunctionType.get(arg_types, []))
-            with ir.InsertionPoint(f.add_entry_block()):
-                build(*f.entry_block.arguments)
-                func.ReturnOp([])
-        assert module.operation.verify()
-        return str(module)
+    facade_module(build, [ir.IntegerType.get_signless(1)])
 
 
 # -- kernel loops: FlyDSL's (start, stop, step), errors at the user's line ------------------------------------

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
+from compiler_util import facade_module as _module
 
 from flydsl._mlir.dialects import arith as _facade_arith
 from flydsl.compiler import CompileError
@@ -38,21 +39,6 @@ def test_arch_queries_report_nvidia(monkeypatch):
 
 
 # -- the _mlir facade: building IR outside a jit ----------------------------------------------------
-
-
-def _module(build, arg_types):
-    from flydsl._mlir import ir
-    from flydsl._mlir.dialects import func
-
-    with ir.Context() as ctx, ir.Location.unknown(ctx):
-        module = ir.Module.create()
-        with ir.InsertionPoint(module.body):
-            f = func.FuncOp("t", ir.FunctionType.get(arg_types, []))
-            with ir.InsertionPoint(f.add_entry_block()):
-                build(*f.entry_block.arguments)
-                func.ReturnOp([])
-        assert module.operation.verify()
-        return str(module)
 
 
 def test_facade_types_are_our_types_and_views_check_them():

@@ -510,7 +510,10 @@ def rewrite_in_place(fn, statement_loc=None):
     """FlyDSL's ``ASTRewriter.transform``: ``fn`` itself with its ``__code__`` replaced by the rewritten body
     (so every reference to ``fn`` runs it), or — when the rewritten body no longer reads all of ``fn``'s
     closure variables, which ``__code__`` assignment cannot express — a new function like
-    :func:`rewrite_function`'s. ``fn`` unchanged when it has no source."""
+    :func:`rewrite_function`'s. ``fn`` unchanged when it has no source. A bound method: its function."""
+    if inspect.ismethod(fn):
+        func = rewrite_in_place(fn.__func__, statement_loc)
+        return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
     code = _rewritten_code(fn, statement_loc)
     if code is None:
         return fn
