@@ -2,7 +2,8 @@
 
 The rewriter (:mod:`.ast_rewrite`) turns ``if``/``for i in range``/``while`` bodies into nested
 functions that take the carried variables as parameters and return their final values, and calls
-the functions here. Each one decides at trace time:
+the functions here — through FlyDSL's helpers (:mod:`.helpers`) for those FlyDSL has, as ``_fly_rt``
+for the others. Each one decides at trace time:
 
 * a compile-time condition (a Python value or a static Numeric) runs the chosen branch / a Python
   loop — no IR;
