@@ -32,7 +32,7 @@ import contextlib
 
 import numpy as np
 
-from . import ir
+from . import ir, passes
 from .dialects import arith, func, gpu, ptr, scf
 from .dialects import math as fmath
 from .expr._sem.context import TraceContext, context, entered, use_target
@@ -106,6 +106,7 @@ def launch(kernel: Op, grid, block, *args, memory: Memory | None = None, names=N
     """Run ``kernel`` on the interpreter; numpy-array arguments are registered (named ``names[i]`` or
     ``argI``) and updated in place; other arguments pass through. Returns the memory used."""
     mem = memory if memory is not None else Memory()
+    passes.get_pass("fly-layout-lowering")(kernel)  # the fly dialect's records never reach the interpreter
     vals, arg_names = [], []
     for i, a in enumerate(args):
         nm = names[i] if names is not None else f"arg{i}"
@@ -170,7 +171,9 @@ class Trace:
 def trace_kernel(arg_types, name: str = "kernel", **attrs):
     """Build a kernel taking ``arg_types``; the ``with`` body runs at its entry block, in a trace context of
     its own (for the enclosing context's target), so shared-memory counts and fast-math blocks start empty.
-    Leaving the block appends ``gpu.return`` and verifies the module.
+    Leaving the block appends ``gpu.return``, sets ``text`` to the IR as traced (with the ``fly`` dialect's
+    records of layouts and prints), folds those records as the compiler does (``fly-layout-lowering``) and
+    verifies the module.
 
     Raises:
         flydsl.ir.VerifyError: the traced IR is invalid.
@@ -182,8 +185,9 @@ def trace_kernel(arg_types, name: str = "kernel", **attrs):
     with entered(TraceContext(context().target, name)), ir.InsertionPoint(kernel.regions[0].blocks[0]):
         yield t
         gpu.return_()
-    ir.verify(module)
     t.text = ir.print_op(module)
+    passes.get_pass("fly-layout-lowering")(module)
+    ir.verify(module)
 
 
 def evaluate(t: Trace, inputs, outputs) -> list:
@@ -203,7 +207,7 @@ def evaluate(t: Trace, inputs, outputs) -> list:
     env = {a: np.asarray(x) for a, x in zip(t.args, inputs)}
     with np.errstate(all="ignore"):
         for op in t.kernel.regions[0].blocks[0].ops:
-            if not op.results:
+            if not op.results or op.defn.dialect == "fly":  # layout records: nothing to compute
                 continue
             if op.defn.evaluate is None:
                 raise NotImplementedError(f"{op.defn.name} has no evaluate semantics")

@@ -1,7 +1,8 @@
 """``flydsl._mlir.passmanager``: ``PassManager.parse("builtin.module(canonicalize,cse)").run(op)`` over
 our registered passes (:mod:`flydsl.passes`). Nesting (``gpu.module(...)``) is flattened: our passes
 walk the whole module. A pass we do not have (FlyDSL's ``fly-*`` layout lowerings, ROCDL conversions)
-is FLY502: layouts are folded at trace time here, and lowering to LLVM is codegen's job."""
+is FLY502: lowering to LLVM is codegen's job. FlyDSL's names for the layout passes run ours
+(:data:`FLYDSL_PASSES`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import re
 from .. import passes as _passes
 from .ir import Module, OpView, _op_of
 
-__all__ = ["PassManager"]
+__all__ = ["PassManager", "FLYDSL_PASSES"]
+
+#: FlyDSL's pass names -> ours: ``fly-layout-lowering`` folds every ``fly`` op (flydsl/passes/fly_lowering.py),
+#: so FlyDSL's conversion of what is left to ROCDL has nothing left to do here (codegen lowers the rest)
+FLYDSL_PASSES = {"fly-canonicalize": "canonicalize", "convert-fly-to-rocdl": "fly-layout-lowering"}
 
 
 def _names(pipeline: str) -> list[str]:
@@ -39,6 +44,7 @@ class PassManager:
         return pm
 
     def add(self, name: str) -> None:
+        name = FLYDSL_PASSES.get(name, name)
         if name not in _passes.PASSES:
             from ..compiler.errors import MLIR_UNSUPPORTED, error
             from ..compiler.frames import current_location

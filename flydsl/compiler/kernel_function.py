@@ -169,11 +169,12 @@ def get_gpu_module_body(gpu_module):
 
 
 def create_gpu_func(name: str, function_type: FunctionType, *, kernel: bool = True):
-    """A ``gpu.func`` kernel with an entry block at the insertion point (returned as an op view whose
-    ``entry_block``/``arguments`` work as ``func.FuncOp``'s)."""
+    """A ``gpu.func`` kernel at the insertion point, without a body: as FlyDSL's, ``add_entry_block()`` makes the
+    entry block (returned as an op view whose ``entry_block``/``arguments`` work as ``func.FuncOp``'s)."""
     from .._mlir.dialects.func import FuncOp  # cycle: flydsl._mlir is built on the compiler
 
     op = _dfunc.build_func(_dgpu.func, name, list(function_type.inputs), list(function_type.results))
+    op.regions[0].blocks.clear()  # FlyDSL's GPUFuncOp builder leaves the region empty
     if kernel:
         op.attrs["kernel"] = True
     view = FuncOp.__new__(FuncOp)

@@ -111,6 +111,8 @@ def run_passes(module: Op, dumper: Dumper | None, names=None) -> Op:
         if print_after:
             print(f"// ----- IR after {name} -----\n{print_op(mod)}")
 
+    # the fly dialect's records (layouts as traced, shown in 00_origin) go first, before any named pass
+    passes.get_pass("fly-layout-lowering")(module)
     names = passes.DEFAULT_PIPELINE if names is None else names
     passes.run_pipeline(module, list(names), after_each=after_each)
     return module

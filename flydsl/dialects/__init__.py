@@ -6,10 +6,10 @@ code (the launch plans) to paste in.
 """
 
 # nvvm_sm90: Hopper mbarriers, TMA and wgmma (docs/hopper.md)
-from . import arith, func, gpu, math, nvvm, nvvm_sm90, ptr, scf, vector
+from . import arith, fly, func, gpu, math, nvvm, nvvm_sm90, printf_c, ptr, scf, vector
 from ._base import ScalarSource, int_source, scalar_source
 
 __all__ = [
-    "arith", "func", "gpu", "math", "nvvm", "nvvm_sm90", "ptr", "scf", "vector", "ScalarSource", "int_source",
-    "scalar_source",
+    "arith", "fly", "func", "gpu", "math", "nvvm", "nvvm_sm90", "printf_c", "ptr", "scf", "vector", "ScalarSource",
+    "int_source", "scalar_source",
 ]  # fmt: skip

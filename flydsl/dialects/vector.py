@@ -305,6 +305,30 @@ reduction = OpDef(
 )
 
 
+# MLIR's punctuation after a printed value or string
+PUNCTUATIONS = {"newline": "\n", "no_punctuation": "", "comma": ", ", "open": "( ", "close": " )"}
+
+
+def _print_verify(op: Op):
+    if op.attrs.get("punctuation") not in PUNCTUATIONS:
+        return f"punctuation must be one of {', '.join(PUNCTUATIONS)}"
+    has_str = "string" in op.attrs
+    if len(op.operands) + has_str > 1:
+        return "vector.print prints one value or one string"
+    return None
+
+
+print_ = OpDef(
+    "vector.print",
+    operands=-1,
+    results=0,
+    attrs=("punctuation",),
+    verify=_print_verify,
+    doc="host code: print a scalar, a vector as ( a, b ), or the `string` attribute, then `punctuation` "
+    "(MLIR's vector.print; fly.print in host functions lowers to it)",
+)
+
+
 def _print_reduction(p, op, indent: str) -> str:
     """MLIR's spelling: ``vector.reduction <add>, %v[, %acc][ fastmath<...>] : vector<8xf32> into f32``."""
     names = ", ".join(p.name(v) for v in op.operands)
@@ -341,6 +365,8 @@ def _register_formats():
 _register_formats()
 
 __all__ = [
+    "print_",
+    "PUNCTUATIONS",
     "broadcast",
     "extract",
     "insert",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ..dialects import fly as _fly
 from ..dialects import gpu as _g
 from ..dialects import ptr as _p
 from ..ir import AddressSpace, PointerType
@@ -267,19 +268,25 @@ def vote_ballot(pred) -> Int32:
 # -- printf ----------------------------------------------------------------------------------------
 
 
-def printf(fmt: str, *args) -> None:
-    """Device printf with ``{}`` placeholders (``gpu.printf``): ``fx.printf("tid={} x={:.3f}", tid, x)``.
+def printf(fmt="", *args, format_str: str | None = None) -> None:
+    """Print with ``{}`` placeholders (FlyDSL's ``fly.print``): ``fx.printf("tid={} x={:.3f}", tid, x)``.
 
-    Each placeholder takes one argument and may carry a Python format spec (``{:x}``, ``{:>8.3f}``); DSL
-    values and Python numbers are printed by the device as the C printf the spec maps to (a Vector as
-    ``[a, b, …]``); strings and other Python objects are written into the text at trace time. ``{{`` and
-    ``}}`` print braces. Each call prints one line: a newline is added unless the format ends with one
-    (as FlyDSL's ``fx.printf``). Inside a ``@flyc.jit`` function it prints on the host at every call.
+    Each placeholder takes one argument and may carry a Python format spec (``{:x}``, ``{:>8.3f}``); a bare
+    ``{}`` prints an integer in decimal and a float with two decimals, as FlyDSL's. DSL values and Python
+    numbers are printed when the code runs, as the C printf the spec maps to (a Vector as ``[a, b, …]``);
+    strings and other Python objects are written into the text at trace time. ``{{`` and ``}}`` print braces.
+    Each call prints one line: a newline is added unless the format ends with one. Without a format
+    (``fx.printf(x, y)``, or FlyDSL's ``format_str=``) the values are printed separated by spaces. In a kernel
+    it prints on the device (``gpu.printf``), in a ``@flyc.jit`` function on the host at every call
+    (``vector.print``); ``fly-layout-lowering`` makes that choice (flydsl/passes/fly_lowering.py).
 
     Raises:
         ValueError: a placeholder count that differs from the argument count, a malformed field, or a spec
             with no C printf equivalent for its value (``flydsl.dialects.gpu.PrintfFormatError``).
     """
+    if not isinstance(fmt, str):
+        args = (fmt, *args)
+        fmt = format_str if format_str is not None else " ".join(["{}"] * len(args))
     lits, specs = _g.parse_printf_format(fmt)
     if len(specs) != len(args):
         raise ValueError(f"printf format has {len(specs)} placeholders but {len(args)} arguments were given")
@@ -293,10 +300,8 @@ def printf(fmt: str, *args) -> None:
             operands.append(v.ir_value())
         out.append(_escape(tail))
     text = "".join(out)
-    if not text.endswith("\n"):
-        text += "\n"
     _g.check_printf(text, [o.type for o in operands])  # the device prints it: say so here, at the user's line
-    _g.printf(*operands, format=text)
+    _fly.print_(*operands, format=text)
 
 
 def _escape(text: str) -> str:

@@ -19,6 +19,7 @@ import functools
 
 from .. import layout as L
 from ..layout import Basis, ComposedLayout, Layout, Swizzle
+from ._sem import flyir
 from ._sem.inttuple import (
     IntTuple,
     StaticInt,
@@ -72,22 +73,29 @@ def _arg(x, what):
 
 def make_shape(*modes) -> IntTuple:
     """A shape from its modes: ``fx.make_shape(M, (2, 8))``. Leaves: ints or run-time integers."""
-    return IntTuple(as_int_tuple(modes, "make_shape"))
+    t = as_int_tuple(modes, "make_shape")
+    flyir.int_tuple(t, "make_shape")
+    return IntTuple(t)
 
 
 def make_stride(*modes) -> IntTuple:
     """A stride from its modes (leaves may be basis elements ``E(i)``)."""
-    return IntTuple(as_int_tuple(modes, "make_stride"))
+    t = as_int_tuple(modes, "make_stride")
+    flyir.int_tuple(t, "make_stride")
+    return IntTuple(t)
 
 
 def make_coord(*modes) -> IntTuple:
     """A coordinate; ``None`` marks a mode kept by :func:`slice`."""
-    return IntTuple(as_int_tuple(modes, "make_coord"))
+    t = as_int_tuple(modes, "make_coord")
+    flyir.int_tuple(t, "make_coord")
+    return IntTuple(t)
 
 
 def make_int_tuple(*elems):
     """An IntTuple from its elements (one element stays a leaf)."""
     t = as_int_tuple(elems[0] if len(elems) == 1 else elems, "make_int_tuple")
+    flyir.int_tuple(t)
     return wrap(t)
 
 
@@ -102,14 +110,19 @@ def make_layout(*args, stride=None) -> Layout:
         ValueError: shape and stride nest differently. TypeError: a non-integer leaf.
     """
     if args and all(isinstance(a, Layout) for a in args) and stride is None:
-        return L.make_layout(*args)
+        out = L.make_layout(*args)
+        flyir.layout(out)
+        return out
     if len(args) == 2 and stride is None:
         args, stride = args[:1], args[1]
     if len(args) != 1:
         raise TypeError("make_layout takes (shape, stride=None) or one or more layouts")
     s = as_int_tuple(args[0], "make_layout shape")
     d = None if stride is None else as_int_tuple(stride, "make_layout stride")
-    return L.make_layout(s, stride=d)
+    out = L.make_layout(s, stride=d)
+    if flyir.recording():
+        flyir.from_parts("make_layout", out, flyir.int_tuple(s), flyir.int_tuple(out.stride))
+    return out
 
 
 def make_ordered_layout(shape, order=None) -> Layout:
@@ -121,12 +134,18 @@ def make_ordered_layout(shape, order=None) -> Layout:
     o = None if order is None else as_int_tuple(order, "make_ordered_layout order")
     if type(o) is int and type(s) is tuple:
         o = None
-    return L.make_ordered_layout(s, o)
+    out = L.make_ordered_layout(s, o)
+    flyir.ordered_layout(out, s, o)
+    return out
 
 
 def make_identity_layout(shape) -> Layout:
     """The layout mapping each coordinate to itself (strides ``E(0), E(1), …``)."""
-    return L.make_identity_layout(as_int_tuple(shape, "make_identity_layout"))
+    s = as_int_tuple(shape, "make_identity_layout")
+    out = L.make_identity_layout(s)
+    if flyir.recording():
+        flyir.from_parts("make_identity_layout", out, flyir.int_tuple(s))
+    return out
 
 
 def make_layout_like(x) -> Layout:
@@ -361,9 +380,12 @@ def filter_zeros(x):
 
 
 def complement(layout, codomain_size=None) -> Layout:
-    """The layout of the codomain points ``layout`` does not reach, up to ``codomain_size`` (CuTe)."""
+    """The layout of the codomain points ``layout`` does not reach, up to ``codomain_size`` (CuTe).
+
+    A layout whose modes overlap (non-injective, e.g. ``(3,2):(1,2)``) has no complement: the result has
+    size 0, as FlyDSL's (CuTe rejects such a layout at compile time)."""
     cs = None if codomain_size is None else as_int_tuple(codomain_size, "complement")
-    return L.complement(_layout_of(layout, "complement"), cs)
+    return L.complement(_layout_of(layout, "complement"), cs, overlap_ok=True)
 
 
 def right_inverse(layout) -> Layout:

@@ -31,6 +31,7 @@ from .. import layout as L
 from ..ir import PointerType, Value
 from ..layout import ComposedLayout, Layout
 from ..layout.inttuple import format_int_tuple
+from ._sem import flyir
 from ._sem import iterators as _it
 from ._sem.inttuple import (
     IntTuple,
@@ -333,12 +334,17 @@ def make_rmem_tensor(shape_or_layout, dtype) -> Tensor:
         raise TypeError(f"make_rmem_tensor: dtype must be a Numeric class (fx.Float32 …), got {dtype!r}")
     lay = shape_or_layout
     if not isinstance(lay, (Layout, ComposedLayout)):
-        lay = L.make_layout(as_int_tuple(shape_or_layout, "make_rmem_tensor"))
+        shape = as_int_tuple(shape_or_layout, "make_rmem_tensor")
+        lay = L.make_layout(shape)
+        recorded = flyir.ordered_layout(lay, shape, None) if lay.is_static else None
+    else:
+        recorded = flyir.layout(lay) if isinstance(lay, Layout) and lay.is_static else None
     if not lay.is_static:
         raise TypeError(
             f"make_rmem_tensor: registers need a compile-time layout, got {lay}; tile the tensor first so "
             "each thread holds a static number of elements"
         )
+    flyir.memref(recorded, lay, dtype.ir_type, "register")
     n = L.cosize(lay)
     return Tensor._make(_it.RegIter(_it.RegStore(max(1, n), dtype)), dtype, lay)
 

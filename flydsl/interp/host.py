@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..dialects.arith import float_round
+from ..dialects.vector import PUNCTUATIONS
 from ..ir import FloatType, Op, PointerType, VectorType, int_wrapper, to_array
 from .errors import InterpError
 from .impl_ptr import elem_size
@@ -364,5 +365,30 @@ def _printf(op: Op, g: _Gen, indent: int) -> None:
         shapes = [(1, -1) if isinstance(t, VectorType) else (1,) for t in types]
         cols = [np.asarray(to_array(t, v)).reshape(sh) for t, v, sh in zip(types, values, shapes)]
         sys.stdout.write(format_lane_values(op, fmt, kinds, cols, 1)[0])
+
+    g.emit(indent, f"{g.bind(show, 'P')}({g.refs(op.operands)})", op)
+
+
+def _vector_print_text(t, v) -> str:
+    """MLIR's runtime spelling of a printed value: integers in decimal, floats as ``%g``, vectors ``( a, b )``."""
+    e = t.elem if isinstance(t, VectorType) else t
+    one = (lambda x: format(float(x), "g")) if isinstance(e, FloatType) else (lambda x: str(int(x)))
+    if isinstance(t, VectorType):
+        return "( " + ", ".join(one(x) for x in np.asarray(v).reshape(-1)) + " )"
+    return one(v)
+
+
+@_host("vector.print")
+def _vector_print(op: Op, g: _Gen, indent: int) -> None:
+    """``vector.print`` (``fx.printf`` in a host function): the value or string, then the punctuation."""
+    tail = PUNCTUATIONS[op.attrs["punctuation"]]
+    if not op.operands:
+        text = op.attrs.get("string", "") + tail
+        g.emit(indent, f"{g.bind(lambda: sys.stdout.write(text), 'P')}()", op)
+        return
+    t = op.operands[0].type
+
+    def show(value):
+        sys.stdout.write(_vector_print_text(t, to_array(t, value)) + tail)
 
     g.emit(indent, f"{g.bind(show, 'P')}({g.refs(op.operands)})", op)

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from ..ir import Op, PointerType, VectorType
+from .errors import InterpError
 from .machine import Compiler, impl, is_uniform
 from .printf import format_lane_values
 
@@ -278,3 +279,9 @@ def printf(op: Op, cc: Compiler):
             lanes.printer(t)
 
     return step
+
+
+@impl("vector.print")
+def vector_print(op: Op, cc: Compiler):
+    """``vector.print`` is host code (MLIR's runtime print); a kernel prints with ``gpu.printf`` (``fx.printf``)."""
+    raise InterpError("vector.print runs in host functions only; in a kernel, print with fx.printf", op=op)

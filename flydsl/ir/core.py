@@ -118,6 +118,11 @@ class Block:
         """The block arguments (the MLIR bindings' name for ``args``)."""
         return self.args
 
+    @property
+    def operations(self) -> list[Op]:
+        """The ops (the MLIR bindings' name for ``ops``)."""
+        return self.ops
+
     def add_arg(self, type: Type) -> Value:
         v = Value(type, self, len(self.args))
         self.args.append(v)
@@ -197,6 +202,16 @@ class Op:
     def parent_op(self) -> Op | None:
         b = self.parent
         return b.parent_op if b is not None else None
+
+    @property
+    def attributes(self) -> dict:
+        """The attributes (the MLIR bindings' name for ``attrs``)."""
+        return self.attrs
+
+    @property
+    def entry_block(self) -> Block:
+        """The first block of the first region (a function's entry block)."""
+        return self.regions[0].blocks[0]
 
     def walk(self) -> Iterator[Op]:
         """Pre-order walk over this op and every op nested in its regions."""

@@ -18,6 +18,7 @@ __all__ = [
     "PointerType",
     "BufferRsrcType",
     "TmaDescType",
+    "FlyType",
     "FunctionType",
     "AddressSpace",
     "i1",
@@ -303,6 +304,40 @@ class TmaDescType(Type):
         return cls._inst
 
 
+class FlyType(Type):
+    """A value type of FlyDSL's ``fly`` dialect, ``!fly.<mnemonic><<body>>``: ``!fly.int_tuple<(9,(4,8))>``,
+    ``!fly.layout<(4,8):(1,4)>``, ``!fly.memref<f32, register, 8:1>``, ``!fly.tile<[4:1|8:1]>``.
+
+    The body is the static part of the value in CuTe notation (``?`` for a run-time leaf). The IR treats it
+    as opaque text; the layout algebra that reads and writes it lives above the IR (flydsl/layout/types.py).
+    Values of these types exist only between tracing and the ``fly-layout-lowering`` pass, which folds them
+    away (docs/layout.md, "Layouts in the IR")."""
+
+    __slots__ = ("mnemonic", "body")
+    mnemonic: str
+    body: str
+    MNEMONICS = ("int_tuple", "layout", "composed_layout", "memref", "tile", "coord_tensor")
+    _cache: dict[tuple, FlyType] = {}
+
+    def __new__(cls, mnemonic: str, body: str):
+        key = (mnemonic, body)
+        t = cls._cache.get(key)
+        if t is None:
+            if mnemonic not in cls.MNEMONICS:
+                raise ValueError(f"unknown fly type !fly.{mnemonic}; known: {', '.join(cls.MNEMONICS)}")
+            t = object.__new__(cls)
+            t.mnemonic = mnemonic
+            t.body = body
+            t._str = f"!fly.{mnemonic}<{body}>"
+            cls._cache[key] = t
+        return t
+
+    @property
+    def is_static(self) -> bool:
+        """No run-time leaf (no ``?`` in the body)."""
+        return "?" not in self.body
+
+
 class FunctionType(Type):
     """``(inputs) -> (results)``."""
 
@@ -385,6 +420,9 @@ def parse_type(text: str) -> Type:
     elif s.startswith("!fly.ptr<") and s.endswith(">"):
         elem, space = _split_top(s[9:-1])
         t = PointerType(parse_type(elem), space)
+    elif s.startswith("!fly.") and s.endswith(">") and s[5 : s.find("<")] in FlyType.MNEMONICS:
+        k = s.find("<")
+        t = FlyType(s[5:k], s[k + 1 : -1].replace(" ", "") if s[5:k] != "memref" else s[k + 1 : -1])
     elif s == "!fly.buffer_rsrc":
         t = BufferRsrcType()
     elif s == "!fly.tma_desc":

@@ -112,6 +112,7 @@ from .layout import (
     make_tile,
 )
 from .swizzle import Swizzle
+from .types import IntTupleType, LayoutType, TileType, parse_body, type_body
 
 # FlyDSL spellings of the same functions.
 int_tuple_product = product
@@ -142,6 +143,11 @@ __all__ = [
     "Layout",
     "ComposedLayout",
     "Swizzle",
+    "IntTupleType",
+    "LayoutType",
+    "TileType",
+    "type_body",
+    "parse_body",
     "Basis",
     "E",
     # IntTuple

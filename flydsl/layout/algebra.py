@@ -289,7 +289,7 @@ def _coalesce_shape(shape_):
 
 
 @_memo_static
-def _complement(layout, cotarget):
+def _complement(layout, cotarget, overlap_ok=False):
     f = filter(layout)
     fs, fd = _leaves(f.shape, []), _leaves(f.stride, [])
     if len(fs) == 1 and type(fd[0]) is int and fd[0] == 0:
@@ -307,7 +307,7 @@ def _complement(layout, cotarget):
     cur = 1
     for d, s in modes:
         new_shape = idiv(d, cur)
-        if type(new_shape) is int and new_shape == 0:
+        if type(new_shape) is int and new_shape == 0 and not overlap_ok:
             raise ValueError(f"complement: {layout} is not injective (or its modes overlap), so it has no complement")
         res_s.append(new_shape)
         res_d.append(cur)
@@ -318,7 +318,7 @@ def _complement(layout, cotarget):
     return coalesce(Layout._make(tuple(res_s), tuple(res_d)))
 
 
-def complement(layout, cotarget=None, *, codomain_size=None):
+def complement(layout, cotarget=None, *, codomain_size=None, overlap_ok=False):
     """The layout of the indices in ``[0, size(cotarget))`` that ``layout`` does not reach.
 
     The result is ordered (increasing strides), its image meets ``layout``'s only at 0, and
@@ -326,12 +326,18 @@ def complement(layout, cotarget=None, *, codomain_size=None):
     strides nest (each a multiple of the previous stride times its size) and ``M`` is a multiple
     of the largest ``stride * size``. ``cotarget`` (FlyDSL ``codomain_size``)
     defaults to ``cosize(layout)``; a tuple keeps its static factors static. Needs static strides
-    when ``layout`` has more than one mode (``TypeError``); ``ValueError`` if not injective.
+    when ``layout`` has more than one mode (``TypeError``).
+
+    Overlapping modes (sorted by stride, a mode starts inside the previous one's extent, e.g. the
+    non-injective ``(3,2):(1,2)``) leave no complement: CuTe rejects them (a ``static_assert``), and so do we
+    (``ValueError``) unless ``overlap_ok``, which gives FlyDSL's answer — the same computation, where the
+    overlapping mode's extent quotient is 0, so the result has size 0 ("no complement"). ``fx.complement``
+    passes ``overlap_ok=True``; the divides and products, which need a real complement, do not.
     """
     cotarget = codomain_size if cotarget is None else cotarget
     layout = _as_layout(layout, "complement")
     cotarget = cosize(layout) if cotarget is None else make_int_tuple(cotarget)
-    return _complement(layout, cotarget)
+    return _complement(layout, cotarget, overlap_ok)
 
 
 @_memo_static

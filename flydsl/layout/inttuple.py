@@ -116,6 +116,13 @@ class Basis:
     def is_static(self) -> bool:
         return type(self._value) is int
 
+    @property
+    def type(self):
+        """The basis leaf's static type, ``!fly.int_tuple<2E0>`` (:class:`flydsl.layout.types.IntTupleType`)."""
+        from .types import IntTupleType  # cycle: the type describes this class
+
+        return IntTupleType(self)
+
     def scale(self, k):
         """``self * k`` for an integer (static or traced) ``k``; ``0`` collapses to the int ``0``."""
         if type(k) is Basis:

@@ -99,6 +99,13 @@ class Layout:
     stride = property(lambda self: self._stride, doc="The stride IntTuple.")
 
     @property
+    def type(self):
+        """The static type, FlyDSL's ``!fly.layout<shape:stride>`` (:class:`flydsl.layout.types.LayoutType`)."""
+        from .types import LayoutType  # cycle: the type describes this class
+
+        return LayoutType(self)
+
+    @property
     def rank(self) -> int:
         return _rank(self._shape)
 

@@ -13,6 +13,7 @@ from ..ir import Op
 from . import canonicalize as _canonicalize  # noqa: F401,E402  (registers)
 from . import cse as _cse  # noqa: F401,E402
 from . import dce as _dce  # noqa: F401,E402
+from . import fly_lowering as _fly_lowering  # noqa: F401,E402
 from .registry import PASSES, get_pass, register_pass
 
 __all__ = ["PASSES", "register_pass", "get_pass", "run_pipeline", "DEFAULT_PIPELINE"]

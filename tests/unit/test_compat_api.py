@@ -203,8 +203,9 @@ def test_fly_dialect_layout_algebra_is_fx_on_python_layouts():
     assert fly.logical_divide(fx.make_layout(16, 1), fx.make_layout(4, 1)) == fx.logical_divide(
         fx.make_layout(16, 1), fx.make_layout(4, 1)
     )
-    with pytest.raises(CompileError, match="fly.make_ordered_layout"):
-        fly.make_ordered_layout((4, 2))  # the dialect's IR ops are not available
+    assert fly.make_ordered_layout((4, 2), (1, 0)) == fx.make_ordered_layout((4, 2), (1, 0))
+    with pytest.raises(CompileError, match="fly.make_fragment_like"):
+        fly.make_fragment_like(lay)  # the dialect's other IR ops are not available
 
 
 def test_passmanager_runs_our_passes_and_rejects_fly_lowerings():
@@ -223,7 +224,7 @@ def test_passmanager_runs_our_passes_and_rejects_fly_lowerings():
         text = str(m)
     assert "arith.addi" not in text and "5" in text
     with pytest.raises(CompileError, match="FLY502"):
-        PassManager.parse("builtin.module(fly-layout-lowering)")
+        PassManager.parse("builtin.module(fly-rewrite-func-signature)")
 
 
 # -- rocdl ops that have a portable meaning, in a kernel on the interpreter -------------------------

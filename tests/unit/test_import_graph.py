@@ -38,7 +38,7 @@ LAYERS = {
         "flydsl",
     },
     "opt": {"ir", "dialects", "passes"},
-    "testing": {"ir", "dialects", "expr", "interp"},
+    "testing": {"ir", "dialects", "passes", "expr", "interp"},  # architecture.md: opt, testing -> passes
 }
 # FlyDSL reaches the facade through fx too (fx.arith.ConstantOp, fx.rocdl's ops, an op view of a gpu.func):
 # those names resolve at first use, an import inside the function that says '# cycle:'

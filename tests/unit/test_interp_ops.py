@@ -146,7 +146,11 @@ def test_every_dialect_op_is_executable():
     missing = [
         n
         for n, d in OPS.items()
-        if n not in IMPLS and d.evaluate is None and not d.is_terminator and n not in STRUCTURAL
+        if n not in IMPLS
+        and d.evaluate is None
+        and not d.is_terminator
+        and n not in STRUCTURAL
+        and d.dialect != "fly"  # layout records: fly-layout-lowering folds them before anything executes
     ]
     assert missing == [], f"ops without interpreter semantics: {missing}"
     host_missing = [

@@ -8,12 +8,13 @@ import enum
 
 from ...dialects import arith as _a
 from ...dialects import gpu as _g
+from ...dialects import printf_c as _printf_c
 from ...ir import index as _index
 from .. import ir
 from ._ods import build, unsupported
 
 __all__ = [
-    "Dimension", "thread_id", "block_id", "block_dim", "grid_dim", "lane_id", "barrier", "printf",
+    "Dimension", "thread_id", "block_id", "block_dim", "grid_dim", "lane_id", "barrier", "printf", "ReturnOp",
     "BarrierOp", "AsyncTokenType", "ThreadIdOp", "BlockIdOp", "BlockDimOp", "GridDimOp", "LaneIdOp",
 ]  # fmt: skip
 
@@ -64,13 +65,21 @@ BarrierOp = barrier
 
 
 def printf(format, args=(), *, loc=None, ip=None) -> None:  # noqa: A002
-    """``gpu.printf`` with C-style ``%`` conversions, as MLIR's (FlyDSL's ``fx.printf`` takes ``{}``)."""
-    from ...expr.gpu import printf as _fx_printf
+    """``gpu.printf`` with a C printf format, as MLIR's (``%-8.3f``, ``%lld``, ``%%``; FlyDSL's ``fx.printf``
+    takes ``{}``). Like MLIR's, it prints exactly the format (no newline is added)."""
+    fmt = _printf_c.c_to_braces(str(ir.attr_value(format)))
+    operands = [ir.unwrap(a) for a in args]
+    _g.check_printf(fmt, [v.type for v in operands])
+    build(_g.printf, operands, [], {"format": fmt}, loc=loc, ip=ip)
 
-    fmt = str(ir.attr_value(format))
-    for conv in ("%d", "%i", "%u", "%f", "%e", "%g", "%x", "%ld", "%lld", "%lu", "%p", "%s"):
-        fmt = fmt.replace(conv, "{}")
-    _fx_printf(fmt.rstrip("\n"), *args)
+
+class ReturnOp(ir.OpView):
+    """``gpu.return``: the end of a ``gpu.func`` body."""
+
+    OPERATION_NAME = "gpu.return"
+
+    def __init__(self, operands=(), *, loc=None, ip=None):
+        super().__init__(build(_g.return_, list(operands), [], loc=loc, ip=ip))
 
 
 class AsyncTokenType:

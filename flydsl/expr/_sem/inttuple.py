@@ -67,6 +67,11 @@ class IntTuple(tuple):
     def is_static(self) -> bool:
         return L.is_static(as_int_tuple(self))
 
+    @property
+    def type(self) -> L.IntTupleType:
+        """The static type, FlyDSL's ``!fly.int_tuple<(9,(4,8))>`` (``?`` for a run-time leaf)."""
+        return L.IntTupleType(as_int_tuple(self))
+
     def __repr__(self) -> str:
         return f"IntTuple{L.format_int_tuple(as_int_tuple(self))}"
 
@@ -82,6 +87,7 @@ class StaticInt(int):
 
     to_py_value = unpack
     get_static_leaf_int = property(unpack)
+    type = property(lambda self: L.IntTupleType(int(self)), doc="``!fly.int_tuple<n>``")
     is_static = True
     is_leaf = True
     rank = 1

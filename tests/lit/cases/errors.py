@@ -500,7 +500,7 @@ def case_amd_only_op():
 def case_mlir_unsupported():
     from flydsl._mlir.passmanager import PassManager
 
-    PassManager.parse("builtin.module(fly-layout-lowering)")
+    PassManager.parse("builtin.module(fly-rewrite-func-signature)")
 
 
 # -- tensor cores and asynchronous copies ----------------------------------------------------------
