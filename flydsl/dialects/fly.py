@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..ir import FlyType, IndexType, IntegerType, Op, OpDef, Trait
 
-__all__ = ["CONSTRUCTORS", "TRANSFORMS", "static", "get_scalar", "print_", "by_name", "leaf_body"]
+__all__ = ["CONSTRUCTORS", "TRANSFORMS", "ALL", "static", "get_scalar", "print_", "by_name", "leaf_body"]
 
 P = Trait.PURE
 
@@ -102,6 +102,10 @@ print_ = OpDef(
     attrs=("format",),
     doc="print values with a '{}' format (lowered to gpu.printf in kernels, vector.print on the host)",
 )
+
+
+#: every op of the dialect
+ALL = (*CONSTRUCTORS.values(), static, *TRANSFORMS.values(), get_scalar, print_)
 
 
 def by_name(name: str) -> OpDef:

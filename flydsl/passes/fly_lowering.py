@@ -118,20 +118,24 @@ def _erase(op: Op, rw: Rewriter) -> bool:
     return rw.erase(op)
 
 
-def _has_fly(block) -> bool:
-    for op in block.ops:
-        if op.defn.dialect == "fly":
-            return True
-        for r in op.regions:
-            for b in r.blocks:
-                if _has_fly(b):
-                    return True
+_FLY_DEFS = frozenset(fly.ALL)
+
+
+def _has_fly(module: Op) -> bool:
+    stack = [b for r in module.regions for b in r.blocks]
+    defs = _FLY_DEFS
+    while stack:
+        for op in stack.pop().ops:
+            if op.defn in defs:
+                return True
+            if op.regions:
+                stack.extend(b for r in op.regions for b in r.blocks)
     return False
 
 
 @register_pass("fly-layout-lowering")
 def fly_layout_lowering(module: Op) -> None:
-    if not any(_has_fly(b) for r in module.regions for b in r.blocks):
+    if not _has_fly(module):
         return
     apply_patterns(module, LOWER_FLY, max_sweeps=1)
 

@@ -3,6 +3,7 @@
 
 import numpy as np
 import pytest
+from compiler_util import cpu_device  # noqa: F401
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
@@ -100,6 +101,7 @@ def _launcher(a: fx.Tensor, n: fx.Int32, x: fx.Float32):
     _kernel(a).launch(grid=1, block=2)
 
 
+@pytest.mark.usefixtures("cpu_device")
 def test_prints_run_on_host_and_device(capsys):
     _launcher(np.array([1.5, 2.25], np.float32), 3, 0.5)
     assert capsys.readouterr().out.splitlines() == [
