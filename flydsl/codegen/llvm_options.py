@@ -11,7 +11,16 @@ restore them, and it drops an unknown option without a word. So:
   one that says nothing does not. Anything wrong raises :class:`CodegenError` naming the option — never
   a silently ignored hint. Results are remembered per process;
 * :func:`apply` sets them; :mod:`.compile` calls it only inside the forked child that optimizes and emits
-  the module, so the options hold for exactly that compilation and never leak into another kernel's.
+  the module, so the options hold for exactly that compilation and never leak into another kernel's;
+* :func:`option_kind` says what an option takes (``"bool"``, ``"int"``, ``"float"``, ``"str"``, ``"enum"``,
+  or None: no such option), asked of LLVM in a child once per option. FlyDSL's process-wide setters
+  (``flydsl._mlir._mlir_libs._mlirDialectsFly.set_llvm_option_*``) check an option's type with it.
+
+Options that change what flydsl's code assumes or stop LLVM's pipeline part-way (:data:`REFUSED`) are
+refused up front with the reason (llvmlite's LLVM has no ``-mcpu``/``-mattr``: the target and PTX version
+stay flydsl's, checked against each instruction, backend.md §1a). Whatever else LLVM does with an option
+happens in the child, where even a fatal error is a :class:`CodegenError` with LLVM's message, never
+the end of the Python process.
 """
 
 from __future__ import annotations
@@ -22,10 +31,32 @@ import tempfile
 from .errors import CodegenError
 from .isolated import run_isolated
 
-__all__ = ["normalize", "check", "problems", "apply"]
+__all__ = ["normalize", "check", "problems", "apply", "option_kind", "refused", "REFUSED", "DECLARED"]
 
 _CHECKED: dict[tuple, str] = {}  # options -> "" (fine) or what is wrong with them
+_KINDS: dict[str, str | None] = {}  # option name -> what it takes (option_kind)
 _PROBE = "\x01"  # a value no bool, int or enum option accepts
+
+#: option (or prefix ending in "-") -> why flydsl refuses it, whatever its value
+REFUSED = {
+    "nvptx-short-ptr": "it changes the pointer width of shared and local memory that flydsl's code assumes",
+    "start-before": "it stops LLVM's code generator part-way: no PTX would come out",
+    "start-after": "it stops LLVM's code generator part-way: no PTX would come out",
+    "stop-before": "it stops LLVM's code generator part-way: no PTX would come out",
+    "stop-after": "it stops LLVM's code generator part-way: no PTX would come out",
+    "view-": "it opens a graph viewer and waits for it",
+}
+
+#: LLVM 22's declared initial value (``cl::init``) of the options FlyDSL's programs and tests set — what
+#: FlyDSL's setters report as an untouched option's old value. llvmlite cannot read an option, so for
+#: any other option the old value of an untouched one is None ("LLVM's own default").
+DECLARED = {
+    "enable-post-misched": True,  # lib/CodeGen/MachineScheduler.cpp
+    "lsr-drop-solution": False,  # lib/Transforms/Scalar/LoopStrengthReduce.cpp
+    "disable-machine-sink": False,  # lib/CodeGen/TargetPassConfig.cpp
+    "opt-bisect-limit": 2**31 - 1,  # lib/IR/OptBisect.cpp (OptBisect::Disabled)
+    "module-summary-dot-file": "",  # lib/Analysis/ModuleSummaryAnalysis.cpp
+}
 
 
 def normalize(options) -> tuple:
@@ -62,10 +93,22 @@ def _said(option: str) -> str:
         return tmp.read().decode(errors="replace").strip()
 
 
+def refused(name: str) -> str:
+    """Why flydsl refuses option ``name`` whatever its value (``""``: it does not)."""
+    for key, why in REFUSED.items():
+        if name == key or (key.endswith("-") and name.startswith(key)):
+            return why
+    return ""
+
+
 def _problems(options: tuple) -> str:
     """(In a child process: probing sets the options.) What is wrong with ``options``, or ``""``."""
     out = []
     for name, text in options:
+        why = refused(name)
+        if why:
+            out.append(f"'{name}' is refused: {why}")
+            continue
         tag = f"--{name} option"
         if tag not in _said(f"-{name}={_PROBE}") and tag not in _said(f"-{name}"):
             out.append(f"'{name}' is not an option of this LLVM (llvmlite's)")
@@ -85,6 +128,29 @@ def problems(options: tuple) -> str:
     if why is None:
         why = _CHECKED[options] = "; ".join(run_isolated(_problems, options).splitlines())
     return why
+
+
+def _kind(name: str) -> str:
+    """(In a child process.) What option ``name`` takes, from what LLVM says to an impossible value."""
+    said = _said(f"-{name}={_PROBE}")
+    if f"--{name} option" not in said:
+        if f"--{name} option" in _said(f"-{name}"):  # it demands a value and took the impossible one
+            return "str"
+        return ""
+    for words, kind in (("boolean argument", "bool"), ("floating point argument", "float"),
+                        ("Cannot find option named", "enum"), ("argument!", "int")):  # fmt: skip
+        if words in said:  # LLVM: "... value invalid for integer/uint/ulong/long argument!"
+            return kind
+    return "str"
+
+
+def option_kind(name: str) -> str | None:
+    """What LLVM option ``name`` takes: ``"bool"``, ``"int"``, ``"float"``, ``"str"`` (a string or a
+    list of strings), ``"enum"`` (one of its named values), or None when this LLVM has no such option;
+    asked of LLVM in a forked child, once per process per option."""
+    if name not in _KINDS:
+        _KINDS[name] = run_isolated(_kind, name) or None
+    return _KINDS[name]
 
 
 def check(options: tuple) -> None:

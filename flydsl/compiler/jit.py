@@ -682,6 +682,11 @@ class _Compile:
     def __init__(self, hints: dict | None = None):
         self.hints = hints or {}
 
+    @property
+    def _compile_hints(self) -> dict:
+        """The hints of ``flyc.compile[hints]`` (FlyDSL's attribute name)."""
+        return self.hints
+
     def __getitem__(self, hints: dict) -> _Compile:
         if not isinstance(hints, dict):
             raise TypeError(f"flyc.compile[...] expects a dict of compile hints, got {type(hints).__name__}")

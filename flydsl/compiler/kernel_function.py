@@ -22,12 +22,15 @@ from .kernel import KernelFunction, KernelLauncher, kernel
 
 __all__ = [
     "CompilationContext", "KernelFunction", "KernelLauncher", "kernel", "merge_compile_hints", "ambient_hints",
-    "create_gpu_module", "create_gpu_func", "get_gpu_module_body", "effective_fastmath_hint",
+    "create_gpu_module", "create_gpu_func", "get_gpu_module_body", "effective_fastmath_hint", "scoped_hints",
+    "set_process_hints",
 ]  # fmt: skip
 
 
 class _Ambient(threading.local):
-    hints: dict | None = None  # the innermost CompilationContext.compile_hints (read by the jit per call)
+    # the innermost CompilationContext.compile_hints of this thread (read by the jit per call); the class
+    # attribute, seen by every thread outside its own blocks, is the process-wide layer (set_process_hints)
+    hints: dict | None = None
     ctx = None  # the innermost CompilationContext.create()
 
 
@@ -47,8 +50,32 @@ def merge_compile_hints(*layers) -> dict:
 
 
 def ambient_hints() -> dict | None:
-    """The hints of the innermost ``CompilationContext.compile_hints`` block (None outside any)."""
+    """The hints of the innermost ``CompilationContext.compile_hints`` block, else the process-wide ones
+    (:func:`set_process_hints`), else None."""
     return _tls.hints
+
+
+def scoped_hints() -> dict | None:
+    """The hints of this thread's innermost ``compile_hints`` block (None outside any; the process-wide
+    layer does not count)."""
+    return _tls.__dict__.get("hints")
+
+
+_PROCESS_LOCK = threading.Lock()
+
+
+def set_process_hints(hints: dict | None) -> None:
+    """Make ``hints`` the hints every jit call of the process compiles under (None or ``{}``: none), below
+    any ``compile_hints`` block: FlyDSL's process-wide LLVM options are kept here. Like a block's hints
+    they enter the cache key (a jit function is compiled again under other ones)."""
+    new = dict(hints) if hints else None
+    with _PROCESS_LOCK:
+        old = _Ambient.hints
+        _Ambient.hints = new
+        if new is not None:
+            ANY_HINTS.append(new)
+        if old is not None:
+            ANY_HINTS.remove(old)
 
 
 def effective_fastmath_hint(hints: dict):
@@ -98,13 +125,16 @@ class CompilationContext:
     @classmethod
     @contextlib.contextmanager
     def compile_hints(cls, hints: dict):
-        prev = _tls.hints
-        _tls.hints = merged = merge_compile_hints(prev, hints)
+        prev = scoped_hints()  # this thread's own block (outside one: the process-wide layer is the base)
+        _tls.hints = merged = merge_compile_hints(_tls.hints, hints)
         ANY_HINTS.append(merged)
         try:
             yield
         finally:
-            _tls.hints = prev
+            if prev is None:
+                del _tls.hints  # the process-wide layer again, as it is then
+            else:
+                _tls.hints = prev
             ANY_HINTS.remove(merged)  # this block's entry (list.remove compares by identity first)
 
     @classmethod

@@ -23,6 +23,7 @@ from ...dialects import ptr as _p
 from ...ir import Value as _Value
 from ...ir import types as _t
 from .. import ir
+from .._mlir_libs._mlirDialectsFly import set_llvm_option_bool, set_llvm_option_int, set_llvm_option_str
 from ._ods import build, unsupported
 
 #: the layout algebra, on the Python layouts and int tuples that stand for the dialect's values here
@@ -142,19 +143,6 @@ def extract_aligned_pointer_as_index(result_type, tensor, **kw):
     return build(_p.cast, [v], [want]).results[0]
 
 
-def _llvm_option(kind):
-    def fn(name, value, *args, **kw):
-        """Set an LLVM option in the innermost ``llvm_options`` block (``flydsl.compiler.llvm_options``)."""
-        from ...compiler.llvm_options import set_option
-
-        set_option(str(name), kind(value))
-
-    return fn
-
-
-set_llvm_option_bool = _llvm_option(bool)
-set_llvm_option_int = _llvm_option(int)
-set_llvm_option_str = _llvm_option(str)
 
 
 def __getattr__(name: str):
