@@ -64,6 +64,7 @@ class FlyDSLJitNames:
     _params = None  # set by JitFunction._init_params
     _hint_copies: dict | None = None
     _own_hints: dict | None = None
+    _backend_target = None  # the GPUTarget resolved by _ensure_sig (FlyDSL's attribute)
 
     @property
     def compile_hints(self) -> dict:
@@ -119,9 +120,12 @@ class FlyDSLJitNames:
 
     # -- FlyDSL's cache-key internals (its tests compute keys without calling) ----------------------
     def _ensure_sig(self) -> None:
-        """Resolve the signature (``self._sig``, an ``inspect.Signature``) and the parameters once."""
+        """Resolve the signature (``self._sig``, an ``inspect.Signature``) and the parameters once, and the
+        backend target of now (``self._backend_target``; the keys below take the target of each call)."""
         if self._params is None:
             self._init_params()
+        if self._backend_target is None:
+            self._backend_target = get_backend().target
 
     def _resolve_and_make_cache_key(self, arguments) -> tuple:
         """FlyDSL's in-memory key for bound ``arguments`` (``{name: value}``, defaults applied): one

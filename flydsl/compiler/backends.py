@@ -8,6 +8,7 @@ the jit would pick — ``ARCH``, ``FLYDSL_GPU_ARCH``, the CUDA device, else ``sm
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..utils.target import get_arch
@@ -60,6 +61,17 @@ def register_backend(name: str, backend_cls: type, *, force: bool = False) -> No
     if key in _BACKENDS and not force:
         raise ValueError(f"backend {name!r} is already registered (pass force=True to replace it)")
     _BACKENDS[key] = backend_cls
+    _make_backend.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _make_backend(name: str, arch: str) -> BaseBackend:
+    """The backend ``name`` for ``arch``, made once per (name, arch) (FlyDSL's cached factory;
+    ``_make_backend.cache_clear()`` forgets them, as after a change of ``ARCH``)."""
+    cls = _BACKENDS.get(name)
+    if cls is None:
+        raise ValueError(f"unknown compile backend {name!r}; registered: {', '.join(sorted(_BACKENDS))}")
+    return cls(arch)
 
 
 def _default_arch() -> str:
@@ -74,8 +86,4 @@ def compile_backend_name() -> str:
 def get_backend(name: str | None = None, *, arch: str = "") -> BaseBackend:
     """The backend ``name`` (default: the default target's) for ``arch`` (default: the default target)."""
     arch = arch or _default_arch()
-    key = (name or get_arch(arch).backend if name is None else name).lower()
-    cls = _BACKENDS.get(key)
-    if cls is None:
-        raise ValueError(f"unknown compile backend {name!r}; registered: {', '.join(sorted(_BACKENDS))}")
-    return cls(arch)
+    return _make_backend((get_arch(arch).backend if name is None else name).lower(), arch)
