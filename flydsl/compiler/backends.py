@@ -64,7 +64,7 @@ def register_backend(name: str, backend_cls: type, *, force: bool = False) -> No
     _make_backend.cache_clear()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _make_backend(name: str, arch: str) -> BaseBackend:
     """The backend ``name`` for ``arch``, made once per (name, arch) (FlyDSL's cached factory;
     ``_make_backend.cache_clear()`` forgets them, as after a change of ``ARCH``)."""
