@@ -68,18 +68,18 @@ def set_option(name: str, value):
 
 def set_llvm_option(name: str, value, kind: str):
     """FlyDSL's ``set_llvm_option_<kind>(name, value)``: set LLVM option ``name`` (``kind`` is ``"bool"``,
-    ``"int"`` or ``"str"``, the type the caller means) and return its previous value — the value set
-    before in this block or process, else LLVM's declared initial value where flydsl knows it
-    (:data:`flydsl.codegen.llvm_options.DECLARED`), else None (LLVM's own default: llvmlite cannot read
-    an option). ``value`` None, or the declared initial value itself, gives the option back to LLVM's
-default (so a restore leaves nothing set; an option LLVM consults only when it is given — as
-``enable-post-misched`` is — cannot be forced to its initial value here: ``compile_hints["llvm_options"]``
-passes it explicitly).
+        ``"int"`` or ``"str"``, the type the caller means) and return its previous value — the value set
+        before in this block or process, else LLVM's declared initial value where flydsl knows it
+        (:data:`flydsl.codegen.llvm_options.DECLARED`), else None (LLVM's own default: llvmlite cannot read
+        an option). ``value`` None, or the declared initial value itself, gives the option back to LLVM's
+    default (so a restore leaves nothing set; an option LLVM consults only when it is given — as
+    ``enable-post-misched`` is — cannot be forced to its initial value here: ``compile_hints["llvm_options"]``
+    passes it explicitly).
 
-    Raises:
-        RuntimeError: "Unknown LLVM option" (this LLVM has no such option), an option of another type, an
-            option flydsl refuses, or a value LLVM does not take — never an option silently ignored.
-        TypeError: ``value`` is not of ``kind``'s Python type (bool, int, str).
+        Raises:
+            RuntimeError: "Unknown LLVM option" (this LLVM has no such option), an option of another type, an
+                option flydsl refuses, or a value LLVM does not take — never an option silently ignored.
+            TypeError: ``value`` is not of ``kind``'s Python type (bool, int, str).
     """
     name = str(name).lstrip("-")
     if value is not None and ((type(value) is bool) != (kind == "bool") or not isinstance(value, _PY_TYPE[kind])):

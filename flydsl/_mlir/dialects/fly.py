@@ -143,8 +143,6 @@ def extract_aligned_pointer_as_index(result_type, tensor, **kw):
     return build(_p.cast, [v], [want]).results[0]
 
 
-
-
 def __getattr__(name: str):
     if name in _ON_VALUES:
         fn = globals()[name] = _builder(name)
