@@ -9,6 +9,8 @@ a Numeric class (``Int32`` …)       its IR type                             th
 ``("dyn_tensor", dt, n, u, al, c, d)`` ``!fly.ptr<dt>``, n × i32, (n-1) × i32  ``fx.Tensor``, stride[u] = 1,
                                                                             other strides multiples of d
 ``("tensor", dt, shape, stride, …)``  ``!fly.ptr<dt>``, i32 per ``None``    ``fx.Tensor``, static ints
+                                    shape, i32 or i64 (part 9) per
+                                    ``None`` stride
 ``("pointer", dt, space, align)``    ``!fly.ptr<dt, space>``                 ``fx.Pointer``
 ``None``                            —                                       ``None``
 ``("const", value)``                —                                       the Python value
@@ -18,7 +20,7 @@ a Numeric class (``Int32`` …)       its IR type                             th
 from __future__ import annotations
 
 from ..expr._sem.iterators import MemIter
-from ..expr.numeric import Int32, Numeric
+from ..expr.numeric import Int32, Int64, Numeric
 from ..expr.pointer import Pointer
 from ..expr.tensor import Tensor
 from ..expr.typing import Stream
@@ -48,7 +50,8 @@ def param_types(part) -> list:
         n = part[2]
         return [ptr] + [i32] * n + [i32] * (n - 1)
     _, _, shape, stride = part[:4]
-    return [ptr] + [i32] * (sum(s is None for s in shape) + sum(s is None for s in stride))
+    wide = i64 if part[9] == 64 else i32
+    return [ptr] + [i32] * sum(s is None for s in shape) + [wide] * sum(s is None for s in stride)
 
 
 def make_param(part, values: list, value=None):
@@ -72,6 +75,8 @@ def make_param(part, values: list, value=None):
         div = part[6] if part[6] > 1 else None
     else:
         shape = tuple(next(dyn) if s is None else s for s in part[2])
+        if part[9] == 64:  # 64-bit dynamic strides: the kernel computes offsets in 64 bits
+            dyn = iter(Int64._make(v) for v in values[1 + sum(s is None for s in part[2]) :])
         stride = tuple(next(dyn) if s is None else s for s in part[3])
         align = part[4]
         div = part[8] if part[8] > 1 else None

@@ -46,11 +46,10 @@ class TorchTensorJitArg(TensorAdaptor):
             cannot be layout-dynamic; pass ``flyc.from_torch_tensor(t)`` for a static layout, or a copy.
     """
 
-    __slots__ = ("use_32bit_stride",)
+    __slots__ = ()
 
-    def __init__(self, tensor, *, dynamic_layout: bool = True, use_32bit_stride: bool = True, assumed_align=None):
-        super().__init__(torch_ref(tensor))
-        self.use_32bit_stride = use_32bit_stride
+    def __init__(self, tensor, *, dynamic_layout: bool = True, use_32bit_stride: bool = False, assumed_align=None):
+        super().__init__(torch_ref(tensor), use_32bit_stride)
         r = self.ref
         if dynamic_layout and len(r.shape):
             if unit_axis(r.shape, r.strides) < 0:

@@ -1,7 +1,7 @@
 """``flydsl.compiler.jit_function``: FlyDSL's module of the ``@flyc.jit`` machinery, over ours.
 
 ``JitFunction``/``jit``/``compile``/``CompiledFunction`` are :mod:`flydsl.compiler.jit`'s.
-``MlirCompiler.compile(module, *, arch, func_name)`` runs our pipeline (verify, passes, device code) on a
+``CallState`` is :mod:`flydsl.compiler.call_state`'s. ``MlirCompiler.compile(module, *, arch, func_name)`` runs our pipeline (verify, passes, device code) on a
 traced module; ``_flydsl_key()`` is the compiler's identity in cache keys (version + source hash).
 """
 
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from .. import __version__
 from .cache import compiler_hash
+from .call_state import CallState
 from .jit import CompiledFunction, JitFunction, compile, jit
 from .pipeline import compile_traced
 
-__all__ = ["JitFunction", "jit", "compile", "CompiledFunction", "MlirCompiler"]
+__all__ = ["JitFunction", "jit", "compile", "CompiledFunction", "MlirCompiler", "CallState"]
 
 
 def _flydsl_key() -> str:

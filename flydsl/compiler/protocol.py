@@ -14,8 +14,8 @@ from ..expr.struct import dsl_align_of, dsl_size_of
 from ..ir import Value
 
 __all__ = [
-    "extract_to_ir_values", "construct_from_ir_values", "get_ir_types", "cache_signature", "dsl_size_of",
-    "dsl_align_of",
+    "extract_to_ir_values", "construct_from_ir_values", "get_ir_types", "cache_signature", "c_abi_spec",
+    "dsl_size_of", "dsl_align_of",
 ]  # fmt: skip
 
 
@@ -93,3 +93,21 @@ def cache_signature(obj):
     raise TypeError(
         f"Cannot derive cache signature for {obj!r}: type {type(obj).__name__} does not implement __cache_signature__."
     )
+
+
+def c_abi_spec(obj) -> list:
+    """How a host function receives ``obj`` in C terms: ``[(ctype, fill), ...]`` (``__c_abi_spec__``; a
+    Python int, float or bool as the run-time Int32/Int64, Float32 or Boolean it becomes).
+
+    Raises:
+        TypeError: an object without a C-ABI description.
+    """
+    f = getattr(obj, "__c_abi_spec__", None)
+    if f is not None:
+        return f()
+    if type(obj) in (bool, int, float):
+        from ..expr.numeric import Boolean, Float32, Int32, Int64
+
+        cls = {bool: Boolean, float: Float32}.get(type(obj)) or (Int32 if -(1 << 31) <= obj < 1 << 31 else Int64)
+        return cls(0).__c_abi_spec__()
+    raise TypeError(f"Cannot derive C-ABI spec for {obj!r}: type {type(obj).__name__}.")

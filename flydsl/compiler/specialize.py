@@ -106,7 +106,7 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
         vals.append(shape[0])
         return
     if not n:
-        key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (None,), (None,), 1))
+        key.append(("tensor", dt, (1,), (1,), alignment_of(ref.ptr), ref.is_cuda, (None,), (None,), 1, 32))
         vals.append(ref)
         return
     # NOTE: the last mode whenever its stride is 1 (also of size 1): the cached call's fast path assumes it
@@ -143,13 +143,17 @@ def _dlpack(x, key, vals):
 def _static_tensor(a: TensorAdaptor, key, vals):
     r = a.ref
     shape, strides = (r.shape, r.strides) if r.shape else ((1,), (1,))
-    check_i32(shape, strides)
+    wide = not a.use_32bit_stride
+    check_i32(shape, () if wide else strides)
+    if wide and strides and (max(strides) >= 1 << 63 or min(strides) < -(1 << 63)):
+        raise ArgError("TENSOR_TOO_LARGE", what="stride", value=max(strides))
     ds, dd = tuple(a.shape_div) or (None,), tuple(a.stride_div) or (None,)
     key_shape = tuple(s if d is None else None for s, d in zip(shape, ds))
     key_stride = tuple(s if d is None else None for s, d in zip(strides, dd))
-    # the last entry: what every run-time leaf is a multiple of (the smallest declared divisibility)
+    # part 8: what every run-time leaf is a multiple of (the smallest declared divisibility); 9: the width
+    # of a dynamic stride (64: FlyDSL's default, ``use_32bit_stride=False``)
     key.append(("tensor", _NUMERIC[r.dtype], key_shape, key_stride, alignment_of(r.ptr), r.is_cuda, ds, dd,
-                a.divisibility))  # fmt: skip
+                a.divisibility, 64 if wide else 32))  # fmt: skip
     vals.append(r)
     for values, marks, what in ((shape, ds, "dimension"), (strides, dd, "stride")):
         for v, d in zip(values, marks):

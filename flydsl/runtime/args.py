@@ -229,12 +229,16 @@ class TensorAdaptor:
     :meth:`mark_layout_dynamic`, :meth:`mark_shape_dynamic` or :meth:`mark_stride_dynamic`. Each dynamic
     dimension or stride carries its own divisibility (a power of two the run-time value is a multiple of;
     checked at every call, FLY207): ``shape_div[i]`` / ``stride_div[i]`` is None for a static leaf.
+    Dynamic dimensions are 32-bit; dynamic strides are 64-bit (FlyDSL's default: the kernel computes
+    offsets with them in 64 bits) or, with ``use_32bit_stride=True``, 32-bit (a larger one is
+    ``TENSOR_TOO_LARGE``). Raw tensor arguments (not adapted) pass 32-bit strides.
     """
 
-    __slots__ = ("ref", "shape_div", "stride_div")
+    __slots__ = ("ref", "shape_div", "stride_div", "use_32bit_stride")
 
-    def __init__(self, ref: TensorRef):
+    def __init__(self, ref: TensorRef, use_32bit_stride: bool = False):
         self.ref = ref
+        self.use_32bit_stride = bool(use_32bit_stride)
         n = len(ref.shape)
         self.shape_div: list = [None] * n
         self.stride_div: list = [None] * n
@@ -286,15 +290,65 @@ class TensorAdaptor:
         return min(divs) if divs else 1
 
     def __cache_signature__(self) -> tuple:
-        """What of this argument the compiled code depends on — element type, pointer alignment, device,
-        then the shape and the strides with each dynamic leaf as ``-divisibility`` — never the data."""
+        """What of this argument the compiled code depends on — element type, pointer alignment, device, the
+        dynamic strides' width, then the shape and the strides with each dynamic leaf as ``-divisibility``
+        — never the data."""
         r = self.ref
         shape = tuple(s if d is None else -d for s, d in zip(r.shape, self.shape_div))
         strides = tuple(s if d is None else -d for s, d in zip(r.strides, self.stride_div))
-        return ("tensor", str(r.dtype), alignment_of(r.ptr), r.is_cuda, shape, strides)
+        return ("tensor", str(r.dtype), alignment_of(r.ptr), r.is_cuda, self.stride_bits, shape, strides)
+
+    @property
+    def stride_bits(self) -> int:
+        """The width of a dynamic stride in the host ABI and the kernel: 32 or 64."""
+        return 32 if self.use_32bit_stride else 64
+
+    def __c_abi_spec__(self) -> list:
+        """FlyDSL's C-ABI protocol: how the compiled host function receives this argument, as
+        ``[(ctype, fill), ...]`` slots (``fill(arg, storage)`` writes a live argument — this adaptor,
+        or a raw torch tensor or numpy array of the same layout — into a storage of ``ctype``):
+
+        * the data pointer, a ``c_void_p``;
+        * when any leaf is dynamic, the layout buffer: the dynamic dims (i32, ascending) then the dynamic
+          strides (i64, or i32 with ``use_32bit_stride``), little-endian and unpadded — the host
+          parameters that follow the pointer, in their order and widths (``flydsl.compiler.abi``).
+        """
+        return _abi_slots(self.shape_dyn_indices, self.stride_dyn_indices, self.stride_bits)
 
     def __repr__(self) -> str:
         return f"TensorAdaptor({self.ref.dtype}, shape={self.ref.shape}, strides={self.ref.strides})"
+
+
+def _live_ref(a) -> TensorRef:
+    """The :class:`TensorRef` of a live tensor argument: an adaptor's own, else the object read now."""
+    ref = getattr(a, "ref", None)
+    if type(ref) is TensorRef:
+        return ref
+    if isinstance(a, np.ndarray):
+        return numpy_ref(a)
+    if type(a).__module__.startswith("torch"):
+        return torch_ref(a)
+    return dlpack_ref(a)
+
+
+def _ptr_fill(a, s):
+    s.value = _live_ref(a).ptr
+
+
+def _abi_slots(dims: tuple, strides: tuple, stride_bits: int) -> list:
+    """The C-ABI slots of a tensor whose dims ``dims`` and strides ``strides`` are dynamic (see
+    :meth:`TensorAdaptor.__c_abi_spec__`)."""
+    from ctypes import c_byte, c_void_p
+    from struct import Struct
+
+    if not dims and not strides:
+        return [(c_void_p, _ptr_fill)]
+    codec = Struct("<" + "i" * len(dims) + ("q" if stride_bits == 64 else "i") * len(strides))
+    terms = [f"sh[{d}]" for d in dims] + [f"st[{d}]" for d in strides]
+    src = f"def fill(a, s):\n    r = _ref(a)\n    sh, st = r.shape, r.strides\n    _pack(s, 0, {', '.join(terms)})\n"
+    ns = {"_ref": _live_ref, "_pack": codec.pack_into}
+    exec(compile(src, "<flydsl layout buffer fill>", "exec"), ns)  # one pack_into of the dynamic leaves
+    return [(c_void_p, _ptr_fill), (c_byte * codec.size, ns["fill"])]
 
 
 def _check_div(div) -> int:
@@ -323,15 +377,15 @@ def _marks(dims, divisibility, n: int, what: str) -> list:
     return out
 
 
-def from_torch_tensor(t) -> TensorAdaptor:
+def from_torch_tensor(t, *, use_32bit_stride: bool = False) -> TensorAdaptor:
     """A torch tensor as an argument with a static layout (FlyDSL's ``flyc.from_torch_tensor``)."""
-    return TensorAdaptor(torch_ref(t))
+    return TensorAdaptor(torch_ref(t), use_32bit_stride)
 
 
-def from_dlpack(x) -> TensorAdaptor:
+def from_dlpack(x, *, use_32bit_stride: bool = False) -> TensorAdaptor:
     """Any DLPack object (torch, numpy, cupy …) as an argument with a static layout."""
     if isinstance(x, np.ndarray):
-        return TensorAdaptor(numpy_ref(x))
+        return TensorAdaptor(numpy_ref(x), use_32bit_stride)
     if type(x).__module__.startswith("torch"):
-        return TensorAdaptor(torch_ref(x))
-    return TensorAdaptor(dlpack_ref(x))
+        return TensorAdaptor(torch_ref(x), use_32bit_stride)
+    return TensorAdaptor(dlpack_ref(x), use_32bit_stride)

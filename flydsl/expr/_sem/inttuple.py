@@ -213,12 +213,18 @@ def leaf_values(t, out: list) -> list:
     return out
 
 
+def _leaf_type(x):
+    """The Numeric class a dynamic leaf is rebuilt as: its own (an Int64 stride stays 64-bit), else Int32."""
+    tp = type(x)
+    return tp if isinstance(x, Numeric) and tp.is_integer else Int32
+
+
 def replace_leaves(t, it):
     if type(t) is tuple:
         return tuple(replace_leaves(x, it) for x in t)
     if type(t) is Basis:
-        return t if type(t.value) is int else Basis(Int32._make(next(it)), t.modes)
-    return t if type(t) is int or t is None else Int32._make(next(it))
+        return t if type(t.value) is int else Basis(_leaf_type(t.value)._make(next(it)), t.modes)
+    return t if type(t) is int or t is None else _leaf_type(t)._make(next(it))
 
 
 def layout_leaves(layout) -> list:

@@ -334,6 +334,12 @@ class Numeric(ScalarOperators, StaticValueProtocol, metaclass=_NumericMeta):
         """The DSL value protocol: a run-time value of this type from the IR values of :meth:`__fly_values__`."""
         return type(self)._make(values[0])
 
+    def __c_abi_spec__(self) -> list:
+        """FlyDSL's C-ABI protocol: ``[(ctype, fill)]``, how a host function receives a value of this type."""
+        from .c_abi import scalar_slot
+
+        return [scalar_slot(type(self))]
+
     def __repr__(self) -> str:
         if self.is_static():
             return f"{type(self).__name__}({self._v!r})"
