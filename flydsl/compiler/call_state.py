@@ -10,9 +10,10 @@ slot from ``args[arg_index]`` through its ``fill`` into a ctypes storage and cal
 
 The dispatch is generated per slot list as straight-line code (no loop over slots, no allocation per
 call); storages and the pointer array belong to the calling thread, so threads never share a buffer.
-:func:`launcher_entry` is such a ``func_exe`` for one of flydsl's compiled specializations: it reads the
-slots back as the launcher's ABI values and launches, so a ``CallState`` built from the arguments'
-``__c_abi_spec__`` runs the same launch the cached call does.
+:func:`call_state` builds one for a flydsl specialization: its slots are the host function's parameters
+and its ``func_exe`` reads them back as the launcher's raw values and runs the same launch plan a cached
+call runs — a view of the cached call through FlyDSL's C ABI (the cached call itself passes the values
+as Python ints and stays as fast as it was).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import ctypes
 import struct
 import threading
 
-__all__ = ["CallState", "build_call_state", "launcher_entry"]
+__all__ = ["CallState", "call_state"]
 
 
 def _storage(ctype):
@@ -78,40 +79,97 @@ class CallState:
         return dispatch(args_tuple)
 
 
-def launcher_entry(run, slot_specs, layouts: dict):
-    """A ``func_exe`` running flydsl's launcher ``run(*abi_values)`` (a specialization's raw launch: data
-    pointers and the stream as ints) from the ``packed`` slots of ``slot_specs``. ``layouts`` maps a slot
-    index to the ``struct`` format of its layout buffer (the dims and strides it carries). A NULL slot
-    (``fill`` None) is the default stream, given as 0."""
-    readers = []
-    for i, (_a, ctype, fill) in enumerate(slot_specs):
-        if i in layouts:
-            readers.append((1, struct.Struct(layouts[i]).unpack_from, ctype))
-        else:
-            readers.append((0, None, ctype))
+_IR_CTYPES = {"i1": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
+              "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double, "f16": ctypes.c_uint16,
+              "bf16": ctypes.c_uint16}  # fmt: skip
+
+
+def _value_fill(conv, k: int):
+    """The fill of the ``k``-th ABI value of an argument converted by ``conv`` (pointers as ints)."""
+    from ..runtime.args import DEFAULT_STREAM, TensorRef
+
+    def fill(a, s):
+        vals: list = []
+        conv(a, [], vals)
+        v = vals[k]
+        s.value = v.ptr if type(v) is TensorRef else (None if v is DEFAULT_STREAM else v)
+
+    return fill
+
+
+def _slots_of(part, conv, a) -> list:
+    """The C slots ``[(ctype, fill, struct format or None)]`` of one argument whose key part is ``part``:
+    a tensor as its pointer and layout buffer (as ``__c_abi_spec__``), any other value one slot per host
+    parameter (:func:`flydsl.compiler.abi.param_types`)."""
+    from ..ir import PointerType
+    from ..runtime.args import _abi_slots
+    from .abi import param_types
+
+    if type(part) is tuple and part[0] == "dyn_tensor":  # a raw tensor: every dim, every stride but the unit one
+        n, u = part[2], part[3]
+        dims, strides = tuple(range(n)), tuple(i for i in range(n) if i != u)
+        fmt = "<" + "i" * (len(dims) + len(strides))
+        return [(c, f, None if i == 0 else fmt) for i, (c, f) in enumerate(_abi_slots(dims, strides, 32))]
+    if type(part) is tuple and part[0] == "tensor":
+        tps = param_types(part)
+        fmt = "<" + "".join("q" if str(t) == "i64" else "i" for t in tps[1:])
+        return [(c, f, None if i == 0 else fmt) for i, (c, f) in enumerate(a.__c_abi_spec__())]
+    out = []
+    for k, t in enumerate(param_types(part)):
+        ctype = ctypes.c_void_p if isinstance(t, PointerType) else _IR_CTYPES.get(str(t))
+        if ctype is None:
+            raise TypeError(f"no C type for a host parameter of type {t}")
+        out.append((ctype, _value_fill(conv, k), None))
+    return out
+
+
+def call_state(jf, *args) -> CallState:
+    """A :class:`CallState` that launches the specialization of ``jf`` (a ``@flyc.jit`` function) for
+    ``args`` — compiled first if needed — through its C ABI: its slots are the host function's parameters
+    (tensors as pointer + layout buffer, as ``__c_abi_spec__``; the default-stream slot NULL when ``jf``
+    takes no stream), and its ``func_exe`` reads them back as raw values and runs the specialization's
+    launcher (the launch plan a cached call runs). Call it with argument tuples of the same
+    specialization; another shape of arguments needs another call state.
+
+    Raises:
+        RuntimeError: not on the CUDA device (the interpreter's launcher takes tensors, not addresses).
+    """
+    from ..runtime.device import get_device
+
+    entry, vals, compile_only = jf._prepare(args, {})
+    if compile_only:
+        raise RuntimeError("call_state under COMPILE_ONLY=1: nothing can be launched")
+    launcher = entry.launcher
+    if launcher is None:
+        launcher = entry.launcher = get_device().launcher(entry.artifact, entry.target)
+    run = getattr(launcher, "run", None)
+    if run is None:
+        raise RuntimeError("a CallState launches raw addresses: it needs the CUDA device, not the CPU interpreter")
+    slots = []  # (arg index, ctype, fill, struct format of a layout buffer or "stream")
+    for i, (p, a) in enumerate(zip(jf._params, jf._bind(args, {}))):
+        key: list = []
+        p.conv(a, key, [])
+        for part in key:
+            stream = "stream" if part == "stream" else None
+            slots += [(i, c, f, fmt or stream) for c, f, fmt in _slots_of(part, p.conv, a)]
+    if jf._implicit_stream:
+        slots.append((-1, ctypes.c_void_p, None, "stream"))
+    torch_tensors = any(type(a).__module__.startswith("torch") for a in args)
+    default_stream = launcher.default_stream(torch_tensors)
+    # per slot: (layout buffer unpacker or None, ctype, a stream slot: NULL means the default stream)
+    readers = [
+        (struct.Struct(fmt).unpack_from if fmt and fmt != "stream" else None, c, fmt == "stream")
+        for _i, c, _f, fmt in slots
+    ]
 
     def func_exe(packed):
-        vals = []
-        for i, (kind, unpack, ctype) in enumerate(readers):
-            if kind:
-                vals.extend(unpack((ctype).from_address(packed[i])))
-            else:
-                v = ctype.from_address(packed[i]).value
-                vals.append(0 if v is None else v)
-        return run(*vals)
+        raw = []
+        for k, (unpack, ctype, stream) in enumerate(readers):
+            if unpack is not None:
+                raw.extend(unpack(ctype.from_address(packed[k])))
+                continue
+            v = ctype.from_address(packed[k]).value
+            raw.append((default_stream() if stream else 0) if v is None else v)
+        return run(*raw)
 
-    return func_exe
-
-
-def build_call_state(args, func_exe, *, implicit_stream: bool = True) -> CallState:
-    """A :class:`CallState` for host arguments ``args`` (each with ``__c_abi_spec__``, or a Python number:
-    its run-time Numeric's), plus the NULL default-stream slot when the function takes no stream."""
-    from .protocol import c_abi_spec
-
-    specs = []
-    for i, a in enumerate(args):
-        for ctype, fill in c_abi_spec(a):
-            specs.append((i, ctype, fill))
-    if implicit_stream:
-        specs.append((-1, ctypes.c_void_p, None))
-    return CallState(specs, func_exe)
+    return CallState([(i, c, f) for i, c, f, _fmt in slots], func_exe)
