@@ -1,7 +1,8 @@
 """``flydsl.compiler.jit_function``: FlyDSL's module of the ``@flyc.jit`` machinery, over ours.
 
 ``JitFunction``/``jit``/``compile``/``CompiledFunction`` are :mod:`flydsl.compiler.jit`'s.
-``CallState`` is :mod:`flydsl.compiler.call_state`'s. ``MlirCompiler.compile(module, *, arch, func_name)`` runs our pipeline (verify, passes, device code) on a
+``CallState`` is :mod:`flydsl.compiler.call_state`'s.
+``MlirCompiler.compile(module, *, arch, func_name)`` runs our pipeline (verify, passes, device code) on a
 traced module; ``_flydsl_key()`` is the compiler's identity in cache keys (version + source hash).
 """
 
