@@ -22,6 +22,11 @@ import ctypes
 import struct
 import threading
 
+from ..ir import PointerType
+from ..runtime.args import DEFAULT_STREAM, TensorRef, tensor_abi_slots
+from ..runtime.device import get_device
+from .abi import param_types
+
 __all__ = ["CallState", "call_state"]
 
 
@@ -86,7 +91,6 @@ _IR_CTYPES = {"i1": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "
 
 def _value_fill(conv, k: int):
     """The fill of the ``k``-th ABI value of an argument converted by ``conv`` (pointers as ints)."""
-    from ..runtime.args import DEFAULT_STREAM, TensorRef
 
     def fill(a, s):
         vals: list = []
@@ -101,15 +105,11 @@ def _slots_of(part, conv, a) -> list:
     """The C slots ``[(ctype, fill, struct format or None)]`` of one argument whose key part is ``part``:
     a tensor as its pointer and layout buffer (as ``__c_abi_spec__``), any other value one slot per host
     parameter (:func:`flydsl.compiler.abi.param_types`)."""
-    from ..ir import PointerType
-    from ..runtime.args import _abi_slots
-    from .abi import param_types
-
     if type(part) is tuple and part[0] == "dyn_tensor":  # a raw tensor: every dim, every stride but the unit one
         n, u = part[2], part[3]
         dims, strides = tuple(range(n)), tuple(i for i in range(n) if i != u)
         fmt = "<" + "i" * (len(dims) + len(strides))
-        return [(c, f, None if i == 0 else fmt) for i, (c, f) in enumerate(_abi_slots(dims, strides, 32))]
+        return [(c, f, None if i == 0 else fmt) for i, (c, f) in enumerate(tensor_abi_slots(dims, strides, 32))]
     if type(part) is tuple and part[0] == "tensor":
         tps = param_types(part)
         fmt = "<" + "".join("q" if str(t) == "i64" else "i" for t in tps[1:])
@@ -134,8 +134,6 @@ def call_state(jf, *args) -> CallState:
     Raises:
         RuntimeError: not on the CUDA device (the interpreter's launcher takes tensors, not addresses).
     """
-    from ..runtime.device import get_device
-
     entry, vals, compile_only = jf._prepare(args, {})
     if compile_only:
         raise RuntimeError("call_state under COMPILE_ONLY=1: nothing can be launched")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ..expr.numeric import Boolean, Float32, Int32, Int64
 from ..expr.struct import dsl_align_of, dsl_size_of
 from ..ir import Value
 
@@ -106,8 +107,6 @@ def c_abi_spec(obj) -> list:
     if f is not None:
         return f()
     if type(obj) in (bool, int, float):
-        from ..expr.numeric import Boolean, Float32, Int32, Int64
-
         cls = {bool: Boolean, float: Float32}.get(type(obj)) or (Int32 if -(1 << 31) <= obj < 1 << 31 else Int64)
         return cls(0).__c_abi_spec__()
     raise TypeError(f"Cannot derive C-ABI spec for {obj!r}: type {type(obj).__name__}.")

@@ -11,7 +11,9 @@ interpreter address for the CPU device); :data:`DEFAULT_STREAM` stands for the s
 from __future__ import annotations
 
 from ctypes import addressof as _addressof
+from ctypes import c_byte, c_void_p
 from ctypes import c_char as _c_char
+from struct import Struct
 
 import numpy as np
 
@@ -33,6 +35,7 @@ __all__ = [
     "unit_axis",
     "check_i32",
     "I32_MAX",
+    "tensor_abi_slots",
 ]
 
 I32_MAX = (1 << 31) - 1
@@ -313,7 +316,7 @@ class TensorAdaptor:
           strides (i64, or i32 with ``use_32bit_stride``), little-endian and unpadded — the host
           parameters that follow the pointer, in their order and widths (``flydsl.compiler.abi``).
         """
-        return _abi_slots(self.shape_dyn_indices, self.stride_dyn_indices, self.stride_bits)
+        return tensor_abi_slots(self.shape_dyn_indices, self.stride_dyn_indices, self.stride_bits)
 
     def __repr__(self) -> str:
         return f"TensorAdaptor({self.ref.dtype}, shape={self.ref.shape}, strides={self.ref.strides})"
@@ -335,12 +338,9 @@ def _ptr_fill(a, s):
     s.value = _live_ref(a).ptr
 
 
-def _abi_slots(dims: tuple, strides: tuple, stride_bits: int) -> list:
+def tensor_abi_slots(dims: tuple, strides: tuple, stride_bits: int) -> list:
     """The C-ABI slots of a tensor whose dims ``dims`` and strides ``strides`` are dynamic (see
     :meth:`TensorAdaptor.__c_abi_spec__`)."""
-    from ctypes import c_byte, c_void_p
-    from struct import Struct
-
     if not dims and not strides:
         return [(c_void_p, _ptr_fill)]
     codec = Struct("<" + "i" * len(dims) + ("q" if stride_bits == 64 else "i") * len(strides))

@@ -70,6 +70,9 @@ def test_dynamic_layout_by_default_static_on_request():
     text = traced(launch_copy2d, flyc.from_dlpack(a), flyc.from_dlpack(b))
     assert "@launch_copy2d(%arg0: !fly.ptr<f32, global>, %arg1: !fly.ptr<f32, global>, %arg2: i64)" in text
     text = traced(launch_copy2d, flyc.from_dlpack(a).mark_layout_dynamic(), flyc.from_dlpack(b))
+    # an adapted tensor's dynamic stride is 64-bit (FlyDSL's default); use_32bit_stride=True makes it i32
+    assert "@launch_copy2d(%arg0: !fly.ptr<f32, global>, %arg1: i32, %arg2: i32, %arg3: i64, %arg4: !fly" in text
+    text = traced(launch_copy2d, flyc.from_dlpack(a, use_32bit_stride=True).mark_layout_dynamic(), b)
     assert "@launch_copy2d(%arg0: !fly.ptr<f32, global>, %arg1: i32, %arg2: i32, %arg3: i32, %arg4: !fly" in text
     for src, dst in [(a, b), (flyc.from_dlpack(a), flyc.from_dlpack(b))]:
         b[...] = 0
@@ -85,7 +88,7 @@ def test_torch_tensors_dynamic_by_default_static_on_request():
     text = traced(launch_copy2d, flyc.from_torch_tensor(ta), flyc.from_torch_tensor(tb))
     assert "@launch_copy2d(%arg0: !fly.ptr<f32, global>, %arg1: !fly.ptr<f32, global>, %arg2: i64)" in text
     text = traced(launch_copy2d, flyc.from_torch_tensor(ta).mark_layout_dynamic(), flyc.from_torch_tensor(tb))
-    assert "@launch_copy2d(%arg0: !fly.ptr<f32, global>, %arg1: i32, %arg2: i32, %arg3: i32, %arg4: !fly" in text
+    assert "@launch_copy2d(%arg0: !fly.ptr<f32, global>, %arg1: i32, %arg2: i32, %arg3: i64, %arg4: !fly" in text
     for src, dst in [(ta, tb), (flyc.from_torch_tensor(ta), flyc.from_dlpack(tb))]:
         b[...] = 0
         launch_copy2d(src, dst)

@@ -26,6 +26,7 @@ from ...dialects import gpu as _g
 from ...dialects import math as dmath
 from ...ir import Value
 from ...ir import types as irt
+from .c_abi import scalar_slot
 from .casts import cast_ir, check_rounding_mode, fold_cast
 from .context import current_target
 from .errors import RuntimeValueError, StaticValueProtocol, runtime_value_error
@@ -336,8 +337,6 @@ class Numeric(ScalarOperators, StaticValueProtocol, metaclass=_NumericMeta):
 
     def __c_abi_spec__(self) -> list:
         """FlyDSL's C-ABI protocol: ``[(ctype, fill)]``, how a host function receives a value of this type."""
-        from .c_abi import scalar_slot
-
         return [scalar_slot(type(self))]
 
     def __repr__(self) -> str:
