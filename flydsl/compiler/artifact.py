@@ -24,7 +24,7 @@ __all__ = ["Artifact"]
 
 class Artifact:
     __slots__ = ("name", "_module", "_text", "_host", "host_name", "kernels", "param_names", "ptx", "cubin",
-                 "target", "_ops", "traced_ir")  # fmt: skip
+                 "target", "_ops", "traced_ir", "__weakref__")  # fmt: skip
 
     def __init__(
         self,

@@ -1,5 +1,6 @@
 """FlyDSL's compile-backend factory (``flydsl.compiler.backends._make_backend``), the target a jit function
-resolves with its signature, and ``flyc.compile[hints]``'s hints (FlyDSL's attribute names)."""
+resolves with its signature, ``flyc.compile[hints]``'s hints, and weak references to compiled artifacts
+(FlyDSL's names and uses)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,17 @@ def test_compile_subscript_keeps_its_hints():
     c = flyc.compile[{"fast_fp_math": True}][{"maxnreg": 64}]
     assert c._compile_hints == {"fast_fp_math": True, "maxnreg": 64}
     assert flyc.compile[{"fastmath": "fast"}](launch_fill1).compile_hints == {"fastmath": "fast"}
+
+
+def test_compiled_artifacts_can_be_weakly_referenced():
+    """FlyDSL code (its cache-disabled regression test) holds a weak reference to the in-process artifact
+    to see that the jit function keeps it alive."""
+    import gc
+    import weakref
+
+    launch_fill1(np.zeros(1, np.float32))
+    art = launch_fill1._last_compiled[1]
+    ref = weakref.ref(art)
+    del art
+    gc.collect()
+    assert ref() is launch_fill1._last_compiled[1]  # the jit function's cache keeps it
