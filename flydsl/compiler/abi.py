@@ -7,7 +7,7 @@ key part                            host parameter types                    valu
 a Numeric class (``Int32`` …)       its IR type                             that Numeric (run-time)
 ``"stream"``                        ``i64``                                 ``fx.Stream``
 ``("dyn_tensor", dt, n, u, al, c, d)`` ``!fly.ptr<dt>``, n × i32, (n-1) × i32  ``fx.Tensor``, stride[u] = 1,
-                                                                            other strides multiples of d
+ (``…, d, 64)``: a stride past 32 bits  (n-1) × i64 strides                   other strides multiples of d
 ``("tensor", dt, shape, stride, …)``  ``!fly.ptr<dt>``, i32 per ``None``    ``fx.Tensor``, static ints
                                     shape, i32 or i64 (part 9) per
                                     ``None`` stride
@@ -48,7 +48,7 @@ def param_types(part) -> list:
     ptr = PointerType(dt.ir_type, AddressSpace.GLOBAL)
     if kind == "dyn_tensor":
         n = part[2]
-        return [ptr] + [i32] * n + [i32] * (n - 1)
+        return [ptr] + [i32] * n + [i64 if len(part) > 7 else i32] * (n - 1)
     _, _, shape, stride = part[:4]
     wide = i64 if part[9] == 64 else i32
     return [ptr] + [i32] * sum(s is None for s in shape) + [wide] * sum(s is None for s in stride)
@@ -71,6 +71,8 @@ def make_param(part, values: list, value=None):
     if kind == "dyn_tensor":
         n, u, align = part[2], part[3], part[4]
         shape = tuple(next(dyn) for _ in range(n))
+        if len(part) > 7:  # 64-bit strides (one is past 32 bits): the kernel computes offsets in 64 bits
+            dyn = iter(Int64._make(v) for v in values[1 + n :])
         stride = tuple(1 if i == u else next(dyn) for i in range(n))
         div = part[6] if part[6] > 1 else None
     else:

@@ -108,8 +108,9 @@ def _slots_of(part, conv, a) -> list:
     if type(part) is tuple and part[0] == "dyn_tensor":  # a raw tensor: every dim, every stride but the unit one
         n, u = part[2], part[3]
         dims, strides = tuple(range(n)), tuple(i for i in range(n) if i != u)
-        fmt = "<" + "i" * (len(dims) + len(strides))
-        return [(c, f, None if i == 0 else fmt) for i, (c, f) in enumerate(tensor_abi_slots(dims, strides, 32))]
+        bits = 64 if len(part) > 7 else 32
+        fmt = "<" + "i" * len(dims) + ("q" if bits == 64 else "i") * len(strides)
+        return [(c, f, None if i == 0 else fmt) for i, (c, f) in enumerate(tensor_abi_slots(dims, strides, bits))]
     if type(part) is tuple and part[0] == "tensor":
         tps = param_types(part)
         fmt = "<" + "".join("q" if str(t) == "i64" else "i" for t in tps[1:])

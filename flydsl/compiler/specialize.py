@@ -113,15 +113,18 @@ def _dynamic_tensor(ref: TensorRef, key: list, vals: list) -> None:
     u = n - 1 if strides[-1] == 1 else unit_axis(shape, strides)
     if u < 0:
         raise ArgError("TENSOR_NO_UNIT_STRIDE", shape=tuple(shape), strides=tuple(strides))
+    wide = False
     if max(shape) > I32_MAX or max(strides) > I32_MAX or min(strides) < -I32_MAX:
-        check_i32(shape, strides)
+        check_i32(shape, ())  # dims are 32-bit; a stride past 32 bits makes every stride 64-bit
+        wide = True
     ptr = ref.ptr
     rest = 0  # the run-time strides' common power of two (capped at 16): rows 16-byte aligned stay provably so
     for i, s in enumerate(strides):
         if i != u:
             rest |= s
     sdiv = min(16, rest & -rest) if rest else 16
-    key.append(("dyn_tensor", dt, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda, sdiv))
+    part = ("dyn_tensor", dt, n, u, min(16, ptr & -ptr) if ptr else 16, ref.is_cuda, sdiv)
+    key.append(part + (64,) if wide else part)  # the 64-bit form (rare: the fast path's guards leave it)
     vals.append(ref)
     vals.extend(shape)
     vals.extend(strides[:u])

@@ -234,7 +234,7 @@ class TensorAdaptor:
     checked at every call, FLY207): ``shape_div[i]`` / ``stride_div[i]`` is None for a static leaf.
     Dynamic dimensions are 32-bit; dynamic strides are 64-bit (FlyDSL's default: the kernel computes
     offsets with them in 64 bits) or, with ``use_32bit_stride=True``, 32-bit (a larger one is
-    ``TENSOR_TOO_LARGE``). Raw tensor arguments (not adapted) pass 32-bit strides.
+    ``TENSOR_TOO_LARGE``). Raw tensor arguments (not adapted) pass 32-bit strides where they fit.
     """
 
     __slots__ = ("ref", "shape_div", "stride_div", "use_32bit_stride")

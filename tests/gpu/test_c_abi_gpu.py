@@ -60,3 +60,15 @@ def test_a_call_state_launches_on_the_gpu():
     cs((flyc.from_torch_tensor(a2).mark_layout_dynamic(), out2, 4, 6, 32))
     torch.cuda.synchronize()
     assert torch.equal(out2, a2 + 4)
+
+
+def test_a_raw_tensor_with_a_row_stride_past_2_31_elements():
+    big = torch.zeros((3, (1 << 31) + 64), dtype=torch.int8, device="cuda")
+    big[:, :64] = torch.arange(64, dtype=torch.int8, device="cuda")
+    big[2, :64] += 2
+    view = big[:, :64]
+    out = torch.zeros((3, 64), dtype=torch.int8, device="cuda")
+    launch_add(view, out, 5, 3, 64)  # a raw tensor: the 64-bit specialization (not FLY206)
+    torch.cuda.synchronize()
+    assert torch.equal(out, view + 5)
+    del big

@@ -22,6 +22,8 @@ from flydsl.compiler.protocol import c_abi_spec
 from flydsl.compiler.specialize import convert_arg
 from flydsl.expr.numeric import BFloat16, Float32, Int32, Int64, Uint8
 
+pytestmark = pytest.mark.usefixtures("cpu_device")
+
 
 def _host_params(adaptor) -> tuple[list, list]:
     """(host parameter types, ABI values) that the launcher gives ``adaptor`` (the specialization's view)."""
@@ -110,6 +112,7 @@ def launch_scale(a, b, k: fx.Int32, m: fx.Constexpr[int], n: fx.Constexpr[int]):
 
 
 def test_64_bit_strides_compute_right_on_the_interpreter():
+    launch_scale.clear_cache()
     a = np.arange(48, dtype=np.float32).reshape(6, 8)
     for use32 in (True, False):
         b = np.zeros((8, 6), np.float32).T  # strides (1, 6): the leading dim is 0
@@ -117,7 +120,7 @@ def test_64_bit_strides_compute_right_on_the_interpreter():
         tb = flyc.from_dlpack(b, use_32bit_stride=use32).mark_layout_dynamic()
         launch_scale(ta, tb, 3, 6, 8)
         assert np.array_equal(b, a * 3)
-    assert launch_scale.cache_info().misses == 2  # the stride width is part of the key
+    assert launch_scale.cache_info().currsize == 2  # the stride width is part of the key
 
 
 def test_a_call_state_launches_what_the_cached_call_launches(monkeypatch):
@@ -144,3 +147,23 @@ def test_a_call_state_launches_what_the_cached_call_launches(monkeypatch):
 def test_a_call_state_needs_the_cuda_device():
     with pytest.raises(RuntimeError, match="needs the CUDA device"):
         call_state(launch_scale, np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32), 1, 2, 2)
+
+
+def test_a_raw_tensor_with_a_stride_past_32_bits_gets_64_bit_strides():
+    try:
+        big = np.zeros((3, (1 << 31) + 64), np.int8)  # 6 GiB of address space; only the touched pages are used
+    except MemoryError:
+        pytest.skip("cannot reserve 6 GiB of address space here")
+    big[:, :64] = np.arange(64, dtype=np.int8)
+    big[2, :64] += 2
+    view = big[:, :64]  # strides (2^31 + 64, 1): row 2 starts past 2^32 bytes
+    out = np.zeros((3, 64), np.int8)
+    launch_scale.clear_cache()
+    misses = launch_scale.cache_info().misses
+    launch_scale(view, out, 3, 3, 64)
+    assert np.array_equal(out, view * 3)
+    (key,) = launch_scale._mem
+    assert key[0][0][-1] == 64  # the 64-bit form of the raw tensor's key part
+    small = np.zeros((3, 64), np.int8)
+    launch_scale(small, out, 3, 3, 64)  # fits 32 bits: the usual specialization
+    assert launch_scale.cache_info().misses == misses + 2
