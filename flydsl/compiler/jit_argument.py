@@ -3,9 +3,11 @@
 * ``JitArgumentRegistry.register(PyType, dsl_type=None)(constructor)`` — instances of ``PyType`` passed
   to a ``@flyc.jit`` function are converted with ``constructor`` first, then passed as that value
   (e.g. ``register(MyStream)(fx.Stream)``).
-* ``TorchTensorJitArg(t, dynamic_layout=True)`` — a torch tensor argument: a layout-dynamic tensor by
-  default (one compile for all shapes, as a raw tensor), or a static layout (``dynamic_layout=False``,
-  as ``flyc.from_torch_tensor``); ``__cache_signature__()`` is its specialization key part.
+* ``TorchTensorJitArg(t, dynamic_layout=True, use_32bit_stride=False)`` — a torch tensor argument: a
+  layout-dynamic tensor by default (one compile for all shapes), or a static layout
+  (``dynamic_layout=False``, as ``flyc.from_torch_tensor``); its dynamic strides are 64-bit unless
+  ``use_32bit_stride``; ``__cache_signature__()`` is its specialization key part, ``__c_abi_spec__()``
+  how the host function receives it (``flydsl.runtime.args.TensorAdaptor``).
 """
 
 from __future__ import annotations
