@@ -58,6 +58,10 @@ NOT_PORTABLE_TESTS: dict[str, str] = {
     "tests/kernels/test_rmsnorm.py::test_rmsnorm_bwd_mixed_weight_keeps_vector_io": (
         "counts CDNA3 buffer-copy atoms (!fly_rocdl.cdna3.buffer_copy<128>) in the traced IR"
     ),
+    "tests/unit/test_compile_hints.py::TestCompileHintsPropagation::test_fp_math_reaches_pipeline": (
+        "patches the ROCm backend's pipeline_fragments (flydsl.compiler.backends.rocm.RocmBackend) and checks "
+        "that fast_fp_math/unsafe_fp_math reach rocdl-attach-target"
+    ),
 }
 
 
