@@ -21,6 +21,7 @@ from .diagnostics import (
     DSLTypeError,
     DSLValueError,
     FlyDSLError,
+    GlobalChangedError,
     LaunchError,
     TraceLimitError,
 )
@@ -51,5 +52,6 @@ __all__ = [
     "ControlFlowError",
     "TraceLimitError",
     "CompileError",
+    "GlobalChangedError",
     "LaunchError",
 ]

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from ..expr.typing import Stream
 from ..runtime.args import ArgError
-from ..utils.env import JIT_KEY_VARS, snapshot
+from ..utils.env import JIT_KEY_VARS, env, snapshot
 from .backends import get_backend
+from .cache import DiskCache
 from .deps import freeze
+from .drift import drift_error, find_change
 from .kernel_function import _tls, ambient_hints, merge_compile_hints
 
 __all__ = ["FlyDSLJitNames"]
@@ -40,6 +42,7 @@ class _MemCacheView:
     def clear(self) -> None:
         self._m().clear()
         self._jf._last = None
+        self._jf._drop_launch_states()  # the fast path's entries launch these specializations too
 
     def __len__(self) -> int:
         return len(self._m())
@@ -55,6 +58,45 @@ class _MemCacheView:
 
     def __getitem__(self, k):
         return self._m()[k].artifact
+
+
+class _CallStateView:
+    """``{key: launcher}``: the launch state built at a specialization's first launch (FlyDSL's ``CallState``:
+    the device's launcher, with what the fast path registered for it); ``clear()`` drops them (rebuilt at
+    the next launch)."""
+
+    def __init__(self, jf):
+        self._jf = jf
+
+    def _d(self) -> dict:
+        return {k: e.launcher for k, e in list(self._jf._mem.items()) if e.launcher is not None}
+
+    def get(self, key, default=None):
+        return self._d().get(key, default)
+
+    def keys(self):
+        return list(self._d())
+
+    def values(self):
+        return list(self._d().values())
+
+    def items(self):
+        return list(self._d().items())
+
+    def clear(self) -> None:
+        self._jf._drop_launch_states()
+
+    def __len__(self) -> int:
+        return len(self._d())
+
+    def __iter__(self):
+        return iter(self._d())
+
+    def __contains__(self, k) -> bool:
+        return k in self._d()
+
+    def __getitem__(self, k):
+        return self._d()[k]
 
 
 class FlyDSLJitNames:
@@ -86,6 +128,80 @@ class FlyDSLJitNames:
     @property
     def func(self):
         return self.fn
+
+    @property
+    def _sig(self):
+        """The ``inspect.Signature`` (None until the first call). Assigning None makes the next call resolve
+        the signature and parameters again (FlyDSL's reset)."""
+        return self.__dict__.get("_signature")
+
+    @_sig.setter
+    def _sig(self, value) -> None:
+        if value is None and self._params is not None:
+            with self._lock:
+                self._params = None
+                self._nargs = -1
+                self._dispatchers.clear()
+                self._install(None)
+        self.__dict__["_signature"] = value
+
+    @property
+    def _call_state_cache(self) -> _CallStateView:
+        return _CallStateView(self)
+
+    def _drop_launch_states(self) -> None:
+        """Forget every specialization's launcher and the fast path's entries (rebuilt at the next launch)."""
+        with self._lock:
+            for e in self._mem.values():
+                e.launcher = None
+            for d in self._dispatchers.values():
+                d.fast.clear()
+            self._dispatchers.clear()
+            self._install(None)
+
+    # -- the cache manager and the drift check (FlyDSL's names over :mod:`.jit`'s structures) -------
+    @property
+    def manager_key(self) -> str | None:
+        """The digest of the function's dependencies for ``_manager_owner_cls`` (None until computed):
+        the disk cache's folder. Assigning None forgets every owner's (recomputed when needed)."""
+        return self._manager_keys.get(self._manager_owner_cls)
+
+    @manager_key.setter
+    def manager_key(self, value) -> None:
+        if value is not None:
+            raise AttributeError("manager_key is computed; assign None to forget it")
+        self._manager_keys.clear()
+
+    def _ensure_cache_manager(self, owner_cls=None):
+        """Compute ``manager_key`` for ``owner_cls`` and open its disk cache folder (``cache_manager``, None
+        with ``FLYDSL_RUNTIME_ENABLE_CACHE=0``); returns the folder."""
+        key = self.deps_hex(owner_cls)
+        self._manager_owner_cls = owner_cls
+        if not env.runtime_enable_cache:
+            self.cache_manager = None
+        elif self.cache_manager is None or self.cache_manager.manager_key != key:
+            self.cache_manager = DiskCache(self.fn.__name__, key)
+        return self.cache_manager
+
+    def _get_global_refs(self, owner_cls=None) -> list:
+        """``[(name, module name, holder)]``: the compile-time values the function (with ``owner_cls``) reads."""
+        if owner_cls not in self._global_refs_cache:
+            self.deps_hex(owner_cls)
+        return self._global_refs_cache[owner_cls]
+
+    def _check_globals_drift(self, owner_cls=None, retrace: bool = False) -> bool:
+        """Compare the values of ``_get_global_refs(owner_cls)`` with their snapshot ``_used_global_vals[owner_cls]``
+        (taken when the function was compiled): changed, FLY229 (``GlobalChangedError``, a ``RuntimeError``)
+        at the line that reads it — or, with ``retrace``, True. Unchanged: False."""
+        d = self._owner_deps.get(owner_cls)
+        names = d.names if d is not None and self._global_refs_cache.get(owner_cls) is d.refs else None
+        change = find_change(self._global_refs_cache[owner_cls], self._used_global_vals[owner_cls], names)
+        if change is None:
+            return False
+        if retrace:
+            return True
+        site = d.sites.get(change[:2]) if d is not None else None
+        raise drift_error(self.fn.__name__, change, site)
 
     @property
     def _mem_cache(self) -> _MemCacheView:

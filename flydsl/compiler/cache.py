@@ -136,6 +136,7 @@ class DiskCache:
 
     def __init__(self, name: str, deps_hex: str, root: str | None = None):
         root = root or env.runtime_cache_dir
+        self.manager_key = deps_hex
         self.folder = os.path.join(root, f"{name}_{deps_hex[:16]}")
 
     def path(self, key: str) -> str:

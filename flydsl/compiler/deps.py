@@ -34,6 +34,7 @@ import hashlib
 import inspect
 import linecache
 import sys
+import threading
 import types
 
 import numpy as np
@@ -42,7 +43,10 @@ from . import errors as E
 from .errors import error
 from .frames import column_of, is_user_path
 
-__all__ = ["Deps", "collect", "is_user_file", "compile_time_value", "freeze", "freeze_object", "TRACKED_MAX"]
+__all__ = [
+    "Deps", "collect", "is_user_file", "compile_time_value", "freeze", "freeze_object", "TRACKED_MAX", "CellRef",
+    "keys_in_progress", "load_site", "Freezer", "Untracked",
+]  # fmt: skip
 
 _MISSING = object()
 TRACKED_MAX = 4096  # elements of a mutable compile-time value checked by content on every call
@@ -94,7 +98,7 @@ def freeze(v):
 # ---------------------------------------------------------------------------------------------------
 
 
-class _Untracked(Exception):
+class Untracked(Exception):
     """Not a compile-time value (a function, a tensor, a library object): ignored, as before."""
 
 
@@ -174,7 +178,7 @@ def _class_attr(cls: type, name: str):
     return _MISSING
 
 
-class _Freezer:
+class Freezer:
     """Freezes one value, counting its elements against :data:`TRACKED_MAX`; of objects, the attributes in
     ``names`` (every attribute when None)."""
 
@@ -201,7 +205,7 @@ class _Freezer:
         if kind is _LEAF:
             return v
         if depth > _MAX_NESTING:
-            raise _Untracked
+            raise Untracked
         if kind is _SEQ:
             if _FLAT.issuperset(map(type, v)):  # the common case, at C speed: values and their types
                 self.count(len(v))
@@ -214,7 +218,7 @@ class _Freezer:
             return ("tuple", t, items, self.namespace(v, depth)[2] if hasattr(v, "__dict__") else ())
         if kind is _NDARRAY:
             if v.dtype.hasobject:
-                raise _Untracked
+                raise Untracked
             self.count(v.size)
             return ("ndarray", v.dtype.str, v.shape, v.tobytes())
         if kind is _SET:
@@ -230,7 +234,7 @@ class _Freezer:
                 return v
             if _user_class(v):
                 return self.namespace(v, depth)
-        raise _Untracked
+        raise Untracked
 
     def namespace(self, v, depth: int):
         """``(kind, type, ((attr, frozen value), ...))`` for the attributes the code reads by name."""
@@ -256,7 +260,7 @@ class _Freezer:
                 continue
             try:
                 items.append((name, self(x, depth + 1)))
-            except _Untracked:
+            except Untracked:
                 continue
         return ("class" if is_cls else "object", cls, tuple(items))
 
@@ -295,6 +299,10 @@ class Deps:
         self.modules: list[tuple[str, str, str]] = []  # (module name, path, sha256 of its file)
         self.values: list[tuple[str, object]] = []  # (label, frozen value) compile-time values
         self.names: frozenset = frozenset()  # every name the walked code mentions (attribute filter)
+        # the bindings of the tracked values as FlyDSL names them, ``(name, module name, holder)`` (the holder a
+        # module's globals or a :class:`CellRef`), and where the code reads each: what the drift check reads
+        self.refs: list[tuple[str, str, object]] = []
+        self.sites: dict[tuple[str, str], tuple] = {}  # (name, module) -> (code object, name it reads)
         self._fixed: tuple = ()  # (holder, key) of immutable values: compared by identity
         self._mutable: tuple = ()  # (holder, key) of mutable values: compared by frozen content
 
@@ -303,8 +311,8 @@ class Deps:
         for holder, key in self._mutable:
             v = _read(holder, key)
             try:
-                out.append(v if v is _MISSING else _Freezer(self.names)(v))
-            except (_Untracked, _TooLarge):
+                out.append(v if v is _MISSING else Freezer(self.names)(v))
+            except (Untracked, _TooLarge):
                 out.append(object())  # no longer trackable: changed (the next collect() says why)
         return tuple(out)
 
@@ -373,8 +381,8 @@ class Deps:
 
         def frozen(value):
             try:
-                return _Freezer(names)(value)
-            except (_Untracked, _TooLarge):
+                return Freezer(names)(value)
+            except (Untracked, _TooLarge):
                 return object()  # no longer trackable: changed (the next collect() says why)
 
         return f"{const(frozen)}({x}) == {const(frozen(v))}"
@@ -588,7 +596,7 @@ def _global_loads(code: types.CodeType) -> list[str]:
     return list(out)
 
 
-def _load_site(code: types.CodeType, name: str) -> tuple:
+def load_site(code: types.CodeType, name: str) -> tuple:
     """The (file, line, col) where ``code`` (or code nested in it) first reads ``name``."""
     for c in _codes(code):
         for ins in dis.get_instructions(c):
@@ -599,7 +607,8 @@ def _load_site(code: types.CodeType, name: str) -> tuple:
 
 
 class _Walker:
-    def __init__(self):
+    def __init__(self, root):
+        self.root = root
         self.deps = Deps()
         self.seen: set[int] = set()
         self.names: set[str] = set()
@@ -611,6 +620,9 @@ class _Walker:
             return
         self.seen.add(id(fn))
         d = self.deps
+        if id(fn) in keys_in_progress() and fn is not self.root:  # an outer key computation walks it already
+            d.sources.append((f"{getattr(fn, '__module__', '?')}.{fn.__qualname__}", _where(fn), "<recursive>"))
+            return
         d.sources.append((f"{getattr(fn, '__module__', '?')}.{fn.__qualname__}", _where(fn), _source_of(fn)))
         g = fn.__globals__
         loads = []
@@ -643,26 +655,68 @@ class _Walker:
                 self.seen.add(id(v))
                 self.deps.modules.append((v.__name__, f, _file_hash(f)))
             return
-        if isinstance(v, type) and _user_class(v) and id(v) not in self.seen:
-            self.seen.add(id(v))
-            self.deps.sources.append((f"{v.__module__}.{v.__qualname__}", _where(v), _source_of(v)))
-            for m in vars(v).values():  # what the methods read is read by the code too
-                if isinstance(m, (staticmethod, classmethod, property)):
-                    m = m.fget if isinstance(m, property) else m.__func__
-                if isinstance(m, types.FunctionType):
-                    for c in _codes(m.__code__):
-                        self.names.update(c.co_names)
-                    if is_user_file(m.__code__.co_filename):  # not dataclass-generated ones ("<string>")
-                        self.function(m, f"{label}.{m.__name__}")  # and the globals they load (helpers, tables)
+        if isinstance(v, type) and _user_class(v):
+            self.klass(v, label)
         # anything else is watched if it freezes (collect() drops what does not: library objects, tensors)
         self.watches.append(_Watch(holder, key, label, code, name, _immutable(v)))
+
+    def klass(self, cls: type, label: str) -> None:
+        """A user class the code reaches (through a global, or as the owner of a method launcher): its
+        source, and its methods walked like functions."""
+        if id(cls) in self.seen:
+            return
+        self.seen.add(id(cls))
+        self.deps.sources.append((f"{cls.__module__}.{cls.__qualname__}", _where(cls), _source_of(cls)))
+        for m in vars(cls).values():  # what the methods read is read by the code too
+            if isinstance(m, (staticmethod, classmethod, property)):
+                m = m.fget if isinstance(m, property) else m.__func__
+            if getattr(type(m), "__fly_function__", None) is not None:  # a @flyc.kernel / @flyc.jit method
+                m = m.__fly_function__
+            if isinstance(m, types.FunctionType):
+                for c in _codes(m.__code__):
+                    self.names.update(c.co_names)
+                if is_user_file(m.__code__.co_filename):  # not dataclass-generated ones ("<string>")
+                    self.function(m, f"{label}.{m.__name__}")  # and the globals they load (helpers, tables)
+
+
+class CellRef:
+    """A closure cell seen as the one-entry mapping ``{name: contents}``: the drift check reads module globals
+    and closure cells alike (``name in holder``, ``holder[name]``)."""
+
+    __slots__ = ("name", "cell")
+
+    def __init__(self, name: str, cell):
+        self.name = name
+        self.cell = cell
+
+    def __contains__(self, name) -> bool:
+        return name == self.name and _read(self.cell, None) is not _MISSING
+
+    def __getitem__(self, name):
+        v = _read(self.cell, None) if name == self.name else _MISSING
+        if v is _MISSING:
+            raise KeyError(name)
+        return v
+
+
+_IN_PROGRESS = threading.local()
+
+
+def keys_in_progress() -> set:
+    """This thread's set of ``id(fn)`` whose dependency walk (their cache key) is running now: a walk that
+    reaches one of them again — a key computation re-entered through a nested one — records it by name
+    instead of walking it a second time. Empty whenever no key is being computed."""
+    s = getattr(_IN_PROGRESS, "stack", None)
+    if s is None:
+        s = _IN_PROGRESS.stack = set()
+    return s
 
 
 def freeze_object(obj) -> tuple:
     """The compile-time attributes of ``obj`` (its own and its user classes'), frozen: what a method
     launcher's code may read from ``self``. Raises ``ValueError`` past :data:`TRACKED_MAX` elements."""
     try:
-        return _Freezer(None).namespace(obj, 0)
+        return Freezer(None).namespace(obj, 0)
     except _TooLarge:
         raise ValueError(_kind(obj)) from None
 
@@ -675,32 +729,52 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
-def collect(fn) -> Deps:
-    """The dependencies of ``fn`` (a plain function; kernels/jits are followed through ``__fly_function__``).
+def collect(fn, owners: tuple = ()) -> Deps:
+    """The dependencies of ``fn`` (a plain function; kernels/jits are followed through ``__fly_function__``),
+    and of the user classes in ``owners`` (the classes of ``self`` a method launcher was called with: the
+    kernels and helpers it reaches through ``self``).
 
     Raises FLY219 (at the line that reads it) for a mutable compile-time value too large to re-check.
     """
-    walker = _Walker()
-    walker.function(fn, fn.__name__)
+    progress = keys_in_progress()
+    added = id(fn) not in progress
+    progress.add(id(fn))
+    try:
+        walker = _Walker(fn)
+        walker.function(fn, fn.__name__)
+        for cls in owners:
+            if isinstance(cls, type) and _user_class(cls):
+                walker.klass(cls, f"{fn.__name__}:self<{cls.__qualname__}>")
+    finally:
+        if added:
+            progress.discard(id(fn))
     d = walker.deps
     d.names = frozenset(walker.names)
     watches = []
     for watch in walker.watches:
         v = watch.read()
         # immutable values are compared by identity on every call: any size is fine
-        freezer = _Freezer(d.names, sys.maxsize if watch.immutable else TRACKED_MAX)
+        freezer = Freezer(d.names, sys.maxsize if watch.immutable else TRACKED_MAX)
         try:
             frozen = freezer(v)
-        except _Untracked:
+        except Untracked:
             continue
         except _TooLarge:
             fn_name = getattr(watch.code, "co_qualname", watch.code.co_name)
             raise error(
-                E.TRACKED_VALUE_TOO_LARGE, _load_site(watch.code, watch.name), name=watch.name, fn=fn_name,
+                E.TRACKED_VALUE_TOO_LARGE, load_site(watch.code, watch.name), name=watch.name, fn=fn_name,
                 what=_kind(v), limit=TRACKED_MAX,
             ) from None  # fmt: skip
         watches.append(watch)
         d.values.append((watch.label, frozen))
+        if watch.key is None:
+            owner = getattr(watch.code, "co_qualname", watch.code.co_name)
+            ref = (watch.name, f"<closure of {owner}>", CellRef(watch.name, watch.holder))
+        else:
+            ref = (watch.key, watch.holder.get("__name__", "?"), watch.holder)
+        if (ref[0], ref[1]) not in d.sites:
+            d.refs.append(ref)
+            d.sites[(ref[0], ref[1])] = (watch.code, watch.name)  # the line: load_site(), when needed
     d._fixed = tuple((w.holder, w.key) for w in watches if w.immutable)
     d._mutable = tuple((w.holder, w.key) for w in watches if not w.immutable)
     return d

@@ -39,6 +39,7 @@ __all__ = [
     "SourceFrame",
     "DiagRecord",
     "DSLCompileError",
+    "GlobalChangedError",
     "install_excepthook",
 ]
 
@@ -113,6 +114,10 @@ class CompileError(FlyDSLError, RuntimeError):
     def __init__(self, message: str, loc=None, fix: str | None = None, diag_id: str | None = None, op=None):
         super().__init__(message, loc, fix, diag_id)
         self.op = op
+
+
+class GlobalChangedError(FlyDSLError, RuntimeError):
+    """A compile-time global or closure value a jit function was compiled with changed (FlyDSL raises too)."""
 
 
 class LaunchError(FlyDSLError, RuntimeError):

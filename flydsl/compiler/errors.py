@@ -22,6 +22,7 @@ from .diagnostics import (
     DSLTypeError,
     DSLValueError,
     FlyDSLError,
+    GlobalChangedError,
     LaunchError,
     TraceLimitError,
 )
@@ -366,6 +367,16 @@ KNOWN_BLOCK_SIZE_VALUE = _d(
     "declare three positive ints, e.g. `@flyc.kernel(known_block_size=[256, 1, 1])`, or leave it out: a launch "
     "with constant block dimensions makes the block size known",
 )
+GLOBAL_CHANGED = _d(
+    "FLY229",
+    GlobalChangedError,
+    "{where} is read by @flyc.jit '{fn}' as a compile-time constant and has changed since '{fn}' was compiled "
+    "with it: {old} -> {new}",
+    "pass '{name}' to the launcher as an argument (`fx.Constexpr[...]` for a compile-time value: it is then part "
+    "of the cache key), or after changing it on purpose call `{fn}.clear_cache()`; "
+    "FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE=1 recompiles whenever such a value changes",
+)
+
 
 # -- tracing limits (FLY3xx) -----------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from .artifact import Artifact
 from .cache import DiskCache, deps_digest, disk_key
 from .deps import collect, freeze
 from .diagnostics import FlyDSLError, wrap_exception
+from .drift import snapshot_refs
 from .errors import error
 from .fastpath import MISSING, NOFAST, OTHER_PATTERN, make_binder, make_dispatcher, pattern_of
 from .frames import frame_location, traceback_location, user_frame
@@ -130,9 +131,16 @@ class JitFunction(FlyDSLJitNames):
         self._nargs = -1  # the parameter count, once known (a call with another count is bound first)
         self._binder = None
         self._mem: dict = {}
-        self._deps = None
-        self._deps_hex: str | None = None
-        self._dep_vals: tuple | None = None
+        self._deps = None  # what the watch covers: the function's dependencies with every owner class seen
+        self._owners: tuple = ()  # classes of ``self`` a method launcher was called with
+        self._owner_deps: dict = {}  # owner class (None: a plain launcher) -> the dependencies with it
+        self._manager_keys: dict = {}  # owner -> the digest of its dependencies (the disk cache's folder)
+        self._global_refs_cache: dict = {}  # owner -> [(name, module, holder)]: the values the drift check reads
+        self._used_global_vals: dict = {}  # owner -> their snapshot that later calls are checked against
+        self._manager_owner_cls = None  # the owner of ``manager_key`` / ``cache_manager`` (FlyDSL's names)
+        self.cache_manager = None  # the disk cache folder (None with the disk cache off)
+        self._has_self_param = False
+        self._names: tuple = ()
         self._dispatch = _first_call
         self._dispatchers: dict = {}  # argument pattern -> dispatcher (see fastpath)
         self._last: tuple | None = None
@@ -327,14 +335,14 @@ class JitFunction(FlyDSLJitNames):
             vals.append(DEFAULT_STREAM)
         snap = snapshot(_ENV_KEY)
         if not self._watch():
-            if self._deps.changed(self._dep_vals):
-                self._on_drift()
-            else:  # rebound to equal values: watch the new objects
-                self._watch = self._deps.watcher()
-        k = (tuple(key), snap[1:], freeze(self.compile_hints) if self.compile_hints else None)
+            self._revalidate()
+        owner = type(args[0]) if self._has_self_param else None
+        if owner not in self._used_global_vals:
+            self._add_owner(owner)
+        k = self._key(key, snap, owner)
         entry = self._mem.get(k)
         if entry is None:
-            entry = self._miss_once(k, args, key, snap)
+            entry = self._miss_once(k, args, key, snap, owner)
         else:
             with self._lock:  # (the fast path's entries count without it: a statistic, not worth a lock there)
                 self.hits += 1
@@ -351,10 +359,55 @@ class JitFunction(FlyDSLJitNames):
             self._implicit_stream = not any(p.is_stream for p in params)
             self._binder = make_binder(params)
             self._nargs = len(ps)
-            self._deps = collect(self.fn)
-            self._dep_vals = self._deps.current_values()
-            self._watch = self._deps.watcher()
+            self._names = tuple(p.name for p in ps)
+            self._has_self_param = bool(ps) and ps[0].name == "self"
+            self._reset_owners()
             self._params = params  # last: the others test it without the lock
+
+    def _key(self, key: list, snap: tuple, owner) -> tuple:
+        """The in-memory (and, canonical, disk) key of a specialization, in FlyDSL's form: ``("_self_type_",
+        cls)`` for a method launcher, ``(parameter, key part)`` per parameter, the environment, the hints."""
+        h = self.compile_hints
+        parts = (*zip(self._names, key), ("_env_", snap[1:]), ("_hints_", freeze(h) if h else None))
+        return parts if owner is None else (("_self_type_", owner), *parts)
+
+    def _reset_owners(self) -> None:
+        """Forget the owners, their dependencies and snapshots; collect the function's own (under the lock)."""
+        self._owners = ()
+        self._owner_deps.clear()
+        self._manager_keys.clear()
+        self._global_refs_cache.clear()
+        self._used_global_vals.clear()
+        self._deps = collect(self.fn)
+        self._watch = self._deps.watcher()
+
+    def _add_owner(self, owner) -> None:
+        """First call for ``owner`` (the class of ``self``, or None): its dependencies (a method launcher's
+        reach through ``self``: the class's kernels and helpers), and the snapshot of the compile-time values
+        they read, which later calls are checked against (:mod:`.drift`)."""
+        with self._lock:
+            if owner in self._used_global_vals:
+                return
+            d = self._deps if owner is None else collect(self.fn, (owner,))
+            self._owner_deps[owner] = d
+            self._global_refs_cache[owner] = d.refs
+            self._used_global_vals[owner] = snapshot_refs(d.refs, d.names)
+            if owner is not None:
+                self._owners += (owner,)
+                self._deps = d if len(self._owners) == 1 else collect(self.fn, self._owners)
+                self._watch = self._deps.watcher()
+
+    def _revalidate(self) -> None:
+        """The dependency watch saw a binding that is not the object it was: compare the values. Changed: FLY229
+        (FlyDSL's rule), or with ``FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE=1`` forget what was compiled. Rebound
+        to equal values: watch the new objects."""
+        retrace = env.jit_retrace_on_global_change
+        for owner in list(self._used_global_vals):
+            if self._check_globals_drift(owner, retrace=retrace):
+                self._on_drift()
+                return
+        with self._lock:
+            self._watch = self._deps.watcher()
 
     def _bind(self, args, kwargs) -> tuple:
         """Every argument in parameter order, defaults filled (Python's own binding: :func:`make_binder`)."""
@@ -377,12 +430,11 @@ class JitFunction(FlyDSLJitNames):
         return error(getattr(E, e.diag), _caller_loc(), **fields)
 
     def _on_drift(self) -> None:
-        """A compile-time global/closure value was rebound: forget what was compiled with the old one."""
+        """A compile-time global/closure value changed (re-trace mode): forget what was compiled with the old
+        one, and the snapshots."""
         self._forget()
-        self._deps = collect(self.fn)
-        self._dep_vals = self._deps.current_values()
-        self._watch = self._deps.watcher()
-        self._deps_hex = None
+        with self._lock:
+            self._reset_owners()
 
     def _forget(self) -> None:
         with self._lock:
@@ -392,18 +444,22 @@ class JitFunction(FlyDSLJitNames):
             self._dispatchers.clear()  # their inlined entries too
             self._install(None)
 
-    def deps_hex(self) -> str:
-        """The digest of the function's dependencies (source, helpers, compile-time values)."""
-        if self._deps is None:
+    def deps_hex(self, owner=None) -> str:
+        """The digest of the function's dependencies (source, helpers, compile-time values) — with those of
+        ``owner``, the class of ``self`` for a method launcher: FlyDSL's ``manager_key``."""
+        if self._params is None:
             self._init_params()
-        elif self._deps.changed(self._dep_vals):
-            self._on_drift()
-        if self._deps_hex is None:
-            self._deps_hex = deps_digest(self._deps)
-        return self._deps_hex
+        if not self._watch():
+            self._revalidate()
+        if owner not in self._used_global_vals:
+            self._add_owner(owner)
+        hx = self._manager_keys.get(owner)
+        if hx is None:
+            hx = self._manager_keys[owner] = deps_digest(self._owner_deps[owner])
+        return hx
 
     # -- compile -----------------------------------------------------------------------------------
-    def _miss_once(self, k, args, key_parts, snap) -> _Entry:
+    def _miss_once(self, k, args, key_parts, snap, owner) -> _Entry:
         """:meth:`_miss` once per key however many threads miss it at once: the first compiles, the
         others wait on the key's lock and find the entry (different keys compile concurrently)."""
         with self._lock:
@@ -416,9 +472,9 @@ class JitFunction(FlyDSLJitNames):
                 with self._lock:
                     self.hits += 1
                 return entry
-            return self._miss(k, args, key_parts, snap)
+            return self._miss(k, args, key_parts, snap, owner)
 
-    def _miss(self, k, args, key_parts, snap) -> _Entry:
+    def _miss(self, k, args, key_parts, snap, owner) -> _Entry:
         with self._lock:
             self.misses += 1
         env.validate()  # every FLYDSL_* variable, before anything is compiled with a bad one (FLY403)
@@ -430,8 +486,8 @@ class JitFunction(FlyDSLJitNames):
         want_ptx = (compile_only and has_code_generator(target.arch)) or (not compile_only and _device_kind() == "cuda")
         disk, dk, art = None, None, None
         if env.runtime_enable_cache:
-            disk = DiskCache(self.fn.__name__, self.deps_hex())
-            dk = disk_key(self.deps_hex(), k, target.arch, self.compile_hints)
+            disk = self._ensure_cache_manager(owner)
+            dk = disk_key(disk.manager_key, k, target.arch, self.compile_hints)
             if not env.dump_ir:
                 art = _load(disk, dk, lazy=want_ptx)  # the GPU (or nothing) runs it: kernels parsed on demand
         if art is None:
@@ -449,8 +505,10 @@ class JitFunction(FlyDSLJitNames):
         entry = _Entry(art, target)
         self._mem[k] = entry
         self._last = (k, entry)
-        self._dep_vals = self._deps.current_values()  # after tracing, which may itself edit a container
-        self._watch = self._deps.watcher()
+        with self._lock:  # after tracing, which may itself edit a container it reads
+            d = self._owner_deps[owner]
+            self._used_global_vals[owner] = snapshot_refs(d.refs, d.names)
+            self._watch = self._deps.watcher()
         return entry
 
     def _compile(self, args, key_parts, target, want_ptx: bool) -> Artifact:
@@ -498,7 +556,7 @@ class JitFunction(FlyDSLJitNames):
                     pos += n
                 ctx.stream = entry.args[-1] if self._implicit_stream else None
                 ret = self.body()(*dsl_args)
-                if ret is not None:
+                if ret is not None and not _own_arguments(ret, dsl_args):
                     raise error(E.JIT_RETURNS, host.loc, name=name, got=type(ret).__name__)
                 dfunc.return_(loc=host.loc)
         except TraceTimeout as e:  # FLYDSL_TRACE_MAX_SECONDS passed: FLY303 where the trace was
@@ -534,9 +592,9 @@ class JitFunction(FlyDSLJitNames):
             key = []
             for conv, a in zip(self._convs, args):
                 conv(a, key, [])
-            hints = freeze(self.compile_hints) if self.compile_hints else None
-            k = (tuple(key), snapshot(_ENV_KEY)[1:], hints)
-            return disk_key(self.deps_hex(), k, select_target().arch, self.compile_hints)
+            owner = type(args[0]) if self._has_self_param else None
+            k = self._key(key, snapshot(_ENV_KEY), owner)
+            return disk_key(self.deps_hex(owner), k, select_target().arch, self.compile_hints)
         except Exception as e:
             raise dsl_error(e)  # noqa: B904 (dsl_error sets or hides the cause)
 
@@ -548,6 +606,14 @@ class JitFunction(FlyDSLJitNames):
     def clear_cache(self) -> None:
         """Forget the in-memory specializations (the disk cache is left alone)."""
         self._forget()
+
+
+def _own_arguments(ret, dsl_args: list) -> bool:
+    """``ret`` is one of the launcher's own arguments, or a tuple of them: the caller has them already, so
+    nothing the call computed is lost when the return value is dropped (FlyDSL drops it; its code often
+    ends a launcher with ``return A``). Anything else returned is FLY211."""
+    items = ret if type(ret) is tuple else (ret,)
+    return all(any(x is a for a in dsl_args) for x in items)
 
 
 def _device_kind() -> str:

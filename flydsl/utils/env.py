@@ -164,6 +164,13 @@ _VARS = [
         lo=0,
         hi=100_000,
     ),  # fmt: skip
+    EnvVar(
+        "FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE",
+        "bool",
+        False,
+        "a compile-time global or closure value a jit function read changed: recompile with the new value "
+        "(default: FLY229, as FlyDSL raises)",
+    ),
     EnvVar("FLYDSL_EXTRA_SOURCE_DIRS", "str", "", "':'-separated folders whose .py files enter the cache key"),
     EnvVar("FLYDSL_INTERP_MAX_LANES", "int", 1 << 15, "CPU interpreter: threads executed together per batch", lo=1),
     EnvVar(

@@ -61,7 +61,8 @@ def test_editing_a_helper_changes_the_key(tmp_path):
     assert out.tolist() == [0, 1, 2, 3]
 
 
-def test_global_constant_is_in_the_key_and_rebinding_recompiles(tmp_path):
+def test_global_constant_is_in_the_key_and_rebinding_recompiles(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")  # (default: FLY229, test_stale_cache)
     m = load(tmp_path, "cachemod_b", "+")
     out = np.zeros(4, np.int32)
     k1 = m.launch.cache_key(out)
@@ -155,7 +156,8 @@ def launch_configured(out):
     configured(out).launch(grid=1, block=1)
 
 
-def test_editing_a_global_container_in_place_recompiles():
+def test_editing_a_global_container_in_place_recompiles(monkeypatch):
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")
     out = np.zeros(1, np.int32)
     launch_configured(out)
     assert out[0] == 22

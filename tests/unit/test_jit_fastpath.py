@@ -14,7 +14,7 @@ from test_jit_cuda_path import FakeCudaTensor as DevBuf  # a 1-D float32 'device
 from test_jit_cuda_path import _fake_tensor as _devbuf  # its converter (the full path's)
 
 import flydsl.runtime.device as device_mod
-from flydsl.compiler import DSLTypeError
+from flydsl.compiler import DSLTypeError, GlobalChangedError
 from flydsl.compiler.specialize import CONVERTERS
 from flydsl.runtime._cuda_launch import CONFIG_FORMAT, make_launch
 from flydsl.runtime.cuda import CudaKernel
@@ -162,20 +162,29 @@ def launch_scaled(out, v: fx.Int32):
     scaled(out, v).launch(grid=1, block=1)
 
 
-def test_rebinding_a_compile_time_global_leaves_the_fast_path(driver, monkeypatch):
+@pytest.mark.parametrize("retrace", [False, True], ids=["default-raises", "opt-in-retrace"])
+def test_rebinding_a_compile_time_global_leaves_the_fast_path(driver, monkeypatch, retrace):
     global GAIN
     monkeypatch.setitem(CONVERTERS, DevBuf, _devbuf)
+    if retrace:
+        monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")
     driver.kinds = ["ptr", "i32"]
     out = DevBuf(0x60000, 1)
     launch_scaled(out, 1)
     launch_scaled(out, 1)
-    compiles = launch_scaled.compiles
+    compiles, launches = launch_scaled.compiles, len(driver.launches)
     GAIN = 3
     try:
-        launch_scaled(out, 1)
-        assert launch_scaled.compiles == compiles + 1  # the fast path did not run the stale kernel
+        if retrace:
+            launch_scaled(out, 1)
+            assert launch_scaled.compiles == compiles + 1  # the fast path did not run the stale kernel
+        else:  # FlyDSL's rule: the call raises, nothing runs
+            with pytest.raises(GlobalChangedError, match="global 'GAIN'.*2 -> 3"):
+                launch_scaled(out, 1)
+            assert launch_scaled.compiles == compiles and len(driver.launches) == launches
     finally:
         GAIN = 2
+    launch_scaled(out, 1)  # the value it was compiled with again: runs
 
 
 def test_watcher_sees_rebinding_and_edits():
@@ -240,6 +249,7 @@ def launch_table(out, v):
 
 def test_fast_path_leaves_for_edits_env_and_wide_ints(driver, monkeypatch):
     monkeypatch.setitem(CONVERTERS, DevBuf, _devbuf)
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")  # an edit recompiles (default: FLY229)
     launch_table.clear_cache()
     driver.kinds = ["ptr", "i32", "i32"]  # out (pointer, extent), v (an Int32)
     out = DevBuf(0x70000, 1)

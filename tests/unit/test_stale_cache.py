@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from compiler_util import Tensor, cpu_device, flyc, fx  # noqa: F401
 
-from flydsl.compiler import FlyDSLError
+from flydsl.compiler import FlyDSLError, GlobalChangedError
 from flydsl.compiler.deps import TRACKED_MAX
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
@@ -50,18 +50,45 @@ def _run():
     return out.tolist()
 
 
-@pytest.mark.parametrize(
-    "edit, undo, delta",
+EDITS = pytest.mark.parametrize(
+    "edit, undo, delta, name",
     [
-        (lambda: TABLE.__setitem__(0, 101), lambda: TABLE.__setitem__(0, 1), 100),
-        (lambda: LONG.__setitem__(99, 1099), lambda: LONG.__setitem__(99, 99), 1000),
-        (lambda: setattr(CFG, "add", 10005), lambda: setattr(CFG, "add", 5), 10000),
-        (lambda: setattr(Knobs, "add", 100007), lambda: setattr(Knobs, "add", 7), 100000),
-        (lambda: NESTED["inner"].scale.__setitem__(0, 3), lambda: NESTED["inner"].scale.__setitem__(0, 2), 1),
+        (lambda: TABLE.__setitem__(0, 101), lambda: TABLE.__setitem__(0, 1), 100, "TABLE"),
+        (lambda: LONG.__setitem__(99, 1099), lambda: LONG.__setitem__(99, 99), 1000, "LONG"),
+        (lambda: setattr(CFG, "add", 10005), lambda: setattr(CFG, "add", 5), 10000, "CFG"),
+        (lambda: setattr(Knobs, "add", 100007), lambda: setattr(Knobs, "add", 7), 100000, "Knobs"),
+        (lambda: NESTED["inner"].scale.__setitem__(0, 3), lambda: NESTED["inner"].scale.__setitem__(0, 2), 1, "NESTED"),
     ],
     ids=["numpy-array", "long-list", "namespace-attr", "class-attr", "nested"],
-)
-def test_editing_state_in_place_recompiles(edit, undo, delta):
+)  # fmt: skip
+
+
+@EDITS
+def test_editing_state_in_place_is_fly229_by_default(edit, undo, delta, name):
+    """FlyDSL's rule: a compile-time value changed since the kernel was compiled with it is an error naming it
+    (at the line that reads it) — the old kernel never runs with the new value; changed back, it runs."""
+    base = [1 + 99 + 5 + 7 + 2 + t for t in range(4)]
+    assert _run() == base
+    edit()
+    try:
+        with pytest.raises(GlobalChangedError) as ei:
+            _run()
+        e = ei.value
+        assert e.diag_id == "FLY229" and isinstance(e, RuntimeError)
+        assert f"global '{name}' of module '{__name__}'" in e.message and "launch_state" in e.message
+        assert e.loc[0] == __file__ and "out[tid] = tid + TABLE[0]" in str(e)  # the line that reads it
+        assert "argument" in e.fix and "clear_cache()" in e.fix and "FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE" in e.fix
+        with pytest.raises(GlobalChangedError):  # and the disk key is not computed from it either
+            launch_state.cache_key(np.zeros(4, np.int32))
+    finally:
+        undo()
+    assert _run() == base
+
+
+@EDITS
+def test_editing_state_in_place_recompiles(edit, undo, delta, name, monkeypatch):
+    """With FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE=1 the edit recompiles with the new value, in memory and on disk."""
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")
     base = [1 + 99 + 5 + 7 + 2 + t for t in range(4)]
     assert _run() == base
     key = launch_state.cache_key(np.zeros(4, np.int32))
@@ -82,7 +109,7 @@ def test_unchanged_state_keeps_the_cache():
     assert launch_state.cache_info().misses == misses
 
 
-def test_int_float_bool_edits_are_distinguished():
+def test_int_float_bool_edits_are_distinguished(monkeypatch):
     vals = [1]
 
     @flyc.kernel
@@ -97,6 +124,9 @@ def test_int_float_bool_edits_are_distinguished():
     launch(out)
     assert out[0] == 2.0
     vals[0] = 1.0  # equal to 1 in Python, but a different program
+    with pytest.raises(GlobalChangedError, match=r"closure variable 'vals' .*: \[1\] -> \[1\.0\]"):
+        launch(out)
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")
     launch(out)
     assert out[0] == 1.0
 
@@ -305,8 +335,9 @@ def test_config_objects_enter_the_disk_key(make, a, b, monkeypatch):
         assert out.tolist() == [t + sign * cfg.add + HELPER_ADD for t in range(4)]
 
 
-def test_helpers_reached_through_methods_enter_the_key():
+def test_helpers_reached_through_methods_enter_the_key(monkeypatch):
     global HELPER_ADD
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")
     out = np.zeros(4, np.int32)
     launch = _build(NtCfg(1))
     key = launch.cache_key(out)
