@@ -604,8 +604,9 @@ class JitFunction(FlyDSLJitNames):
         return CacheInfo(self.hits, self.misses, len(self._mem), disk)
 
     def clear_cache(self) -> None:
-        """Forget the in-memory specializations (the disk cache is left alone)."""
-        self._forget()
+        """Forget the in-memory specializations and the snapshot of the compile-time values they were compiled
+        with (the next call compiles with the current values); the disk cache is left alone."""
+        self._on_drift()
 
 
 def _own_arguments(ret, dsl_args: list) -> bool:

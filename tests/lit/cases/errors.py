@@ -375,7 +375,7 @@ def case_kernel_returns():
 
 @flyc.jit
 def launch211(out):
-    return out
+    return out.shape[0] + 1
 
 
 def case_jit_returns():
@@ -638,3 +638,26 @@ def case_compile_hint():
 
     launcher.compile_hints["llvm_options"] = {"no-such-llvm-option": True}
     launcher(OUT)
+
+
+GAIN229 = 2
+
+
+@flyc.kernel
+def k229(out: Tensor):
+    out[0] = GAIN229
+
+
+def case_global_changed():
+    global GAIN229
+
+    @flyc.jit
+    def launcher(out):
+        k229(out).launch(grid=1, block=1)
+
+    launcher(OUT)
+    GAIN229 = 3
+    try:
+        launcher(OUT)
+    finally:
+        GAIN229 = 2
