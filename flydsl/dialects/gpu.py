@@ -19,6 +19,8 @@ from ..ir import (
     i1,
     i32,
     i64,
+    register_format,
+    register_parse_format,
 )
 from .func import func_verify, return_verify
 
@@ -287,6 +289,74 @@ launch_func = OpDef(
     verify=_launch_verify,
     doc="host side: launch `kernel` with (gx, gy, gz, bx, by, bz, smem, stream, args...)",
 )
+
+
+def _kernel_module(op: Op, kernel: str) -> str | None:
+    """The name of the ``gpu.module`` of the module ``op`` is in that defines ``kernel`` (None: not found)."""
+    top = op
+    while top.parent is not None and top.parent.parent_op is not None:
+        top = top.parent.parent_op
+    for region in top.regions:
+        for block in region.blocks:
+            for m in block.ops:
+                if m.defn.name == "gpu.module" and any(
+                    k.attrs.get("sym_name") == kernel for r in m.regions for b in r.blocks for k in b.ops
+                ):
+                    return m.attrs.get("sym_name")
+    return None
+
+
+def _print_launch(p, op: Op, indent: str) -> str:
+    """MLIR's spelling: ``gpu.launch_func <%stream : i64> @kernels::@k blocks in (%gx, %gy, %gz) threads in
+    (%bx, %by, %bz) : i32 dynamic_shared_memory_size %smem args(%a : T, ...)`` (the module part of the
+    symbol only when the kernel is found in a ``gpu.module`` of the same module)."""
+    ops = op.operands
+    kernel = str.__str__(op.attrs["kernel"])
+    mod = _kernel_module(op, kernel)
+    sym = f"@{mod}::@{kernel}" if mod else f"@{kernel}"
+    s = f"gpu.launch_func <{p.name(ops[7])} : {ops[7].type}> {sym}"
+    s += f" blocks in ({p.names_of(ops[0:3])}) threads in ({p.names_of(ops[3:6])}) : {ops[0].type}"
+    s += f" dynamic_shared_memory_size {p.name(ops[6])}"
+    if len(ops) > 8:
+        s += " args(" + ", ".join(f"{p.name(v)} : {v.type}" for v in ops[8:]) + ")"
+    return s + p.attr_dict(op.attrs, ("kernel",))
+
+
+def _parse_launch(ps, defn, nres: int) -> Op:
+    ps.expect("<")
+    stream = ps.operand()
+    ps.expect(":")
+    ps.type()
+    ps.expect(">")
+    kernel = ps.symbol()
+    if ps.accept("::"):
+        kernel = ps.symbol()  # the gpu.module's name is implied: kernels are looked up by name
+    dims = []
+    for word in ("blocks", "threads"):
+        ps.expect(word)
+        ps.expect("in")
+        ps.expect("(")
+        dims += ps.operand_list()
+        ps.expect(")")
+    ps.expect(":")
+    ps.type()
+    ps.expect("dynamic_shared_memory_size")
+    smem = ps.operand()
+    args = []
+    if ps.accept("args"):
+        ps.expect("(")
+        while not ps.accept(")"):
+            args.append(ps.operand())
+            ps.expect(":")
+            ps.type()
+            ps.accept(",")
+    attrs = {"kernel": SymbolRef(kernel), **ps.opt_attr_dict()}
+    return Op(defn, [*dims, smem, stream, *args], [], attrs, 0)
+
+
+register_format("gpu.launch_func", _print_launch)
+register_parse_format("gpu.launch_func", _parse_launch)
+launch_func.fmt = "gpu.launch_func"
 
 
 def build_gpu_module(name: str = "kernels") -> Op:

@@ -198,3 +198,17 @@ def test_resetting_the_signature_re_resolves_it(tmp_path):
     run._has_self_param = False
     m.Program().run(out)
     assert run._has_self_param and run._sig is not None and out[0] == 3
+
+
+def test_launch_prints_in_mlir_custom_form_and_round_trips(tmp_path):
+    """``gpu.launch_func <%stream : i64> @kernels::@kernel_0 blocks in (...) threads in (...) : i32
+    dynamic_shared_memory_size %s args(...)``, as MLIR prints it (FlyDSL's tests grep for it)."""
+    from flydsl.ir import parse_module, print_op
+
+    m = _load(tmp_path, "printed", METHODS.replace("BODY", "4"))
+    m.Program().run(np.zeros(1, np.int32))
+    _, art = m.Program.run._last_compiled
+    text = art.source_ir
+    assert "gpu.launch_func <%arg2 : i64> @kernels::@kernel_0 blocks in (" in text
+    assert ": i32 dynamic_shared_memory_size %" in text and "args(%arg0 : !fly.ptr<i32, global>, %arg1 : i32)" in text
+    assert print_op(parse_module(text)).rstrip("\n") == text.rstrip("\n")

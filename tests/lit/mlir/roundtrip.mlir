@@ -6,7 +6,8 @@
 // CHECK-NEXT: func.func @host(%arg0: i32, %arg1: i64) attributes {llvm.emit_c_interface = unit} {
 // CHECK-NEXT: %[[T:[0-9]+]] = arith.constant 128 : i32
 // CHECK-NEXT: %[[G:[0-9]+]] = arith.ceildivsi %arg0, %[[T]] : i32
-// CHECK: "gpu.launch_func"(%[[G]], {{.*}}) {kernel = @k} : (i32, i32, i32, i32, i32, i32, i32, i64) -> ()
+// The launch reads in MLIR's generic form and prints in its custom one, with the kernel's module:
+// CHECK: gpu.launch_func <%arg1 : i64> @kernels::@k blocks in (%[[G]], %{{[0-9]+}}, %{{[0-9]+}}) threads in ({{.*}}) : i32 dynamic_shared_memory_size %{{[0-9]+}}
 // CHECK-NEXT: func.return
 // CHECK: gpu.module @kernels {
 // CHECK-NEXT: gpu.func @k() attributes {kernel = true, known_block_size = [128, 1, 1]} {

@@ -3,7 +3,7 @@ module attributes {gpu.container_module = unit} {
     %0 = arith.constant 1 : i32 loc("ir_stages.py":46:5)
     %1 = arith.constant 32 : i32 loc("ir_stages.py":46:5)
     %2 = arith.constant 0 : i32 loc("ir_stages.py":46:5)
-    "gpu.launch_func"(%0, %0, %0, %1, %0, %0, %2, %arg4, %arg0, %arg1, %arg2, %arg3) {kernel = @control_0} : (i32, i32, i32, i32, i32, i32, i32, i64, !fly.ptr<i32, global>, i32, !fly.ptr<i32, global>, i32) -> () loc("ir_stages.py":46:5)
+    gpu.launch_func <%arg4 : i64> @kernels::@control_0 blocks in (%0, %0, %0) threads in (%1, %0, %0) : i32 dynamic_shared_memory_size %2 args(%arg0 : !fly.ptr<i32, global>, %arg1 : i32, %arg2 : !fly.ptr<i32, global>, %arg3 : i32) loc("ir_stages.py":46:5)
     func.return loc("ir_stages.py":44:1)
   } loc("ir_stages.py":44:1)
   gpu.module @kernels {

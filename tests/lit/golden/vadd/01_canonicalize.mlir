@@ -10,7 +10,7 @@ module attributes {gpu.container_module = unit} {
     %7 = arith.constant 1 : i32 loc("ir_stages.py":21:5)
     %8 = arith.constant 1 : i32 loc("ir_stages.py":21:5)
     %9 = arith.constant 0 : i32 loc("ir_stages.py":21:5)
-    "gpu.launch_func"(%3, %4, %5, %6, %7, %8, %9, %arg7, %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6) {kernel = @vadd_0} : (i32, i32, i32, i32, i32, i32, i32, i64, !fly.ptr<f32, global>, i32, !fly.ptr<f32, global>, i32, !fly.ptr<f32, global>, i32, i32) -> () loc("ir_stages.py":21:5)
+    gpu.launch_func <%arg7 : i64> @kernels::@vadd_0 blocks in (%3, %4, %5) threads in (%6, %7, %8) : i32 dynamic_shared_memory_size %9 args(%arg0 : !fly.ptr<f32, global>, %arg1 : i32, %arg2 : !fly.ptr<f32, global>, %arg3 : i32, %arg4 : !fly.ptr<f32, global>, %arg5 : i32, %arg6 : i32) loc("ir_stages.py":21:5)
     func.return loc("ir_stages.py":19:1)
   } loc("ir_stages.py":19:1)
   gpu.module @kernels {

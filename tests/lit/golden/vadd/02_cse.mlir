@@ -6,7 +6,7 @@ module attributes {gpu.container_module = unit} {
     %3 = arith.floordivsi %1, %2 : i32 loc("ir_stages.py":21:35)
     %4 = arith.constant 1 : i32 loc("ir_stages.py":21:5)
     %5 = arith.constant 0 : i32 loc("ir_stages.py":21:5)
-    "gpu.launch_func"(%3, %4, %4, %2, %4, %4, %5, %arg7, %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6) {kernel = @vadd_0} : (i32, i32, i32, i32, i32, i32, i32, i64, !fly.ptr<f32, global>, i32, !fly.ptr<f32, global>, i32, !fly.ptr<f32, global>, i32, i32) -> () loc("ir_stages.py":21:5)
+    gpu.launch_func <%arg7 : i64> @kernels::@vadd_0 blocks in (%3, %4, %4) threads in (%2, %4, %4) : i32 dynamic_shared_memory_size %5 args(%arg0 : !fly.ptr<f32, global>, %arg1 : i32, %arg2 : !fly.ptr<f32, global>, %arg3 : i32, %arg4 : !fly.ptr<f32, global>, %arg5 : i32, %arg6 : i32) loc("ir_stages.py":21:5)
     func.return loc("ir_stages.py":19:1)
   } loc("ir_stages.py":19:1)
   gpu.module @kernels {
