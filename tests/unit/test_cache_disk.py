@@ -75,7 +75,7 @@ def test_second_process_launches_from_disk(program):
     (entry,) = entries(program.cache)
     body = json.loads(entry.read_text())["body"]
     assert body["host"] == "launch" and list(body["kernels"]) == ["vadd_0"]
-    assert "gpu.launch_func <" in body["ir"] and 'loc("' in body["ir"]
+    assert '"gpu.launch_func"' in body["ir"] and 'loc("' in body["ir"]
 
 
 # -- in-process: a fresh jit function object has an empty in-memory cache, like a new process -------------
@@ -173,7 +173,9 @@ def test_a_lazy_artifact_parses_the_host_function_alone(disk, monkeypatch):
     assert body["ptx"] and '"func.func"' in body["host_ir"] and '"gpu.func"' not in body["host_ir"]
     lazy, eager = Artifact.from_body(body, lazy=True), Artifact.from_body(body)
     assert lazy._module is None  # nothing but the host function parsed yet
-    assert print_op(lazy.host_op()) == print_op(eager.host_op())
+    # the generic form: every operand, attribute and type (the custom form of gpu.launch_func names the kernel's
+    # gpu.module, which only the eager load's host function has around it)
+    assert print_op(lazy.host_op(), generic=True) == print_op(eager.host_op(), generic=True)
     assert lazy._module is None
     assert print_op(lazy.kernel_op("scale_0")) == print_op(eager.kernel_op("scale_0"))  # parsed on demand
     assert lazy.to_body() == eager.to_body()

@@ -80,7 +80,7 @@ def test_kernel_names_known_block_size_and_specializations():
     assert "gpu.func @k_2(%arg0: !fly.ptr<i32, global>, %arg1: i32) attributes {kernel = true} {" in text
     assert "gpu.func @named(" in text
     assert count_ops(text, "gpu.launch_func") == 5
-    assert text.count("kernel = @k_0") == 2
+    assert text.count("@kernels::@k_0 ") == 2
     out = np.zeros(4, np.int32)
     launch(out, 4)
     assert out.tolist() == [1, 1, 1, 1]
