@@ -403,6 +403,8 @@ class JitFunction(FlyDSLJitNames):
         to equal values: watch the new objects."""
         retrace = env.jit_retrace_on_global_change
         for owner in list(self._used_global_vals):
+            if owner not in self._global_refs_cache:  # forgotten meanwhile by another thread's re-trace
+                continue
             if self._check_globals_drift(owner, retrace=retrace):
                 self._on_drift()
                 return
@@ -506,8 +508,9 @@ class JitFunction(FlyDSLJitNames):
         self._mem[k] = entry
         self._last = (k, entry)
         with self._lock:  # after tracing, which may itself edit a container it reads
-            d = self._owner_deps[owner]
-            self._used_global_vals[owner] = snapshot_refs(d.refs, d.names)
+            d = self._owner_deps.get(owner)
+            if d is not None:  # (None: forgotten meanwhile by a re-trace; the next call snapshots again)
+                self._used_global_vals[owner] = snapshot_refs(d.refs, d.names)
             self._watch = self._deps.watcher()
         return entry
 

@@ -54,7 +54,8 @@ def _jit_function_cache_key(func, owner_cls=None) -> str:
 
 
 def _collect_dependency_sources(func, rootFile=None, visited=None, owner_cls=None) -> list:  # noqa: N803
-    """``name@file:line`` and the source of each function and class ``func`` reaches (itself excluded)."""
+    """``name@file:line`` and the source of each function and class ``func`` reaches (itself excluded).
+    ``rootFile`` and ``visited`` are FlyDSL's parameters; the walk decides what a user file is itself."""
     deps = collect(getattr(func, "__fly_function__", func), _owners(owner_cls))
     return [f"{name}@{where}\n{src}" for name, where, src in deps.sources[1:]]
 
