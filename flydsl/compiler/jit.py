@@ -432,8 +432,8 @@ class JitFunction(FlyDSLJitNames):
         return error(getattr(E, e.diag), _caller_loc(), **fields)
 
     def _on_drift(self) -> None:
-        """A compile-time global/closure value changed (re-trace mode): forget what was compiled with the old
-        one, and the snapshots."""
+        """Forget what was compiled and the snapshots of the values it read (re-trace mode after a change, and
+        ``clear_cache()``)."""
         self._forget()
         with self._lock:
             self._reset_owners()
@@ -603,7 +603,8 @@ class JitFunction(FlyDSLJitNames):
 
     def cache_info(self) -> CacheInfo:
         """``CacheInfo(hits, misses, currsize, disk_size)``; ``disk_size`` is None with the disk cache off."""
-        disk = DiskCache(self.fn.__name__, self.deps_hex()).size() if env.runtime_enable_cache else None
+        owner = self._manager_owner_cls  # a method launcher: the class of its last compile's ``self``
+        disk = DiskCache(self.fn.__name__, self.deps_hex(owner)).size() if env.runtime_enable_cache else None
         return CacheInfo(self.hits, self.misses, len(self._mem), disk)
 
     def clear_cache(self) -> None:
@@ -613,9 +614,8 @@ class JitFunction(FlyDSLJitNames):
 
 
 def _own_arguments(ret, dsl_args: list) -> bool:
-    """``ret`` is one of the launcher's own arguments, or a tuple of them: the caller has them already, so
-    nothing the call computed is lost when the return value is dropped (FlyDSL drops it; its code often
-    ends a launcher with ``return A``). Anything else returned is FLY211."""
+    """``ret`` is the launcher's own arguments (one, or a tuple): dropping it loses nothing the call computed, as
+    FlyDSL drops it (its launchers often end with ``return A``). Anything else returned is FLY211."""
     items = ret if type(ret) is tuple else (ret,)
     return all(any(x is a for a in dsl_args) for x in items)
 
