@@ -21,55 +21,14 @@ from .kernel_function import _tls, ambient_hints, merge_compile_hints
 __all__ = ["FlyDSLJitNames"]
 
 
-class _MemCacheView:
-    """``{key: artifact}`` over a jit function's in-memory cache (``clear()`` clears it)."""
-
-    def __init__(self, jf):
-        self._jf = jf
-
-    def _m(self) -> dict:
-        return self._jf._mem
-
-    def values(self):
-        return [e.artifact for e in self._m().values()]
-
-    def keys(self):
-        return list(self._m().keys())
-
-    def items(self):
-        return [(k, e.artifact) for k, e in self._m().items()]
-
-    def clear(self) -> None:
-        self._m().clear()
-        self._jf._last = None
-        self._jf._drop_launch_states()  # the fast path's entries launch these specializations too
-
-    def __len__(self) -> int:
-        return len(self._m())
-
-    def __bool__(self) -> bool:
-        return bool(self._m())
-
-    def __iter__(self):
-        return iter(self._m())
-
-    def __contains__(self, k) -> bool:
-        return k in self._m()
-
-    def __getitem__(self, k):
-        return self._m()[k].artifact
-
-
-class _CallStateView:
-    """``{key: launcher}``: the launch state built at a specialization's first launch (FlyDSL's ``CallState``:
-    the device's launcher, with what the fast path registered for it); ``clear()`` drops them (rebuilt at
-    the next launch)."""
+class _View:
+    """A read-only ``{key: value}`` view over a jit function's specializations (``_d()``: the dict now)."""
 
     def __init__(self, jf):
         self._jf = jf
 
     def _d(self) -> dict:
-        return {k: e.launcher for k, e in list(self._jf._mem.items()) if e.launcher is not None}
+        raise NotImplementedError
 
     def get(self, key, default=None):
         return self._d().get(key, default)
@@ -83,11 +42,11 @@ class _CallStateView:
     def items(self):
         return list(self._d().items())
 
-    def clear(self) -> None:
-        self._jf._drop_launch_states()
-
     def __len__(self) -> int:
         return len(self._d())
+
+    def __bool__(self) -> bool:
+        return bool(self._d())
 
     def __iter__(self):
         return iter(self._d())
@@ -97,6 +56,30 @@ class _CallStateView:
 
     def __getitem__(self, k):
         return self._d()[k]
+
+
+class _MemCacheView(_View):
+    """``{key: artifact}`` over a jit function's in-memory cache (``clear()`` clears it)."""
+
+    def _d(self) -> dict:
+        return {k: e.artifact for k, e in list(self._jf._mem.items())}
+
+    def clear(self) -> None:
+        self._jf._mem.clear()
+        self._jf._last = None
+        self._jf._drop_launch_states()  # the fast path's entries launch these specializations too
+
+
+class _CallStateView(_View):
+    """``{key: launcher}``: the launch state built at a specialization's first launch (FlyDSL's ``CallState``:
+    the device's launcher, with what the fast path registered for it); ``clear()`` drops them (rebuilt at
+    the next launch)."""
+
+    def _d(self) -> dict:
+        return {k: e.launcher for k, e in list(self._jf._mem.items()) if e.launcher is not None}
+
+    def clear(self) -> None:
+        self._jf._drop_launch_states()
 
 
 class FlyDSLJitNames:
