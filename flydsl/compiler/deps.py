@@ -17,10 +17,11 @@ comprehensions): every global it loads and every closure cell is looked at.
 * anything else (library functions and objects) is ignored: flydsl's own source is covered by the
   compiler hash, third-party libraries by their version not at all (as Triton and FlyDSL).
 
-Every such value is re-checked on every call (:meth:`Deps.changed`): immutable values (scalars,
+Every such value is re-checked on every call (:meth:`Deps.watcher`): immutable values (scalars,
 tuples of them …) by the identity of the binding, mutable ones (lists, dicts, sets, arrays, objects)
-by their content, so that rebinding *or editing in place* recompiles instead of running a stale
-kernel. Checking content costs time on every call, so a mutable value of more than
+by their content, so that rebinding *or editing in place* is seen (FLY229, or a re-trace:
+:mod:`flydsl.compiler.drift`) instead of running a stale kernel. ``Deps.refs`` names those bindings for
+the drift check. Checking content costs time on every call, so a mutable value of more than
 :data:`TRACKED_MAX` elements is an error (FLY219) that asks for a tuple or an argument instead.
 
 "User file" means a file outside the flydsl package, the standard library and site-packages.
@@ -306,24 +307,11 @@ class Deps:
         self._fixed: tuple = ()  # (holder, key) of immutable values: compared by identity
         self._mutable: tuple = ()  # (holder, key) of mutable values: compared by frozen content
 
-    def _mutable_values(self) -> tuple:
-        out = []
-        for holder, key in self._mutable:
-            v = _read(holder, key)
-            try:
-                out.append(v if v is _MISSING else Freezer(self.names)(v))
-            except (Untracked, _TooLarge):
-                out.append(object())  # no longer trackable: changed (the next collect() says why)
-        return tuple(out)
-
-    def current_values(self) -> tuple:
-        """A snapshot for :meth:`changed`: the objects bound now, and the content of the mutable ones."""
-        return tuple([_read(h, k) for h, k in self._fixed]), self._mutable_values()
-
     def watcher(self):
         """A function answering, cheaply, "is every compile-time value still the very object it is now, and
         every mutable one's content the same?" — the fast path's per-call check. ``False`` does not mean
-        changed (a value rebound to an equal one): ask :meth:`changed`, then make a new watcher.
+        changed (a value rebound to an equal one): compare the values (:mod:`flydsl.compiler.drift`), then make
+        a new watcher.
 
         Generated code: one expression of identity tests, ``H0['name'] is X0 and C1.cell_contents is X1 and
         ...`` (each binding once: a kernel and its launcher often read the same names and cells); a small
@@ -386,14 +374,6 @@ class Deps:
                 return object()  # no longer trackable: changed (the next collect() says why)
 
         return f"{const(frozen)}({x}) == {const(frozen(v))}"
-
-    def changed(self, snapshot: tuple) -> bool:
-        """True when a compile-time global/closure value was rebound (or edited in place) since ``snapshot``."""
-        fixed, mutable = snapshot
-        for (holder, key), old in zip(self._fixed, fixed):
-            if (holder.get(key, _MISSING) if key is not None else _read(holder, None)) is not old:
-                return True
-        return bool(mutable) and self._mutable_values() != mutable
 
 
 _IDENTITY_MAX = 64  # elements of a mutable value the watch compares by identity, one by one
