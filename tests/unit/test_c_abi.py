@@ -163,7 +163,7 @@ def test_a_raw_tensor_with_a_stride_past_32_bits_gets_64_bit_strides():
     launch_scale(view, out, 3, 3, 64)
     assert np.array_equal(out, view * 3)
     (key,) = launch_scale._mem
-    assert key[0][0][-1] == 64  # the 64-bit form of the raw tensor's key part
+    assert key[0] == ("a", key[0][1]) and key[0][1][-1] == 64  # ("a", key part): its 64-bit form
     small = np.zeros((3, 64), np.int8)
     launch_scale(small, out, 3, 3, 64)  # fits 32 bits: the usual specialization
     assert launch_scale.cache_info().misses == misses + 2
