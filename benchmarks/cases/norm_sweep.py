@@ -13,7 +13,8 @@ Triton kernels of the per-kernel cases, as back-to-back calls and as CUDA-graph 
 flydsl's variants (:data:`VARIANTS`, chosen with ``FLYDSL_NORM_VARIANTS=name,name`` or ``all``) are
 ``flydsl-<name>`` rows; ``flydsl`` is the default plan. ``nbytes``: one read of each input, one write of each
 output (weights once). ``python -m benchmarks.run norm_sweep`` (``--quick``: one shape per group;
-``FLYDSL_NORM_SHAPES=long`` or ``short,few``: those groups only).
+``FLYDSL_NORM_SHAPES=long`` or ``short,few``: those groups only, ``long32``: the rows over 16K;
+``FLYDSL_NORM_KERNELS=softmax,layernorm``: those kernels only).
 """
 
 from __future__ import annotations
@@ -71,12 +72,28 @@ VARIANTS = {
     "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
+# persistent cluster plans: each block of a cluster owns a column slice (its weights in shared memory) for all of
+# its cluster's rows, the row statistics merged by st.async pushes (kernels/norm/norm_exchange.py); slices of
+# 64 / 32 / 16 KB per block: one block of 1024 threads, two of 512 or four of 256 per SM
+SLICES = {"xc64": (65536, 1), "xc32": (32768, 2), "xc16": (16384, 4)}
+VARIANTS.update({name: {} for name in SLICES})  # their options depend on the data type: variant_options
+
+
+def variant_options(name: str, dt: str) -> dict:
+    """The plan options of variant ``name`` for data of type ``dt``."""
+    if name not in SLICES:
+        return VARIANTS[name]
+    nbytes, per_sm = SLICES[name]
+    cols = nbytes // (4 if dt == "f32" else 2)
+    threads = 1024 // per_sm
+    return {"long_rows": "cluster", "cluster_cols": cols, "register_limit": max(16384, cols), "max_row_threads": 1024,
+            "elems_per_thread": cols // threads, "persist": per_sm, "weights_smem": True}  # fmt: skip
 
 
 def applicable(name: str, M: int, N: int) -> bool:
     if name == "r3":
         return N >= 16384
-    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
+    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512", *SLICES):
         return N > 16384
     if name == "persist_b32":
         return N > 32768
@@ -298,7 +315,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
         if (M, N, dt) in COMPILE:
             impls["torch.compile"] = torch_compile
         for v in variants:
-            impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())))
+            impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(variant_options(v, dt).items())))
         if (M, N, dt) in LONG:
             impls["copy"] = copy
     if timing != "b2b":
@@ -311,12 +328,12 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
             impls["copy:graph"] = functools.partial(copy, graph=True)
         if N <= 16384 or timing == "graph":  # short kernels (or a replay-only sweep): the variants' kernel times
             for v in variants:
-                plan = tuple(sorted(VARIANTS[v].items()))
+                plan = tuple(sorted(variant_options(v, dt).items()))
                 impls[f"flydsl-{v}:graph"] = functools.partial(flydsl, plan=plan, graph=True)
     return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
 
 
-GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK}
+GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384]}
 
 
 def _shapes(quick: bool) -> list[tuple]:
@@ -331,7 +348,18 @@ def _shapes(quick: bool) -> list[tuple]:
     return [s for g in names for s in GROUPS[g]]
 
 
+def _kernels() -> list[str]:
+    """``FLYDSL_NORM_KERNELS``: a comma-separated subset of :data:`KERNELS` (default: all)."""
+    sel = os.environ.get("FLYDSL_NORM_KERNELS", "").strip()
+    if not sel or sel == "all":
+        return list(KERNELS)
+    unknown = [k for k in sel.split(",") if k not in KERNELS]
+    if unknown:
+        raise ValueError(f"FLYDSL_NORM_KERNELS: unknown kernel(s) {unknown}; choose from {', '.join(KERNELS)}")
+    return sel.split(",")
+
+
 def cases(quick: bool) -> list[Case]:
     shapes = _shapes(quick)
     # shape-major: a run cut short still has every kernel on the shapes it reached
-    return [_case(k, M, N, dt, quick) for M, N, dt in shapes for k in KERNELS]
+    return [_case(k, M, N, dt, quick) for M, N, dt in shapes for k in _kernels()]

@@ -34,6 +34,7 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
+from kernels.norm.norm_exchange import ClusterExchange
 
 __all__ = [
     "DTYPES",
@@ -118,8 +119,12 @@ class RowPlan:
         return self.cluster * self.chunks * self.chunk_cols != self.n
 
     def grid(self, m):
-        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM."""
+        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM (cluster
+        plans: whole clusters)."""
         if self.cluster > 1:
+            if self.persist:
+                cap = max(1, self.persist * self.sms // self.cluster)
+                return (min(m, cap) if isinstance(m, int) else fx.min(m, cap)) * self.cluster
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
         if self.persist:
@@ -197,6 +202,7 @@ SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with r
 # threads an SM holds at 64 registers each (65536 registers): the row kernels take 33-64, so no more fit
 THREADS_PER_SM = 1024
 NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
+CLUSTER_SMS = 128  # H200: the SMs that clusters of 4 or 8 blocks (one per SM) can fill at once
 
 
 KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not of the row plan
@@ -307,8 +313,8 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         long_rows = "onchip"
     if long_rows == "cluster" and n > cluster_cols:
         plan = _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols)
-        if plan is not None:
-            return plan
+        if plan is not None:  # persistent: each block keeps its column slice (and its weights) for all its rows
+            return _persistent(plan, persist, sms, elem_bytes, False, weights)
         long_rows = "onchip"
     if n <= register_limit:
         threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
@@ -356,7 +362,13 @@ def _persistent(
         for pf in range(plan.chunks, 0, -1)
         for cand in [
             dataclasses.replace(
-                plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl, weights=wt
+                plan,
+                persist=persist,
+                prefetch=pf,
+                sms=sms or _grid_sms(plan.cluster, persist),
+                inputs=inputs,
+                early=dbl,
+                weights=wt,
             )
         ]  # fmt: skip
         if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= SMEM_BUDGET
@@ -364,6 +376,14 @@ def _persistent(
     if fits:  # weights on chip; then the most chunks prefetched; of those, of every input, early
         return max(fits, key=lambda p: (p.weights, p.prefetch * p.inputs, p.inputs, p.early))
     return plan  # not even one chunk of the next row fits beside the staging: one block per row
+
+
+def _grid_sms(cluster: int, persist: int) -> int:
+    """The SMs a persistent grid fills: all of them, except for clusters that an SM pair (a TPC) cannot hold whole
+    (``cluster`` not dividing ``2 * persist``): the H100/H200 fit 32 clusters of 4 and 16 of 8 at one block per SM
+    (128 SMs: their GPCs' SM counts are not all multiples of 4), and a grid larger than what fits at once runs its
+    last clusters after the others, doubling the time of their rows."""
+    return NUM_SMS if (2 * persist) % cluster == 0 else CLUSTER_SMS
 
 
 def _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols) -> RowPlan | None:
@@ -390,8 +410,13 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=()):
+    def __init__(
+        self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=(), exchange=None,
+        phase=0,
+    ):  # fmt: skip
         self.plan = plan
+        self.exchange = exchange  # persistent cluster plans: the ClusterExchange that merges the row's partials
+        self.phase = phase  # ... and the phase parity its mbarrier of this row's ``parity`` completes
         self.weights = weights  # persistent plans with ``plan.weights``: the weight tensors held in shared memory
         self.dtype = dtype
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
@@ -566,14 +591,15 @@ def row_groups(plan: RowPlan, dtype, rows):
     return out
 
 
-def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=()):
+def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=(), col0=None, xchg=None,
+                    phase=0):  # fmt: skip
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
     free then). ``early`` plans wait for row ``r``'s copies and start the next row's here instead (their
     slots are all in two sets): ``after_stats`` does nothing."""
-    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights)
-    nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
+    frag = RowFragments(plan, dtype, r, rows - r, staging, col0, parity, weights, xchg, phase)
+    nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, col0, parity=1 - parity)
 
     def prefetch_next():
         for i, t in enumerate(inputs[: plan.inputs]):
@@ -593,15 +619,21 @@ def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
     output; ``weights`` (the kernel's weight tensors) are copied to shared memory first where the plan holds
     them there."""
     if plan.persist:
-        staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
-        head = RowFragments(plan, dtype, first, rows - first, staging, weights=weights)
+        staging, step, first, col0, xchg = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x, None, None
+        if plan.cluster > 1:  # the cluster's blocks share each row, each block its slice of the columns
+            step, first = step // plan.cluster, first // plan.cluster
+            col0 = fx.block_idx.x % plan.cluster * plan.chunk_cols
+            xchg = ClusterExchange(plan.cluster)
+        head = RowFragments(plan, dtype, first, rows - first, staging, col0, weights=weights)
         if plan.weights:
             head.load_weights()
         for i, t in enumerate(inputs[: plan.inputs]):
             head.prefetch(t, region=i)
         parity = fx.Int32(0)
+        phase = fx.Int32(0)
         for r in range(first, rows, step):
-            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
+            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights, col0, xchg, phase))
+            phase = phase ^ parity  # each mbarrier completes a phase every other row
             parity = 1 - parity
     else:
         row_body(row_groups(plan, dtype, rows), lambda: None)
@@ -662,23 +694,32 @@ def _butterfly(vals, combine, width):
     return vals
 
 
-def row_reduce(vals, combine, plan: RowPlan, parity=0):
+def row_reduce(vals, combine, plan: RowPlan, frag=None):
     """Reduce per-thread partials over the ``plan.threads`` threads of each row; every thread gets the result.
 
     Within a warp: XOR shuffles. Across the warps of a row: each warp's lane 0 writes its result to shared
     memory, one barrier, then every warp reads all of its row's partials and reduces them itself (so no
     second barrier and no broadcast). Cluster plans: see :func:`_cluster_reduce`.
 
-    A persistent plan reduces once per row in a loop: rows alternate between two sets of partials
-    (``parity``, the row's :attr:`RowFragments.parity`), so a warp that runs ahead writes the next row's
+    A persistent plan reduces once per row in a loop: rows alternate between two sets of partials (the
+    :attr:`RowFragments.parity` of ``frag``, the row's fragments), so a warp that runs ahead writes the next row's
     partial while a slower one may still read this row's; the row after that reuses this set only once every
-    warp has passed the next row's barrier, after its reads.
+    warp has passed the next row's barrier, after its reads. Persistent cluster plans then merge the blocks'
+    results through ``frag.exchange`` (:mod:`kernels.norm.norm_exchange`).
     """
+    parity = 0 if frag is None else frag.parity
     vals = _butterfly(tuple(vals), combine, min(plan.threads, WARP))
-    if plan.cluster > 1:
+    if plan.cluster > 1 and not plan.persist:
         return _cluster_reduce(vals, combine, plan)
-    if plan.threads <= WARP:
-        return vals
+    if plan.threads > WARP:
+        vals = _block_reduce(vals, combine, plan, parity)
+    if plan.cluster > 1:
+        return frag.exchange.reduce(vals, combine, parity, frag.phase)
+    return vals
+
+
+def _block_reduce(vals, combine, plan: RowPlan, parity):
+    """Merge the warps' results of each row of the block (see :func:`row_reduce`)."""
     tid = fx.thread_idx.x
     lane, warp = tid % WARP, tid // WARP
     nw, bw = plan.threads // WARP, plan.block_threads // WARP  # warps per row, per block
@@ -724,5 +765,5 @@ def _cluster_reduce(vals, combine, plan: RowPlan):
 def finish_rows(plan: RowPlan) -> None:
     """The end of a row kernel: a cluster plan's block waits until every block of its cluster has read the
     partials in its shared memory (the second barrier of :func:`_cluster_reduce`); nothing otherwise."""
-    if plan.cluster > 1:
+    if plan.cluster > 1 and not plan.persist:  # (persistent cluster plans read no other block's memory)
         fx.nvvm.cluster_wait(aligned=True)

@@ -92,7 +92,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         parts.append((m, e, tree_sum(e)))
                     after_stats()
                     for f, (m, e, s) in zip(groups, parts):
-                        big_m, s = row_reduce((m, s), combine_max_sum, plan, f.parity)
+                        big_m, s = row_reduce((m, s), combine_max_sum, plan, f)
                         scale = fx.exp2((m - big_m) * LOG2E) / s
                         f.store(C, 0, e * scale)
                 elif fx.const_expr(plan.onchip):
@@ -109,7 +109,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                             m = m_new
                             held.append(frag.keep(c, raw))
                     after_stats()
-                    big_m, s = row_reduce((m, s), combine_max_sum, plan, frag.parity)
+                    big_m, s = row_reduce((m, s), combine_max_sum, plan, frag)
                     inv_s = 1.0 / s
                     for c in fx.range_constexpr(plan.chunks):
                         x = frag.recall(c, held[c]).to(fx.Float32)
