@@ -75,7 +75,8 @@ VARIANTS = {
 # persistent cluster plans: each block of a cluster owns a column slice (its weights in shared memory) for all of
 # its cluster's rows, the row statistics merged by st.async pushes (kernels/norm/norm_exchange.py); slices of
 # 64 / 32 / 16 KB per block: one block of 1024 threads, two of 512 or four of 256 per SM
-SLICES = {"xc64": (65536, 1), "xc32": (32768, 2), "xc16": (16384, 4)}
+SLICES = {"xc64": (65536, 1, {}), "xc32": (32768, 2, {}), "xc16": (16384, 4, {}),
+          "xc32cs": (32768, 2, {"cache_hint": "cs"})}  # fmt: skip
 VARIANTS.update({name: {} for name in SLICES})  # their options depend on the data type: variant_options
 
 
@@ -83,11 +84,11 @@ def variant_options(name: str, dt: str) -> dict:
     """The plan options of variant ``name`` for data of type ``dt``."""
     if name not in SLICES:
         return VARIANTS[name]
-    nbytes, per_sm = SLICES[name]
+    nbytes, per_sm, extra = SLICES[name]
     cols = nbytes // (4 if dt == "f32" else 2)
     threads = 1024 // per_sm
     return {"long_rows": "cluster", "cluster_cols": cols, "register_limit": max(16384, cols), "max_row_threads": 1024,
-            "elems_per_thread": cols // threads, "persist": per_sm, "weights_smem": True}  # fmt: skip
+            "elems_per_thread": cols // threads, "persist": per_sm, "weights_smem": True, **extra}  # fmt: skip
 
 
 def applicable(name: str, M: int, N: int) -> bool:
