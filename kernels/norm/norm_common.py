@@ -47,6 +47,7 @@ __all__ = [
     "staging_buffer",
     "SMEM_BUDGET",
     "NUM_SMS",
+    "CLUSTER_SMS",
     "vector_width",
     "RowFragments",
     "row_reduce",
