@@ -138,6 +138,22 @@ def test_the_summary_puts_each_row_against_the_copy_at_its_shape(tmp_path):
     assert "triton -" in line
 
 
+def test_the_long_rows_table_gives_both_references(tmp_path):
+    import json
+
+    from benchmarks.norm_summary import long_rows_table
+
+    def row(impl, us, pct):
+        return {"kernel": "layernorm", "shape": [512, 65536], "dtype": "bf16", "impl": impl, "median_us": us,
+                "pct_copy": pct, "note": ""}  # fmt: skip
+
+    rows = [row("copy:graph", 35.0, 89.0), row("flydsl:graph", 40.0, 78.0), row("triton:graph", 70.0, 44.0)]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"meta": {"copy_gbps": 4277, "commit": "x"}, "results": rows}))
+    table = long_rows_table(str(path))
+    assert "| 512x65536 bf16 | layernorm | 35.0 (89.0%) | 40.0 | 87.5% | 78.0% | 70.0 (50%) | - |" in table
+
+
 def test_a_second_input_gets_its_own_slots_or_is_not_prefetched():
     p = plan(65536, 2, max_row_threads=512, persist=2, inputs=2)  # the fused add: X and R
     assert (p.inputs, p.prefetch, p.slots) == (2, 2, 6)
