@@ -176,8 +176,8 @@ def emit_st_async(fe: FunctionEmitter, op: Op) -> None:
     intrinsic for it); values are passed as integers of their width (the bits are stored as they are)."""
     v, dst, bar = op.operands
     t = v.type
-    elem, n = (t.elem, t.shape[0]) if t.is_vector else (t, 1)
-    bits = elem.width
+    elem, n = (t.elem, t.numel) if isinstance(t, VectorType) else (t, 1)
+    bits = elem.bitwidth
     ity = f"i{bits}"
     vals = _unpack(fe, fe.val(v), n, llvm_type(elem)) if n > 1 else [fe.val(v)]
     if not elem.is_int_like:

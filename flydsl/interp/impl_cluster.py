@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Op
+from ..ir import Op, VectorType
 from .access import CLUSTER_RANK_SHIFT, SHARED_CLUSTER, cluster_dims, cluster_peer, store
 from .machine import Compiler, impl, value_dtype
 from .tasks import get_barrier
@@ -62,7 +62,7 @@ def st_async(op: Op, cc: Compiler):
     next phase's, as on the GPU where a complete_tx may precede the expect_tx it matches)."""
     v, p, b = cc.slots_of(op.operands)
     t = op.operands[0].type
-    n, elem = (t.numel, t.elem) if t.is_vector else (0, t)
+    n, elem = (t.numel, t.elem) if isinstance(t, VectorType) else (0, t)
     dt = value_dtype(elem)
     nbytes = max(n, 1) * dt.itemsize
 
