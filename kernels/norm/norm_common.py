@@ -104,6 +104,7 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
+    wcluster: int = 1  # persistent plans with weights: blocks of a cluster holding the weights' chunks between them
 
     @property
     def chunk_cols(self) -> int:
@@ -129,7 +130,10 @@ class RowPlan:
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
         if self.persist:
-            cap = self.persist * self.sms
+            cap = self.persist * self.sms // self.wcluster * self.wcluster
+            if self.wcluster > 1:  # whole clusters (the last one's blocks may have no rows: they still hold weights)
+                blocks = (blocks + self.wcluster - 1) // self.wcluster * self.wcluster
+                cap = max(cap, self.wcluster)
             return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
         return blocks
 
@@ -143,7 +147,8 @@ class RowPlan:
     @property
     def cluster_dims(self):
         """``launch(cluster=...)``: None, or the blocks that share a row."""
-        return (self.cluster, 1, 1) if self.cluster > 1 else None
+        k = max(self.cluster, self.wcluster)
+        return (k, 1, 1) if k > 1 else None
 
     @property
     def staged(self) -> int:
@@ -191,12 +196,22 @@ class RowPlan:
         return sets * self.prefetch_kept + self.staged + self.prefetch_staged + (self.inputs - 1) * sets * self.prefetch
 
     def weight_slot(self, k: int, c: int) -> int:
-        """The slot of chunk ``c`` of weight tensor ``k`` held in shared memory (after every other slot)."""
-        return self.slots + k * self.chunks + c
+        """The slot of chunk ``c`` of weight tensor ``k`` held in shared memory (after every other slot); with
+        ``wcluster`` blocks sharing them, in the block :meth:`weight_owner` names."""
+        return self.slots + (k * self.chunks + c) // self.wcluster
+
+    def weight_owner(self, k: int, c: int) -> int:
+        """The cluster rank of the block that holds chunk ``c`` of weight tensor ``k`` (``wcluster`` > 1)."""
+        return (k * self.chunks + c) % self.wcluster
+
+    @property
+    def weight_slots(self) -> int:
+        """Weight chunks each block holds."""
+        return -(-self.weights * self.chunks // self.wcluster)
 
     def staging_bytes(self, elem_bytes: int) -> int:
         """Dynamic shared memory of the staged, prefetched and weight chunks."""
-        return (self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
+        return (self.slots + self.weight_slots) * self.rows * self.chunk_cols * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
@@ -265,6 +280,7 @@ def plan_rows(
     inputs: int = 1,
     prefetch_early: bool = False,
     weights_smem: bool = False,
+    weights_cluster: int = 1,
     weight_tensors: int = 0,
     cache_hint: str = "",
 ) -> RowPlan:
@@ -299,13 +315,13 @@ def plan_rows(
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
                       clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
-                      weight_tensors if weights_smem else 0)  # fmt: skip
+                      weight_tensors if weights_smem else 0, weights_cluster)  # fmt: skip
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms, inputs, early, weights):  # fmt: skip
+               sms, inputs, early, weights, wcluster=1):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -337,11 +353,11 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         kept += 1
     batch = 1 if narrow else max(1, load_values // (vecs * vec))
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs)
-    return _persistent(plan, persist, sms, elem_bytes, early, weights)
+    return _persistent(plan, persist, sms, elem_bytes, early, weights, wcluster)
 
 
 def _persistent(
-    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0
+    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0, wcluster: int = 1
 ) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
     fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
@@ -349,8 +365,10 @@ def _persistent(
     narrower accesses (a ``cp.async`` moves 4-16 bytes) and rows whose first chunk does not fit (no prefetch:
     nothing to gain from the loop). ``early``: every prefetch slot in two sets where that prefetches as much
     (the next row's copies then start as soon as this row's have landed). ``weights``: that many weight tensors
-    held in shared memory for all of the block's rows (where some prefetch still fits beside them; else read
-    from L2 for every row as without persistence)."""
+    held in shared memory for all of the block's rows (where they fit, then as many chunks of the next row as fit
+    beside them; else read from L2 for every row as without persistence); ``wcluster``: a cluster of that many
+    blocks holds them between its blocks' shared memories (chunk ``i`` of the weights in rank ``i % wcluster``),
+    each block reading the others' through distributed shared memory — 1/wcluster of the weights per block."""
     if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
         return plan
     persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
@@ -360,19 +378,21 @@ def _persistent(
         for wt in sorted({weights, 0}, reverse=True)
         for dbl in ((True, False) if early else (False,))
         for inputs in sorted({plan.inputs, 1}, reverse=True)  # every input prefetched, else the first only
-        for pf in range(plan.chunks, 0, -1)
+        for pf in range(plan.chunks, -1 if wt and wcluster > 1 else 0, -1)  # (shared weights: a loop even without)
+        for wc in [wcluster if wt else 1]
         for cand in [
             dataclasses.replace(
                 plan,
                 persist=persist,
                 prefetch=pf,
-                sms=sms or _grid_sms(plan.cluster, persist),
+                sms=sms or _grid_sms(max(plan.cluster, wc), persist),
                 inputs=inputs,
                 early=dbl,
                 weights=wt,
+                wcluster=wc,
             )
         ]  # fmt: skip
-        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= SMEM_BUDGET
+        if (cand.slots + cand.weight_slots) * chunk_bytes * persist <= SMEM_BUDGET
     ]
     if fits:  # weights on chip; then the most chunks prefetched; of those, of every input, early
         return max(fits, key=lambda p: (p.weights, p.prefetch * p.inputs, p.inputs, p.early))
@@ -494,6 +514,8 @@ class RowFragments:
         p = self.plan
         slot = p.slot(c, self.parity, region) if weight is None else p.weight_slot(weight, c)
         base = self.staging + slot * (p.rows * p.chunk_cols)
+        if weight is not None and p.wcluster > 1:  # held by another block of the cluster (or this one)
+            base = fx.nvvm.map_shared(base, p.weight_owner(weight, c))
         return self.thr.partition_S(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
 
     def _from_slot(self, c, region=0, weight=None):
@@ -514,8 +536,22 @@ class RowFragments:
                 src = thr.partition_S(self._view(w, c, broadcast=True))
                 base = self.staging + p.weight_slot(k, c) * (p.rows * p.chunk_cols)
                 dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-                fx.copy(atom, src, dst, pred=self.pred(c) if p.ragged else None)
+                if p.wcluster > 1:  # only the chunks this block holds for its cluster (whether it has rows or not)
+                    _copy_if(fx.block_idx.x % p.wcluster == p.weight_owner(k, c), atom, src, dst, self._cols_pred(c))
+                else:
+                    fx.copy(atom, src, dst, pred=self.pred(c) if p.ragged else None)
         fx.nvvm.cp_async_commit_group()
+
+    def _cols_pred(self, c):
+        """None, or one Boolean per access of chunk ``c``: inside the row (the rows are not checked: a block of a
+        cluster without rows still holds its share of the weights)."""
+        p = self.plan
+        if not p.ragged:
+            return None
+        pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
+        for i in fx.range_constexpr(fx.size(pred)):
+            pred[i] = fx.elem_less(self.crd[i], (1, p.n - c * p.chunk_cols))
+        return pred
 
     def prefetch(self, t, region=0):
         """Start copying this row's first ``plan.prefetch`` chunks of ``t`` (input ``region`` of the plan's
@@ -566,6 +602,16 @@ class RowFragments:
         if c < self.plan.kept:
             return kept
         return self._from_slot(c)
+
+
+def _copy_if_(cond, atom, src, dst, pred):
+    """``fx.copy(atom, src, dst, pred=pred)`` where ``cond`` holds (a cp.async whose predicate is false still writes
+    its destination: zeros)."""
+    if cond:
+        fx.copy(atom, src, dst, pred=pred)
+
+
+_copy_if = ASTRewriter.transform(_copy_if_)
 
 
 def staging_buffer(plan: RowPlan, dtype):
@@ -628,6 +674,10 @@ def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
         head = RowFragments(plan, dtype, first, rows - first, staging, col0, weights=weights)
         if plan.weights:
             head.load_weights()
+        if plan.wcluster > 1:  # every block's share of the weights in place before any block reads another's
+            fx.nvvm.cp_async_wait_group(0)
+            fx.nvvm.cluster_arrive(aligned=True)
+            fx.nvvm.cluster_wait(aligned=True)
         for i, t in enumerate(inputs[: plan.inputs]):
             head.prefetch(t, region=i)
         parity = fx.Int32(0)
@@ -767,4 +817,7 @@ def finish_rows(plan: RowPlan) -> None:
     """The end of a row kernel: a cluster plan's block waits until every block of its cluster has read the
     partials in its shared memory (the second barrier of :func:`_cluster_reduce`); nothing otherwise."""
     if plan.cluster > 1 and not plan.persist:  # (persistent cluster plans read no other block's memory)
+        fx.nvvm.cluster_wait(aligned=True)
+    if plan.wcluster > 1:  # no block exits while another may still read the weights it holds
+        fx.nvvm.cluster_arrive(relaxed=True, aligned=True)
         fx.nvvm.cluster_wait(aligned=True)
