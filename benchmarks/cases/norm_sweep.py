@@ -93,6 +93,10 @@ SHARED_WEIGHTS = {  # (N, dtype) -> (wd, wdb): two cluster sizes
     ),
 }
 SHARED_WEIGHT_VARIANTS = ("wd", "wdb", "wdcs")
+# softmax only: f32 onchip rows hold each chunk's exps (each exp computed once), with the 64K f32 plans
+SOFTMAX_VARIANTS = {"kx": {"keep_exps": True}, "kxcs": {"keep_exps": True, "cache_hint": "cs"},
+                    "kxp": {"keep_exps": True, "persist": 2}}  # fmt: skip
+VARIANTS.update(SOFTMAX_VARIANTS)
 VARIANTS.update({name: {} for name in SHARED_WEIGHT_VARIANTS})
 
 
@@ -125,6 +129,8 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N >= 16384
     if name in SHARED_WEIGHT_VARIANTS:
         return any(n == N for n, _ in SHARED_WEIGHTS)
+    if name in SOFTMAX_VARIANTS:
+        return N > 32768
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512", *SLICES):
         return N > 16384
     if name == "persist_b32":
@@ -341,7 +347,11 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
 
     timing = _timing()
     variants = [
-        v for v in _selected() if applicable(v, M, N) and (v not in SHARED_WEIGHT_VARIANTS or (N, dt) in SHARED_WEIGHTS)
+        v
+        for v in _selected()
+        if applicable(v, M, N)
+        and (v not in SHARED_WEIGHT_VARIANTS or ((N, dt) in SHARED_WEIGHTS and kernel != "softmax"))
+        and (v not in SOFTMAX_VARIANTS or (kernel == "softmax" and dt == "f32"))
     ]
     impls = {}
     if timing != "graph":
