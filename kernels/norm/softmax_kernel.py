@@ -108,14 +108,15 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         for c, raw in zip(batch, raws):
                             x = raw.to(fx.Float32)
                             m_new = fx.max(m, x.reduce("max"))
-                            e = fx.exp2(x * LOG2E - m_new * LOG2E)
-                            s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
-                            m = m_new
                             if fx.const_expr(keep_exps):  # exp(x - m_c), m_c: the running max at chunk c
+                                e = fx.exp2(x * LOG2E - m_new * LOG2E)
+                                s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
                                 held.append(frag.keep(c, e, fetched=False))
                                 maxes.append(m_new)
                             else:
+                                s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
                                 held.append(frag.keep(c, raw))
+                            m = m_new
                     after_stats()
                     big_m, s = row_reduce((m, s), combine_max_sum, plan, frag)
                     inv_s = 1.0 / s
