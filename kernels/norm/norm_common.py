@@ -25,7 +25,9 @@ over rows (:func:`each_row`); the next row's first ``prefetch`` chunks are copie
 ``cp.async`` while this row is reduced and written, so an SM's loads do not stop at every row's reduction
 (with one 1024-thread block per SM nothing else would cover it). Each thread copies and later reads back only
 its own vectors: no barrier. Optionally the weights stay in shared memory for all of a block's rows
-(``weights``) and every slot is doubled so the next row's copies start before this row's stats (``early``).
+(``weights``; or between the blocks of a cluster, ``wcluster``, each holding a share that the others read through
+distributed shared memory) and every slot is doubled so the next row's copies start before this row's stats
+(``early``).
 """
 
 from __future__ import annotations
@@ -309,7 +311,9 @@ def plan_rows(
     ``inputs``: the tensors a persistent plan prefetches (each takes its own slots); ``prefetch_early``: the next
     row's copies start before this row's stats (two sets of every slot, where they fit); ``weights_smem``: the
     kernel's ``weight_tensors`` weights held in shared memory by each persistent block (read from L2 once per
-    block instead of once per row: the L2 serves the rows' own traffic too).
+    block instead of once per row: the L2 serves the rows' own traffic too); ``weights_cluster=k``: held between
+    the ``k`` blocks of a thread block cluster (each block a ``1/k`` share, read by all through distributed shared
+    memory), so that weights larger than one block's shared memory stay on chip.
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
