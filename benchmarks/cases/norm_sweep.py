@@ -72,66 +72,12 @@ VARIANTS = {
     "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
 }
-# persistent cluster plans: each block of a cluster owns a column slice (its weights in shared memory) for all of
-# its cluster's rows, the row statistics merged by st.async pushes (kernels/norm/norm_exchange.py); slices of
-# 64 / 32 / 16 KB per block: one block of 1024 threads, two of 512 or four of 256 per SM
-SLICES = {"xc64": (65536, 1, {}), "xc32": (32768, 2, {}), "xc16": (16384, 4, {}),
-          "xc32cs": (32768, 2, {"cache_hint": "cs"})}  # fmt: skip
-VARIANTS.update({name: {} for name in SLICES})  # their options depend on the data type: variant_options
-# the weights held in the shared memory of a cluster's blocks, each block a share, read through distributed shared
-# memory by every block (persistent, one block of 1024 threads per SM, whole rows per block as the defaults): per
-# (N, dtype), the cluster size and chunking that fit a share of the weights beside the row's staging and prefetch
-SHARED_WEIGHTS = {  # (N, dtype) -> (wd, wdb): two cluster sizes
-    # 64K bf16: 4 chunks of 16K (2 kept, 2 staged), W and B 8 chunks: 2 per block of 4 / 1 per block of 8
-    (65536, "bf16"): ({"weights_cluster": 4, "elems_per_thread": 16}, {"weights_cluster": 8, "elems_per_thread": 16}),
-    # 32K f32: 2 chunks of 16K in registers, both prefetched / one prefetched beside 2 weight chunks per block
-    (32768, "f32"): ({"weights_cluster": 4, "elems_per_thread": 16}, {"weights_cluster": 2, "elems_per_thread": 16}),
-    # 64K f32: 4 chunks of 16K (2 kept, 2 staged), W and B 8 chunks: 1 per block of 8, no prefetch
-    (65536, "f32"): (
-        {"weights_cluster": 8, "elems_per_thread": 16},
-        {"weights_cluster": 8, "elems_per_thread": 16, "load_values": 16},
-    ),
-}
-SHARED_WEIGHT_VARIANTS = ("wd", "wdb", "wdcs")
-# softmax only: f32 onchip rows hold each chunk's exps (each exp computed once), with the 64K f32 plans
-SOFTMAX_VARIANTS = {"kx": {"keep_exps": True}, "kxcs": {"keep_exps": True, "cache_hint": "cs"},
-                    "kxp": {"keep_exps": True, "persist": 2}}  # fmt: skip
-VARIANTS.update(SOFTMAX_VARIANTS)
-VARIANTS.update({name: {} for name in SHARED_WEIGHT_VARIANTS})
-
-
-def variant_options(name: str, dt: str) -> dict:
-    """The plan options of variant ``name`` for data of type ``dt``."""
-    if name in SHARED_WEIGHT_VARIANTS:
-        raise ValueError("the wd variants depend on the row length: shared_weights_options(name, N, dt)")
-    if name not in SLICES:
-        return VARIANTS[name]
-    nbytes, per_sm, extra = SLICES[name]
-    cols = nbytes // (4 if dt == "f32" else 2)
-    threads = 1024 // per_sm
-    return {"long_rows": "cluster", "cluster_cols": cols, "register_limit": max(16384, cols), "max_row_threads": 1024,
-            "elems_per_thread": cols // threads, "persist": per_sm, "weights_smem": True, **extra}  # fmt: skip
-
-
-def shared_weights_options(name: str, n: int, dt: str) -> dict:
-    """The plan options of the ``wd``/``wdcs`` variants at rows of ``n`` elements of ``dt``."""
-    cs = {"cache_hint": "cs"} if name == "wdcs" else {}
-    return {"persist": 1, "weights_smem": True, **SHARED_WEIGHTS[(n, dt)][name == "wdb"], **cs}
-
-
-def options_of(name: str, n: int, dt: str) -> dict:
-    """The plan options of variant ``name`` at rows of ``n`` elements of ``dt``."""
-    return shared_weights_options(name, n, dt) if name in SHARED_WEIGHT_VARIANTS else variant_options(name, dt)
 
 
 def applicable(name: str, M: int, N: int) -> bool:
     if name == "r3":
         return N >= 16384
-    if name in SHARED_WEIGHT_VARIANTS:
-        return any(n == N for n, _ in SHARED_WEIGHTS)
-    if name in SOFTMAX_VARIANTS:
-        return N > 32768
-    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512", *SLICES):
+    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name == "persist_b32":
         return N > 32768
@@ -346,20 +292,14 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
                 raise AssertionError(f"{name} {kernel} max error {err:.3e} > {ATOL[dt]}")
 
     timing = _timing()
-    variants = [
-        v
-        for v in _selected()
-        if applicable(v, M, N)
-        and (v not in SHARED_WEIGHT_VARIANTS or ((N, dt) in SHARED_WEIGHTS and kernel != "softmax"))
-        and (v not in SOFTMAX_VARIANTS or (kernel == "softmax" and dt == "f32"))
-    ]
+    variants = [v for v in _selected() if applicable(v, M, N)]
     impls = {}
     if timing != "graph":
         impls.update({"flydsl": flydsl, "torch": torch_eager, "triton": triton})
         if (M, N, dt) in COMPILE:
             impls["torch.compile"] = torch_compile
         for v in variants:
-            impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(options_of(v, N, dt).items())))
+            impls[f"flydsl-{v}"] = functools.partial(flydsl, plan=tuple(sorted(VARIANTS[v].items())))
         if (M, N, dt) in LONG:
             impls["copy"] = copy
     if timing != "b2b":
@@ -372,7 +312,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
             impls["copy:graph"] = functools.partial(copy, graph=True)
         if N <= 16384 or timing == "graph":  # short kernels (or a replay-only sweep): the variants' kernel times
             for v in variants:
-                plan = tuple(sorted(options_of(v, N, dt).items()))
+                plan = tuple(sorted(VARIANTS[v].items()))
                 impls[f"flydsl-{v}:graph"] = functools.partial(flydsl, plan=plan, graph=True)
     return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
 

@@ -100,7 +100,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     parts = [chunk_stats(f, x, 0) for f, x in zip(groups, xs)]
                     after_stats()
                     for f, x, st in zip(groups, xs, parts):
-                        _, mean, m2 = row_reduce(st, combine_mean_m2, plan, f)
+                        _, mean, m2 = row_reduce(st, combine_mean_m2, plan, f.parity)
                         # NOTE: W and B are loaded after the reduction: loaded before it, they would hold 2 x 32
                         # more registers through it (80 instead of 62 at 8192 bf16: 3 blocks per SM instead of 4)
                         # and ran 3% slower.
@@ -115,7 +115,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                             stats = combine_mean_m2(stats, chunk_stats(frag, raw.to(fx.Float32), c))
                             held.append(frag.keep(c, raw))
                     after_stats()
-                    _, mean, m2 = row_reduce(stats, combine_mean_m2, plan, frag)
+                    _, mean, m2 = row_reduce(stats, combine_mean_m2, plan, frag.parity)
                     rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
                     for c in fx.range_constexpr(plan.chunks):
                         output(frag, c, frag.recall(c, held[c]).to(fx.Float32), mean, rstd)

@@ -25,9 +25,7 @@ over rows (:func:`each_row`); the next row's first ``prefetch`` chunks are copie
 ``cp.async`` while this row is reduced and written, so an SM's loads do not stop at every row's reduction
 (with one 1024-thread block per SM nothing else would cover it). Each thread copies and later reads back only
 its own vectors: no barrier. Optionally the weights stay in shared memory for all of a block's rows
-(``weights``; or between the blocks of a cluster, ``wcluster``, each holding a share that the others read through
-distributed shared memory) and every slot is doubled so the next row's copies start before this row's stats
-(``early``).
+(``weights``) and every slot is doubled so the next row's copies start before this row's stats (``early``).
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_exchange import ClusterExchange
 
 __all__ = [
     "DTYPES",
@@ -49,7 +46,6 @@ __all__ = [
     "staging_buffer",
     "SMEM_BUDGET",
     "NUM_SMS",
-    "CLUSTER_SMS",
     "vector_width",
     "RowFragments",
     "row_reduce",
@@ -106,7 +102,6 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
-    wcluster: int = 1  # persistent plans with weights: blocks of a cluster holding the weights' chunks between them
 
     @property
     def chunk_cols(self) -> int:
@@ -123,19 +118,12 @@ class RowPlan:
         return self.cluster * self.chunks * self.chunk_cols != self.n
 
     def grid(self, m):
-        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM (cluster
-        plans: whole clusters)."""
+        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM."""
         if self.cluster > 1:
-            if self.persist:
-                cap = max(1, self.persist * self.sms // self.cluster)
-                return (min(m, cap) if isinstance(m, int) else fx.min(m, cap)) * self.cluster
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
         if self.persist:
-            cap = self.persist * self.sms // self.wcluster * self.wcluster
-            if self.wcluster > 1:  # whole clusters (the last one's blocks may have no rows: they still hold weights)
-                blocks = (blocks + self.wcluster - 1) // self.wcluster * self.wcluster
-                cap = max(cap, self.wcluster)
+            cap = self.persist * self.sms
             return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
         return blocks
 
@@ -149,8 +137,7 @@ class RowPlan:
     @property
     def cluster_dims(self):
         """``launch(cluster=...)``: None, or the blocks that share a row."""
-        k = max(self.cluster, self.wcluster)
-        return (k, 1, 1) if k > 1 else None
+        return (self.cluster, 1, 1) if self.cluster > 1 else None
 
     @property
     def staged(self) -> int:
@@ -198,29 +185,18 @@ class RowPlan:
         return sets * self.prefetch_kept + self.staged + self.prefetch_staged + (self.inputs - 1) * sets * self.prefetch
 
     def weight_slot(self, k: int, c: int) -> int:
-        """The slot of chunk ``c`` of weight tensor ``k`` held in shared memory (after every other slot); with
-        ``wcluster`` blocks sharing them, in the block :meth:`weight_owner` names."""
-        return self.slots + (k * self.chunks + c) // self.wcluster
-
-    def weight_owner(self, k: int, c: int) -> int:
-        """The cluster rank of the block that holds chunk ``c`` of weight tensor ``k`` (``wcluster`` > 1)."""
-        return (k * self.chunks + c) % self.wcluster
-
-    @property
-    def weight_slots(self) -> int:
-        """Weight chunks each block holds."""
-        return -(-self.weights * self.chunks // self.wcluster)
+        """The slot of chunk ``c`` of weight tensor ``k`` held in shared memory (after every other slot)."""
+        return self.slots + k * self.chunks + c
 
     def staging_bytes(self, elem_bytes: int) -> int:
         """Dynamic shared memory of the staged, prefetched and weight chunks."""
-        return (self.slots + self.weight_slots) * self.rows * self.chunk_cols * elem_bytes
+        return (self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
 # threads an SM holds at 64 registers each (65536 registers): the row kernels take 33-64, so no more fit
 THREADS_PER_SM = 1024
 NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
-CLUSTER_SMS = 128  # H200: the SMs that clusters of 4 or 8 blocks (one per SM) can fill at once
 
 
 KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not of the row plan
@@ -282,7 +258,6 @@ def plan_rows(
     inputs: int = 1,
     prefetch_early: bool = False,
     weights_smem: bool = False,
-    weights_cluster: int = 1,
     weight_tensors: int = 0,
     cache_hint: str = "",
 ) -> RowPlan:
@@ -311,21 +286,19 @@ def plan_rows(
     ``inputs``: the tensors a persistent plan prefetches (each takes its own slots); ``prefetch_early``: the next
     row's copies start before this row's stats (two sets of every slot, where they fit); ``weights_smem``: the
     kernel's ``weight_tensors`` weights held in shared memory by each persistent block (read from L2 once per
-    block instead of once per row: the L2 serves the rows' own traffic too); ``weights_cluster=k``: held between
-    the ``k`` blocks of a thread block cluster (each block a ``1/k`` share, read by all through distributed shared
-    memory), so that weights larger than one block's shared memory stay on chip.
+    block instead of once per row: the L2 serves the rows' own traffic too).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
                       clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
-                      weight_tensors if weights_smem else 0, weights_cluster)  # fmt: skip
+                      weight_tensors if weights_smem else 0)  # fmt: skip
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms, inputs, early, weights, wcluster=1):  # fmt: skip
+               sms, inputs, early, weights):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -334,8 +307,8 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         long_rows = "onchip"
     if long_rows == "cluster" and n > cluster_cols:
         plan = _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols)
-        if plan is not None:  # persistent: each block keeps its column slice (and its weights) for all its rows
-            return _persistent(plan, persist, sms, elem_bytes, False, weights)
+        if plan is not None:
+            return plan
         long_rows = "onchip"
     if n <= register_limit:
         threads = min(max_row_threads, _pow2_at_least(-(-n_vecs // vecs_target)))
@@ -357,11 +330,11 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         kept += 1
     batch = 1 if narrow else max(1, load_values // (vecs * vec))
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs)
-    return _persistent(plan, persist, sms, elem_bytes, early, weights, wcluster)
+    return _persistent(plan, persist, sms, elem_bytes, early, weights)
 
 
 def _persistent(
-    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0, wcluster: int = 1
+    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0
 ) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
     fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
@@ -369,10 +342,8 @@ def _persistent(
     narrower accesses (a ``cp.async`` moves 4-16 bytes) and rows whose first chunk does not fit (no prefetch:
     nothing to gain from the loop). ``early``: every prefetch slot in two sets where that prefetches as much
     (the next row's copies then start as soon as this row's have landed). ``weights``: that many weight tensors
-    held in shared memory for all of the block's rows (where they fit, then as many chunks of the next row as fit
-    beside them; else read from L2 for every row as without persistence); ``wcluster``: a cluster of that many
-    blocks holds them between its blocks' shared memories (chunk ``i`` of the weights in rank ``i % wcluster``),
-    each block reading the others' through distributed shared memory — 1/wcluster of the weights per block."""
+    held in shared memory for all of the block's rows (where some prefetch still fits beside them; else read
+    from L2 for every row as without persistence)."""
     if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
         return plan
     persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
@@ -382,33 +353,17 @@ def _persistent(
         for wt in sorted({weights, 0}, reverse=True)
         for dbl in ((True, False) if early else (False,))
         for inputs in sorted({plan.inputs, 1}, reverse=True)  # every input prefetched, else the first only
-        for pf in range(plan.chunks, -1 if wt and wcluster > 1 else 0, -1)  # (shared weights: a loop even without)
-        for wc in [wcluster if wt else 1]
+        for pf in range(plan.chunks, 0, -1)
         for cand in [
             dataclasses.replace(
-                plan,
-                persist=persist,
-                prefetch=pf,
-                sms=sms or _grid_sms(max(plan.cluster, wc), persist),
-                inputs=inputs,
-                early=dbl,
-                weights=wt,
-                wcluster=wc,
+                plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl, weights=wt
             )
         ]  # fmt: skip
-        if (cand.slots + cand.weight_slots) * chunk_bytes * persist <= SMEM_BUDGET
+        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= SMEM_BUDGET
     ]
     if fits:  # weights on chip; then the most chunks prefetched; of those, of every input, early
         return max(fits, key=lambda p: (p.weights, p.prefetch * p.inputs, p.inputs, p.early))
     return plan  # not even one chunk of the next row fits beside the staging: one block per row
-
-
-def _grid_sms(cluster: int, persist: int) -> int:
-    """The SMs a persistent grid fills: all of them, except for clusters that an SM pair (a TPC) cannot hold whole
-    (``cluster`` not dividing ``2 * persist``): the H100/H200 fit 32 clusters of 4 and 16 of 8 at one block per SM
-    (128 SMs: their GPCs' SM counts are not all multiples of 4), and a grid larger than what fits at once runs its
-    last clusters after the others, doubling the time of their rows."""
-    return NUM_SMS if (2 * persist) % cluster == 0 else CLUSTER_SMS
 
 
 def _cluster_plan(n, vec, n_vecs, vecs_target, max_row_threads, register_limit, cluster_cols) -> RowPlan | None:
@@ -435,13 +390,8 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(
-        self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=(), exchange=None,
-        phase=0,
-    ):  # fmt: skip
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=()):
         self.plan = plan
-        self.exchange = exchange  # persistent cluster plans: the ClusterExchange that merges the row's partials
-        self.phase = phase  # ... and the phase parity its mbarrier of this row's ``parity`` completes
         self.weights = weights  # persistent plans with ``plan.weights``: the weight tensors held in shared memory
         self.dtype = dtype
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
@@ -518,8 +468,6 @@ class RowFragments:
         p = self.plan
         slot = p.slot(c, self.parity, region) if weight is None else p.weight_slot(weight, c)
         base = self.staging + slot * (p.rows * p.chunk_cols)
-        if weight is not None and p.wcluster > 1:  # held by another block of the cluster (or this one)
-            base = fx.nvvm.map_shared(base, p.weight_owner(weight, c))
         return self.thr.partition_S(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
 
     def _from_slot(self, c, region=0, weight=None):
@@ -540,22 +488,8 @@ class RowFragments:
                 src = thr.partition_S(self._view(w, c, broadcast=True))
                 base = self.staging + p.weight_slot(k, c) * (p.rows * p.chunk_cols)
                 dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-                if p.wcluster > 1:  # only the chunks this block holds for its cluster (whether it has rows or not)
-                    _copy_if(fx.block_idx.x % p.wcluster == p.weight_owner(k, c), atom, src, dst, self._cols_pred(c))
-                else:
-                    fx.copy(atom, src, dst, pred=self.pred(c) if p.ragged else None)
+                fx.copy(atom, src, dst, pred=self.pred(c) if p.ragged else None)
         fx.nvvm.cp_async_commit_group()
-
-    def _cols_pred(self, c):
-        """None, or one Boolean per access of chunk ``c``: inside the row (the rows are not checked: a block of a
-        cluster without rows still holds its share of the weights)."""
-        p = self.plan
-        if not p.ragged:
-            return None
-        pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
-        for i in fx.range_constexpr(fx.size(pred)):
-            pred[i] = fx.elem_less(self.crd[i], (1, p.n - c * p.chunk_cols))
-        return pred
 
     def prefetch(self, t, region=0):
         """Start copying this row's first ``plan.prefetch`` chunks of ``t`` (input ``region`` of the plan's
@@ -608,16 +542,6 @@ class RowFragments:
         return self._from_slot(c)
 
 
-def _copy_if_(cond, atom, src, dst, pred):
-    """``fx.copy(atom, src, dst, pred=pred)`` where ``cond`` holds (a cp.async whose predicate is false still writes
-    its destination: zeros)."""
-    if cond:
-        fx.copy(atom, src, dst, pred=pred)
-
-
-_copy_if = ASTRewriter.transform(_copy_if_)
-
-
 def staging_buffer(plan: RowPlan, dtype):
     """The shared memory of an onchip plan's staged chunks and a persistent plan's prefetched ones (None when
     there are none)."""
@@ -642,15 +566,14 @@ def row_groups(plan: RowPlan, dtype, rows):
     return out
 
 
-def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=(), col0=None, xchg=None,
-                    phase=0):  # fmt: skip
+def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=()):
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
     free then). ``early`` plans wait for row ``r``'s copies and start the next row's here instead (their
     slots are all in two sets): ``after_stats`` does nothing."""
-    frag = RowFragments(plan, dtype, r, rows - r, staging, col0, parity, weights, xchg, phase)
-    nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, col0, parity=1 - parity)
+    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights)
+    nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
 
     def prefetch_next():
         for i, t in enumerate(inputs[: plan.inputs]):
@@ -670,25 +593,15 @@ def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
     output; ``weights`` (the kernel's weight tensors) are copied to shared memory first where the plan holds
     them there."""
     if plan.persist:
-        staging, step, first, col0, xchg = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x, None, None
-        if plan.cluster > 1:  # the cluster's blocks share each row, each block its slice of the columns
-            step, first = step // plan.cluster, first // plan.cluster
-            col0 = fx.block_idx.x % plan.cluster * plan.chunk_cols
-            xchg = ClusterExchange(plan.cluster)
-        head = RowFragments(plan, dtype, first, rows - first, staging, col0, weights=weights)
+        staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
+        head = RowFragments(plan, dtype, first, rows - first, staging, weights=weights)
         if plan.weights:
             head.load_weights()
-        if plan.wcluster > 1:  # every block's share of the weights in place before any block reads another's
-            fx.nvvm.cp_async_wait_group(0)
-            fx.nvvm.cluster_arrive(aligned=True)
-            fx.nvvm.cluster_wait(aligned=True)
         for i, t in enumerate(inputs[: plan.inputs]):
             head.prefetch(t, region=i)
         parity = fx.Int32(0)
-        phase = fx.Int32(0)
         for r in range(first, rows, step):
-            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights, col0, xchg, phase))
-            phase = phase ^ parity  # each mbarrier completes a phase every other row
+            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
             parity = 1 - parity
     else:
         row_body(row_groups(plan, dtype, rows), lambda: None)
@@ -749,32 +662,23 @@ def _butterfly(vals, combine, width):
     return vals
 
 
-def row_reduce(vals, combine, plan: RowPlan, frag=None):
+def row_reduce(vals, combine, plan: RowPlan, parity=0):
     """Reduce per-thread partials over the ``plan.threads`` threads of each row; every thread gets the result.
 
     Within a warp: XOR shuffles. Across the warps of a row: each warp's lane 0 writes its result to shared
     memory, one barrier, then every warp reads all of its row's partials and reduces them itself (so no
     second barrier and no broadcast). Cluster plans: see :func:`_cluster_reduce`.
 
-    A persistent plan reduces once per row in a loop: rows alternate between two sets of partials (the
-    :attr:`RowFragments.parity` of ``frag``, the row's fragments), so a warp that runs ahead writes the next row's
+    A persistent plan reduces once per row in a loop: rows alternate between two sets of partials
+    (``parity``, the row's :attr:`RowFragments.parity`), so a warp that runs ahead writes the next row's
     partial while a slower one may still read this row's; the row after that reuses this set only once every
-    warp has passed the next row's barrier, after its reads. Persistent cluster plans then merge the blocks'
-    results through ``frag.exchange`` (:mod:`kernels.norm.norm_exchange`).
+    warp has passed the next row's barrier, after its reads.
     """
-    parity = 0 if frag is None else frag.parity
     vals = _butterfly(tuple(vals), combine, min(plan.threads, WARP))
-    if plan.cluster > 1 and not plan.persist:
-        return _cluster_reduce(vals, combine, plan)
-    if plan.threads > WARP:
-        vals = _block_reduce(vals, combine, plan, parity)
     if plan.cluster > 1:
-        return frag.exchange.reduce(vals, combine, parity, frag.phase)
-    return vals
-
-
-def _block_reduce(vals, combine, plan: RowPlan, parity):
-    """Merge the warps' results of each row of the block (see :func:`row_reduce`)."""
+        return _cluster_reduce(vals, combine, plan)
+    if plan.threads <= WARP:
+        return vals
     tid = fx.thread_idx.x
     lane, warp = tid % WARP, tid // WARP
     nw, bw = plan.threads // WARP, plan.block_threads // WARP  # warps per row, per block
@@ -820,8 +724,5 @@ def _cluster_reduce(vals, combine, plan: RowPlan):
 def finish_rows(plan: RowPlan) -> None:
     """The end of a row kernel: a cluster plan's block waits until every block of its cluster has read the
     partials in its shared memory (the second barrier of :func:`_cluster_reduce`); nothing otherwise."""
-    if plan.cluster > 1 and not plan.persist:  # (persistent cluster plans read no other block's memory)
-        fx.nvvm.cluster_wait(aligned=True)
-    if plan.wcluster > 1:  # no block exits while another may still read the weights it holds
-        fx.nvvm.cluster_arrive(relaxed=True, aligned=True)
+    if plan.cluster > 1:
         fx.nvvm.cluster_wait(aligned=True)

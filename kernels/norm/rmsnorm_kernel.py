@@ -104,7 +104,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                     parts = [tree_sum(x * x) for x in xs]
                     after_stats()
                     for f, x, ss in zip(groups, xs, parts):
-                        (ss,) = row_reduce((ss,), combine_add, plan, f)
+                        (ss,) = row_reduce((ss,), combine_add, plan, f.parity)
                         r = fx.rsqrt(ss * (1.0 / N) + eps)
                         f.store(
                             Y, 0, x * r * (w if fx.const_expr(w_early) else f.load(W, 0, broadcast=True)).to(fx.Float32)
@@ -120,7 +120,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                             ss = ss + tree_sum(x * x)
                             held.append(frag.keep(c, raw, fetched=not fused_add))  # the sum is new
                     after_stats()
-                    (ss,) = row_reduce((ss,), combine_add, plan, frag)
+                    (ss,) = row_reduce((ss,), combine_add, plan, frag.parity)
                     r = fx.rsqrt(ss * (1.0 / N) + eps)
                     for c in fx.range_constexpr(plan.chunks):
                         w = frag.load(W, c, broadcast=True).to(fx.Float32)

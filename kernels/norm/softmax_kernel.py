@@ -71,9 +71,6 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
     )
-    # onchip rows of f32: hold each chunk's exps (and its running max) instead of its values, so that every exp is
-    # computed once (the output rescales them); 16-bit rows would hold them rounded to 16 bits, so they recompute
-    keep_exps = bool(plan_options.pop("keep_exps", False)) and dtype_str == "f32"
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
@@ -95,38 +92,28 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         parts.append((m, e, tree_sum(e)))
                     after_stats()
                     for f, (m, e, s) in zip(groups, parts):
-                        big_m, s = row_reduce((m, s), combine_max_sum, plan, f)
+                        big_m, s = row_reduce((m, s), combine_max_sum, plan, f.parity)
                         scale = fx.exp2((m - big_m) * LOG2E) / s
                         f.store(C, 0, e * scale)
                 elif fx.const_expr(plan.onchip):
                     (frag,) = groups
                     m = fx.Float32(masked_min)
                     s = fx.Float32(0.0)
-                    held, maxes = [], []
+                    held = []
                     for batch in plan.batches():
                         raws = [frag.fetch(A, c, fill=masked_min) for c in batch]  # the batch's loads, together
                         for c, raw in zip(batch, raws):
                             x = raw.to(fx.Float32)
                             m_new = fx.max(m, x.reduce("max"))
-                            if fx.const_expr(keep_exps):  # exp(x - m_c), m_c: the running max at chunk c
-                                e = fx.exp2(x * LOG2E - m_new * LOG2E)
-                                s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
-                                held.append(frag.keep(c, e, fetched=False))
-                                maxes.append(m_new)
-                            else:
-                                s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
-                                held.append(frag.keep(c, raw))
+                            s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
                             m = m_new
+                            held.append(frag.keep(c, raw))
                     after_stats()
-                    big_m, s = row_reduce((m, s), combine_max_sum, plan, frag)
+                    big_m, s = row_reduce((m, s), combine_max_sum, plan, frag.parity)
                     inv_s = 1.0 / s
                     for c in fx.range_constexpr(plan.chunks):
-                        if fx.const_expr(keep_exps):
-                            scale = fx.exp2((maxes[c] - big_m) * LOG2E) * inv_s
-                            frag.store(C, c, frag.recall(c, held[c]) * scale)
-                        else:
-                            x = frag.recall(c, held[c]).to(fx.Float32)
-                            frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+                        x = frag.recall(c, held[c]).to(fx.Float32)
+                        frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
                 else:
                     (frag,) = groups
                     m = fx.Float32(masked_min)

@@ -13,18 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _arrays import full, randn, sync, to_device, to_numpy
-from norm_cases import (
-    ATOL,
-    CPU_CASES,
-    CPU_IDS,
-    GPU_CASES,
-    GPU_IDS,
-    PARITY_CASES,
-    PARITY_IDS,
-    SMALL_CHUNKS,
-    check_close,
-    check_parity,
-)
+from norm_cases import ATOL, CPU_CASES, CPU_IDS, GPU_CASES, GPU_IDS, PARITY_CASES, PARITY_IDS, check_close, check_parity
 
 from kernels.norm.softmax_kernel import build_softmax_module
 
@@ -106,29 +95,3 @@ def test_softmax_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
     cpu = run("cpu", a, dtype, **plan)
     check_parity(gpu, cpu, dtype)
-
-
-# f32 onchip rows that hold each chunk's exps (with its running max) instead of its values: kept and staged chunks,
-# the last ragged; persistent with every chunk prefetched (the exps overwrite the prefetched staged chunks' slots);
-# 64K f32 persistent, one chunk prefetched
-KEEP_EXPS = [
-    (3, 2500, {**SMALL_CHUNKS, "keep_exps": True}),
-    (5, 2500, {**SMALL_CHUNKS, "persist": 1, "sms": 2, "keep_exps": True}),
-    (3, 65536, {"persist": 1, "sms": 1, "keep_exps": True}),
-]
-
-
-@pytest.mark.parametrize("M,N,plan", KEEP_EXPS)
-def test_softmax_keeping_exps_computes_each_once(M, N, plan, interpreter):
-    a = randn((M, N), "f32", seed=N, scale=3.0)
-    check(run("cpu", a, "f32", **plan), a, "f32")
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("M,N,plan", KEEP_EXPS)
-def test_softmax_keeping_exps_gpu_matches_interpreter(M, N, plan, monkeypatch):
-    a = randn((M, N), "f32", seed=N, scale=3.0)
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
-    gpu = run("cuda", a, "f32", **plan)
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
-    check_parity(gpu, run("cpu", a, "f32", **plan), "f32")

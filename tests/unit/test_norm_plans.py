@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cases import norm_sweep
-from kernels.norm.norm_common import CLUSTER_SMS, NUM_SMS, SMEM_BUDGET, plan_rows, vector_width
+from kernels.norm.norm_common import NUM_SMS, SMEM_BUDGET, plan_rows, vector_width
 
 
 def plan(n, elem_bytes, **kw):
@@ -138,22 +138,6 @@ def test_the_summary_puts_each_row_against_the_copy_at_its_shape(tmp_path):
     assert "triton -" in line
 
 
-def test_the_long_rows_table_gives_both_references(tmp_path):
-    import json
-
-    from benchmarks.norm_summary import long_rows_table
-
-    def row(impl, us, pct):
-        return {"kernel": "layernorm", "shape": [512, 65536], "dtype": "bf16", "impl": impl, "median_us": us,
-                "pct_copy": pct, "note": ""}  # fmt: skip
-
-    rows = [row("copy:graph", 35.0, 89.0), row("flydsl:graph", 40.0, 78.0), row("triton:graph", 70.0, 44.0)]
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps({"meta": {"copy_gbps": 4277, "commit": "x"}, "results": rows}))
-    table = long_rows_table(str(path))
-    assert "| 512x65536 bf16 | layernorm | 35.0 (89.0%) | 40.0 | 87.5% | 78.0% | 70.0 (50%) | - |" in table
-
-
 def test_a_second_input_gets_its_own_slots_or_is_not_prefetched():
     p = plan(65536, 2, max_row_threads=512, persist=2, inputs=2)  # the fused add: X and R
     assert (p.inputs, p.prefetch, p.slots) == (2, 2, 6)
@@ -216,25 +200,17 @@ def test_the_regression_check_compares_the_shapes_both_runs_have(tmp_path):
     assert compare(old, new).splitlines() == ["softmax     1x8192      bf16    10.0 ->     8.0 us (+25.0%)"]
 
 
-@pytest.mark.parametrize(
-    "variant, n, dt, cluster, threads, persist, sms",
-    [
-        ("xc64", 65536, "bf16", 2, 1024, 1, NUM_SMS),  # 32K bf16 per block, one block per SM
-        ("xc32", 65536, "bf16", 4, 512, 2, NUM_SMS),
-        ("xc16", 65536, "bf16", 8, 256, 4, NUM_SMS),
-        ("xc64", 32768, "f32", 2, 1024, 1, NUM_SMS),
-        ("xc64", 65536, "f32", 4, 1024, 1, CLUSTER_SMS),  # clusters of 4 at one block per SM: 128 SMs
-        ("xc32", 65536, "f32", 8, 512, 2, CLUSTER_SMS),
-    ],
-)
-def test_persistent_cluster_plans_keep_a_slice_and_its_weights_per_block(
-    variant, n, dt, cluster, threads, persist, sms
-):
-    eb = 4 if dt == "f32" else 2
-    p = plan_rows(n, eb, 16 // eb, weight_tensors=2, **norm_sweep.variant_options(variant, dt))
-    assert (p.cluster, p.threads, p.persist, p.sms, p.chunks) == (cluster, threads, persist, sms, 1)
-    assert (p.prefetch, p.weights) == (1, 2)  # the next row's slice and W and B, all in shared memory
-    assert p.staging_bytes(eb) * p.persist <= SMEM_BUDGET and p.chunk_cols * cluster == n
-    assert p.grid(4) == 4 * cluster  # fewer rows than clusters: one cluster per row
-    assert p.grid(100000) == persist * sms // cluster * cluster  # whole clusters, persist blocks per SM
-    assert p.func_attrs == {"min_blocks_per_sm": persist}
+def test_the_long_rows_table_gives_both_references(tmp_path):
+    import json
+
+    from benchmarks.norm_summary import long_rows_table
+
+    def row(impl, us, pct):
+        return {"kernel": "layernorm", "shape": [512, 65536], "dtype": "bf16", "impl": impl, "median_us": us,
+                "pct_copy": pct, "note": ""}  # fmt: skip
+
+    rows = [row("copy:graph", 35.0, 89.0), row("flydsl:graph", 40.0, 78.0), row("triton:graph", 70.0, 44.0)]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"meta": {"copy_gbps": 4277, "commit": "x"}, "results": rows}))
+    table = long_rows_table(str(path))
+    assert "| 512x65536 bf16 | layernorm | 35.0 (89.0%) | 40.0 | 87.5% | 78.0% | 70.0 (50%) | - |" in table
