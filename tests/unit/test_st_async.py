@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_cluster import HAVE_PTXAS, _cpu  # noqa: F401 - the CPU runtime for every test (autouse fixture)
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
-from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, find_ptxas, run_ptxas
+from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, run_ptxas
 from flydsl.dialects import arith, ptr
 from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.expr import nvvm
@@ -19,15 +20,6 @@ from flydsl.interp import InterpError
 from flydsl.ir import PointerType, VectorType
 from flydsl.ir import types as T
 from flydsl.testing import build_kernel
-
-HAVE_PTXAS = find_ptxas() is not None
-
-
-@pytest.fixture(autouse=True)
-def _cpu(monkeypatch, tmp_path):
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
-    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
-    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
 
 
 def _st_async_ops(value_type, value):
