@@ -1,4 +1,5 @@
-"""A compact table of a norm sweep's results: ``python -m benchmarks.norm_summary RESULTS.json``.
+"""A compact table of a norm sweep's results: ``python -m benchmarks.norm_summary RESULTS.json`` (``--long-table
+RESULTS.json``: the long rows against the same-shape copy and the large-copy rate, as markdown).
 
 One line per (kernel, shape, dtype): flydsl's default plan and its best variant (back-to-back, µs and % of
 the measured copy bandwidth), torch eager, Triton and torch.compile; then the same under CUDA-graph replay
@@ -109,6 +110,40 @@ def against_copy(path: str) -> str:
     return "\n".join(out)
 
 
+def long_rows_table(path: str) -> str:
+    """A markdown table of the long rows (runs with ``copy:graph`` rows): per kernel and shape, torch's copy of the
+    same bytes (µs, and its own % of the large-copy rate the run measured), then flydsl's default plan, Triton and
+    torch eager — each as µs, % of the same-shape copy (the copy's time over its time: the ceiling a kernel that reads
+    and writes those bytes once can reach, ramp-up and tail included) and % of the large-copy rate."""
+    data = json.load(open(path))
+    rows = defaultdict(dict)
+    for r in data["results"]:
+        if r["impl"].endswith(":graph"):
+            rows[(r["kernel"], tuple(r["shape"]), r["dtype"])][r["impl"].removesuffix(":graph")] = r
+    rate = data["meta"]["copy_gbps"]
+    out = [
+        f"| shape | kernel | copy µs (% of {rate:.0f} GB/s) | flydsl µs | % of same-shape copy | % of {rate:.0f} GB/s "
+        "| Triton µs (same-shape %) | torch µs (same-shape %) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (k, shape, dt), impls in rows.items():
+        c, f = impls.get("copy"), impls.get("flydsl")
+        if c is None or f is None or c["median_us"] != c["median_us"] or f["median_us"] != f["median_us"]:
+            continue
+        cu = c["median_us"]
+
+        def alt(name, cu=cu, impls=impls):
+            r = impls.get(name)
+            ok = r is not None and r["median_us"] == r["median_us"]
+            return f"{r['median_us']:.1f} ({100 * cu / r['median_us']:.0f}%)" if ok else "-"
+
+        out.append(
+            f"| {'x'.join(map(str, shape))} {dt} | {k} | {cu:.1f} ({c['pct_copy']:.1f}%) | {f['median_us']:.1f} | "
+            f"{100 * cu / f['median_us']:.1f}% | {f['pct_copy']:.1f}% | {alt('triton')} | {alt('torch')} |"
+        )
+    return "\n".join(out)
+
+
 def compare(old: str, new: str, impl: str = "flydsl:graph") -> str:
     """One line per (kernel, shape, dtype) of ``new`` that ``old`` has too: ``impl``'s time in each and the
     change (a regression check of the shapes a change should leave alone)."""
@@ -128,6 +163,9 @@ def compare(old: str, new: str, impl: str = "flydsl:graph") -> str:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--long-table":  # the long rows as a markdown table
+        print(long_rows_table(sys.argv[2]))
+        raise SystemExit(0)
     if len(sys.argv) == 3:  # old new: the regression check
         print(compare(sys.argv[1], sys.argv[2]))
         raise SystemExit(0)

@@ -38,6 +38,7 @@ from ..ir import Op, VectorType
 from .errors import CodegenError
 from .intrinsics import constant_int
 from .llvm_emitter import FunctionEmitter, emitter
+from .llvm_types import llvm_type
 
 __all__ = ["wgmma_asm"]
 
@@ -167,6 +168,29 @@ def emit_mapa(fe: FunctionEmitter, op: Op) -> None:
     p, rank = op.operands
     args = [("ptr addrspace(3)", fe.val(p)), _i32(fe, rank)]
     fe.define(op.results[0], fe.call("llvm.nvvm.mapa.shared.cluster", "ptr addrspace(7)", args))
+
+
+@emitter("nvvm.st_async")
+def emit_st_async(fe: FunctionEmitter, op: Op) -> None:
+    """``st.async.shared::cluster.mbarrier::complete_tx::bytes[.v2|.v4].{b32|b64}`` (inline asm: LLVM 22 has no
+    intrinsic for it); values are passed as integers of their width (the bits are stored as they are)."""
+    v, dst, bar = op.operands
+    t = v.type
+    elem, n = (t.elem, t.numel) if isinstance(t, VectorType) else (t, 1)
+    bits = elem.bitwidth
+    ity = f"i{bits}"
+    vals = _unpack(fe, fe.val(v), n, llvm_type(elem)) if n > 1 else [fe.val(v)]
+    if not elem.is_int_like:
+        vals = [fe.assign(f"bitcast {llvm_type(elem)} {x} to {ity}") for x in vals]
+    shape = "" if n == 1 else f".v{n}"
+    regs = ", ".join(f"${i + 1}" for i in range(n))
+    text = f"st.async.shared::cluster.mbarrier::complete_tx::bytes{shape}.b{bits} [$0], {{{regs}}}, [${n + 1}];"
+    if n == 1:
+        text = text.replace("{$1}", "$1")
+    cons = ",".join(["l"] + ["l" if bits == 64 else "r"] * n + ["l", "~{memory}"])
+    addr = [fe.assign(f"ptrtoint ptr addrspace(7) {fe.val(p)} to i64") for p in (dst, bar)]
+    args = ", ".join([f"i64 {addr[0]}"] + [f"{ity} {x}" for x in vals] + [f"i64 {addr[1]}"])
+    fe.emit(f'call void asm sideeffect "{text}", "{cons}"({args})')
 
 
 @emitter("nvvm.cluster_arrive", "nvvm.cluster_wait")

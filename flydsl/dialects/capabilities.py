@@ -56,6 +56,8 @@ CAPABILITIES: dict[str, Capability] = {
                                "(emulated exactly on older targets)"),
     "scoped_atomics": Capability(70, 60, "a scoped atomic or fence", "compile for sm_70 or newer"),
     "cluster": Capability(90, 78, "a thread block cluster", "compile for sm_90 or newer"),
+    "st_async": Capability(90, 81, "a store into a cluster block's shared memory completing on its mbarrier (st.async)",
+                           "compile for sm_90 or newer, or store through map_shared and synchronize the cluster"),
     "cluster_relaxed": Capability(90, 80, "a relaxed cluster arrive (barrier.cluster.arrive.relaxed)",
                                   "compile for sm_90 or newer, or use the release arrive"),
     # warp-level tensor cores and asynchronous copies (dialects/nvvm.py)

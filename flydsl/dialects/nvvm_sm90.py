@@ -8,7 +8,8 @@ synchronization                ``mbarrier_init/arrive/arrive_expect_tx/expect_tx
                                ``barrier_sync``/``barrier_arrive`` (named barriers), ``setmaxnreg``,
                                cluster special registers, ``cluster_arrive``/``cluster_wait``
 cluster shared memory          ``mapa``: a shared pointer into another block of the cluster
-                               (``!fly.ptr<T, shared_cluster>``; loads and stores are ``ptr`` ops)
+                               (``!fly.ptr<T, shared_cluster>``; loads and stores are ``ptr`` ops);
+                               ``st_async``: a store there that completes on that block's mbarrier
 tensor memory accelerator      ``tma_make_desc`` (host), ``tma_load``, ``tma_store``,
                                ``tma_prefetch_desc``, ``bulk_load``, ``bulk_store``,
                                ``bulk_commit``, ``bulk_wait``
@@ -45,8 +46,8 @@ from ..ir.types import AddressSpace
 __all__ = [
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_try_wait",
     "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init", "elect_sync", "setmaxnreg", "barrier_sync",
-    "barrier_arrive", "cluster_ctarank", "cluster_id", "cluster_ctaid", "cluster_dim", "mapa", "cluster_arrive",
-    "cluster_wait", "tma_make_desc",
+    "barrier_arrive", "cluster_ctarank", "cluster_id", "cluster_ctaid", "cluster_dim", "mapa", "st_async",
+    "ST_ASYNC_SHAPES", "cluster_arrive", "cluster_wait", "tma_make_desc",
     "tma_load", "tma_store", "tma_prefetch_desc", "bulk_load", "bulk_store", "bulk_commit", "bulk_wait",
     "wgmma_fence", "wgmma", "wgmma_commit", "wgmma_wait", "PROXY_SPACES", "TMA_SWIZZLES", "TMA_DTYPES",
     "TmaFields", "tma_desc_encode", "tma_desc_decode", "WGMMA_TYPES", "wgmma_valid_n", "SM90_OPS",
@@ -269,6 +270,35 @@ mapa = OpDef(
     verify=_mapa_verify,
     doc="(ptr<shared>, rank) -> ptr<shared_cluster>: the same offset in the shared memory of block `rank` of "
     "the cluster (mapa.shared::cluster)",
+)
+
+
+def _st_async_verify(op: Op):
+    v, dst, bar = op.operands
+    t = v.type
+    elem, n = (t.elem, t.shape[0]) if isinstance(t, VectorType) and len(t.shape) == 1 else (t, 1)
+    bits = getattr(elem, "width", 0)
+    if not isinstance(elem, (FloatType, IntegerType)) or (bits, n) not in ST_ASYNC_SHAPES:
+        return f"st_async stores 1, 2 or 4 values of 32 bits or 1 or 2 of 64 bits, got {t}"
+    if not isinstance(dst.type, PointerType) or dst.type.space != AddressSpace.SHARED_CLUSTER:
+        return f"the destination must be a shared_cluster pointer (from mapa), got {dst.type}"
+    if not (
+        isinstance(bar.type, PointerType) and bar.type.space == AddressSpace.SHARED_CLUSTER and bar.type.elem is i64
+    ):
+        return f"the mbarrier must be a !fly.ptr<i64, shared_cluster> (from mapa), got {bar.type}"
+    return None
+
+
+ST_ASYNC_SHAPES = {(32, 1), (32, 2), (32, 4), (64, 1), (64, 2)}  # (bits per value, values)
+st_async = OpDef(
+    "nvvm.st_async",
+    operands=3,
+    results=0,
+    requires="st_async",
+    verify=_st_async_verify,
+    doc="(value, ptr<shared_cluster>, mbarrier ptr<i64, shared_cluster>): store the value into a block of the "
+    "cluster and complete its byte count on that block's mbarrier (st.async...mbarrier::complete_tx::bytes): "
+    "the receiver learns the data landed from its own mbarrier, with no fence",
 )
 
 
@@ -691,11 +721,11 @@ SM90_OPS = tuple(o.name for o in (
     mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_try_wait,
     mbarrier_wait, fence_proxy_async, fence_mbarrier_init, griddep_wait, griddep_launch_dependents,
     elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
-    cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, cluster_arrive, cluster_wait, tma_make_desc,
-    tma_load, tma_store, tma_prefetch_desc,
+    cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, st_async, cluster_arrive, cluster_wait,
+    tma_make_desc, tma_load, tma_store, tma_prefetch_desc,
     bulk_load, bulk_store, bulk_prefetch_l2, bulk_commit, bulk_wait, wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
 ))  # fmt: skip
 # ops whose threads wait on other warps: a kernel that has one runs warp by warp in the interpreter
 TASK_OPS = frozenset({mbarrier_try_wait.name, mbarrier_wait.name, barrier_sync.name, barrier_arrive.name})
 # ops through which the blocks of a cluster reach each other: the interpreter runs whole clusters together
-CLUSTER_OPS = frozenset({mapa.name, cluster_arrive.name, cluster_wait.name})
+CLUSTER_OPS = frozenset({mapa.name, st_async.name, cluster_arrive.name, cluster_wait.name})

@@ -1,5 +1,6 @@
-"""The thread block cluster on the interpreter: ``nvvm.mapa`` (another block's shared memory) and the
-cluster barrier (``nvvm.cluster_arrive`` / ``nvvm.cluster_wait``).
+"""The thread block cluster on the interpreter: ``nvvm.mapa`` (another block's shared memory), ``nvvm.st_async``
+(a store there completing on that block's mbarrier) and the cluster barrier (``nvvm.cluster_arrive`` /
+``nvvm.cluster_wait``).
 
 The blocks of a cluster run in one batch (flydsl/interp/kernel.py), so a shared-cluster pointer
 (``rank << 32 | offset``, see :mod:`.access`) reads and writes the arena of the rank's block directly.
@@ -17,9 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Op
-from .access import CLUSTER_RANK_SHIFT, cluster_dims, cluster_peer
-from .machine import Compiler, impl
+from ..ir import Op, VectorType
+from .access import CLUSTER_RANK_SHIFT, SHARED_CLUSTER, cluster_dims, cluster_peer, store
+from .machine import Compiler, impl, value_dtype
+from .tasks import get_barrier
 
 __all__: list[str] = []
 
@@ -50,6 +52,43 @@ def mapa(op: Op, cc: Compiler):
         env[r] = (rank << CLUSTER_RANK_SHIFT) | np.asarray(env[p], np.int64)
 
     return step
+
+
+@impl("nvvm.st_async")
+def st_async(op: Op, cc: Compiler):
+    """``st.async``: each active lane writes its value into the shared memory of a block of its cluster (like
+    a store through a ``mapa`` pointer), then completes the value's bytes on the mbarrier its third operand
+    names in that block (the barrier must be initialized; bytes beyond the phase's expected count are the
+    next phase's, as on the GPU where a complete_tx may precede the expect_tx it matches)."""
+    v, p, b = cc.slots_of(op.operands)
+    t = op.operands[0].type
+    n, elem = (t.numel, t.elem) if isinstance(t, VectorType) else (0, t)
+    dt = value_dtype(elem)
+    nbytes = max(n, 1) * dt.itemsize
+
+    def step(env, lanes):
+        store(lanes, op, SHARED_CLUSTER, env[p], n, dt, str(elem), env[v], None, nbytes)  # aligned to its size
+        act = _active(lanes)
+        bars = np.broadcast_to(np.asarray(env[b], np.int64).reshape(-1), (lanes.T,))[act]
+        rank, off = bars >> CLUSTER_RANK_SHIFT, bars & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        peer = cluster_peer(lanes, act // lanes.tpb, rank)
+        for blk, o in zip(peer.tolist(), off.tolist()):
+            get_barrier(lanes, op, int(blk), int(o)).complete_tx(nbytes)
+        if lanes.sched is not None:
+            lanes.sched.bump()
+
+    return step
+
+
+def _late(lanes, lane_root, arr, act, need) -> str:
+    """What a cluster barrier's waiting warp waits for (a deadlock report)."""
+    late = np.flatnonzero((lane_root == lane_root[act[0]]) & (arr < need[0]))
+    if late.shape[0] == 0:
+        return "(ready)"
+    b, t = lanes.coords(int(late[0]))
+    return (
+        f"at the cluster barrier for {late.shape[0]} thread(s) of the cluster to arrive (thread {t} of block {b} first)"
+    )
 
 
 def _state(lanes) -> tuple[np.ndarray, np.ndarray]:
@@ -99,6 +138,8 @@ def cluster_arrive(op: Op, cc: Compiler):
                 int(act[np.flatnonzero(twice)[0]]),
             )
         arr[act] += 1
+        if lanes.sched is not None:
+            lanes.sched.bump()
 
     return step
 
@@ -125,10 +166,16 @@ def cluster_wait(op: Op, cc: Compiler):
             )
         root = cluster_peer(lanes, np.arange(lanes.nb, dtype=np.int64), np.zeros(lanes.nb, np.int64))
         lane_root = root[lanes.lane_block()]
-        least = np.full(lanes.nb, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(least, lane_root, arr)  # the fewest arrivals of any thread of each cluster
         need = passed[act] + 1
-        short = least[lane_root[act]] < need
+
+        def shortfall():
+            least = np.full(lanes.nb, np.iinfo(np.int64).max, np.int64)
+            np.minimum.at(least, lane_root, arr)  # the fewest arrivals of any thread of each cluster
+            return least[lane_root[act]] < need
+
+        if lanes.sched is not None:  # warp by warp: wait for the cluster's other warps to arrive
+            lanes.sched.wait_until(lambda: not shortfall().any(), op, lambda: _late(lanes, lane_root, arr, act, need))
+        short = shortfall()
         if short.any():
             i = int(np.flatnonzero(short)[0])
             waiter = int(act[i])
@@ -145,5 +192,7 @@ def cluster_wait(op: Op, cc: Compiler):
                 waiter,
             )
         passed[act] += 1
+        if lanes.sched is not None:
+            lanes.sched.bump()
 
     return step

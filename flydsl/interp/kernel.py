@@ -315,14 +315,6 @@ def _cluster_period(prog: Program, g: tuple) -> int:
         )
     if prog.cluster_op is None or cd == (1, 1, 1):
         return 1
-    if prog.needs_tasks:
-        raise InterpError(
-            "the interpreter runs a kernel that waits on mbarriers or named barriers one block at a time, so the "
-            f"blocks of a cluster cannot reach each other ({prog.cluster_op.defn.name} here); keep cluster shared "
-            "memory and cluster barriers out of such kernels, or test them on the GPU",
-            kernel=prog.name,
-            op=prog.cluster_op,
-        )
     cx, cy, cz = cd
     if cz > 1:
         return g[0] * g[1] * cz

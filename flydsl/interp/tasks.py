@@ -4,16 +4,18 @@ detection.
 A kernel whose threads wait for other warps (``mbarrier_wait``/``try_wait``, named barriers — the
 ops of :data:`flydsl.dialects.nvvm_sm90.TASK_OPS`) cannot run with every lane of a block in lock-step:
 a producer warpgroup spinning on an "empty" barrier and a consumer warpgroup spinning on a "full" one
-only make progress if each runs while the other waits. Such a kernel runs **one block at a time,
-warp by warp**: every warp is a *task* (a Python thread holding the baton, so exactly one runs at a
+only make progress if each runs while the other waits. Such a kernel runs **one block at a time** (one
+cluster at a time when its blocks reach each other: ``st_async``, cluster barriers), **warp by warp**: every
+warp is a *task* (a Python thread holding the baton, so exactly one runs at a
 time and the order is deterministic) that executes the kernel's compiled code with the block's
 lanes, its active-lane mask restricted to its own 32 lanes. Lanes of one warp still run in
 lock-step; warps interleave only at blocking points:
 
 - a wait whose condition does not hold yet suspends the warp (condition recorded);
 - the scheduler resumes, round-robin, the first suspended warp whose condition now holds;
-- ``gpu.barrier`` / ``bar.sync`` are rendezvous: a warp waits until the expected threads arrived
-  (``gpu.barrier``: every warp that has not exited);
+- ``gpu.barrier`` / ``bar.sync`` are rendezvous: a warp waits until the expected threads of its block
+  arrived (``gpu.barrier``: every warp of the block that has not exited); a cluster barrier's wait
+  waits until every thread of the cluster arrived;
 - a ``try_wait`` that would fail suspends like a wait, but when nothing else can run it returns
   false once per change of the world (so a polling loop that does other work still works), and a
   second false without any progress in between means the loop spins forever;
@@ -115,10 +117,11 @@ class _Abort(BaseException):
 
 class _Task:
     __slots__ = ("idx", "lanes", "thread", "go", "state", "cond", "info", "can_timeout", "timed_out", "seen",
-                 "error", "lo", "hi")  # fmt: skip
+                 "error", "lo", "hi", "blk")  # fmt: skip
 
     def __init__(self, idx: int, lanes, lo: int, hi: int):
         self.idx, self.lanes, self.lo, self.hi = idx, lanes, lo, hi
+        self.blk = lo // lanes.tpb  # the warp's block in the batch
         self.go = threading.Semaphore(0)
         self.state = "ready"
         self.cond: Callable[[], bool] | None = None  # what a blocked task waits for
@@ -131,7 +134,8 @@ class _Task:
 
 
 class Scheduler:
-    """Runs the warps of one block as tasks (see the module docstring). ``lanes.sched`` points here."""
+    """Runs the warps of one block (or one cluster) as tasks (see the module docstring). ``lanes.sched`` points
+    here."""
 
     def __init__(self, name: str):
         self.name = name
@@ -140,7 +144,7 @@ class Scheduler:
         self.back = threading.Semaphore(0)
         self.aborting = False
         self.progress = 0  # bumped by every state change another warp could be waiting for
-        self.bars: dict[int, list] = {}  # named barrier id -> [arrived threads, generation, expected]
+        self.bars: dict[tuple, list] = {}  # (block, named barrier id) -> [arrived threads, generation, expected]
 
     # -- called by ops, on a task's thread ---------------------------------------------------------------
 
@@ -189,7 +193,8 @@ class Scheduler:
         if count is not None and (count <= 0 or count % lanes.warp_size):
             raise lanes.fault(op, f"a named barrier counts whole warps: {count} threads is not a positive "
                               f"multiple of {lanes.warp_size}", None)  # fmt: skip
-        st = self.bars.setdefault(bid, [0, 0, count])
+        blk = self._running().blk
+        st = self.bars.setdefault((blk, bid), [0, 0, count])
         if st[0] and st[2] != count:
             raise lanes.fault(
                 op, f"barrier {bid} is in use with {st[2]} expected threads, but this warp expects {count}", None
@@ -201,18 +206,17 @@ class Scheduler:
         if wait and st[1] == gen:
 
             def describe():
-                exp = st[2] if st[2] is not None else self._live_threads()
+                exp = st[2] if st[2] is not None else self._live_threads(blk)
                 return f"at barrier {bid}: {st[0]} of {exp} threads arrived"
 
             self.wait_until(lambda: st[1] != gen, op, describe)
 
-    def _live_threads(self) -> int:
-        return sum(t.hi - t.lo for t in self.tasks if t.state != "done")
+    def _live_threads(self, blk: int) -> int:
+        return sum(t.hi - t.lo for t in self.tasks if t.state != "done" and t.blk == blk)
 
     def _release_barriers(self) -> None:
-        live = self._live_threads()
-        for st in self.bars.values():
-            exp = st[2] if st[2] is not None else live
+        for (blk, _), st in self.bars.items():
+            exp = st[2] if st[2] is not None else self._live_threads(blk)
             if st[0] and st[0] >= exp:
                 st[0] = 0
                 st[1] += 1
@@ -324,11 +328,13 @@ class Scheduler:
 
 
 def run_block_tasks(lanes, body) -> None:
-    """Run one block (``lanes``: a batch of one block) warp by warp; ``body(task_lanes)`` runs the kernel."""
+    """Run one block or one cluster (``lanes``: a batch of its blocks) warp by warp; ``body(task_lanes)`` runs the
+    kernel."""
     ws = lanes.warp_size
     sched = Scheduler(lanes.program.name)
-    for w, lo in enumerate(range(0, lanes.tpb, ws)):
-        hi = min(lo + ws, lanes.tpb)
+    warps = [(b * lanes.tpb + lo, min(lo + ws, lanes.tpb) + b * lanes.tpb) for b in range(lanes.nb)
+             for lo in range(0, lanes.tpb, ws)]  # fmt: skip
+    for w, (lo, hi) in enumerate(warps):
         tl = copy.copy(lanes)
         m = np.zeros(lanes.T, np.bool_)
         m[lo:hi] = True

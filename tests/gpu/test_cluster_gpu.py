@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 
 from test_cluster import _counter, _ring  # noqa: E402
+from test_st_async import _exchange, _want  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -45,3 +46,17 @@ def test_cluster_atomics_gpu(monkeypatch, tmp_path):
     _counter(4, 8)(out)
     torch.cuda.synchronize()
     assert out.cpu().tolist() == [128, 1000, 2000, 3000, 4128, 5000, 6000, 7000]
+
+
+@pytest.mark.parametrize("cluster, rounds", [(2, 3), (4, 5), (8, 4)])
+def test_st_async_exchange_gpu_equals_interpreter(cluster, rounds, monkeypatch, tmp_path):
+    """Every block of each cluster pushes a partial to every block with st.async each round, two slot sets and
+    mbarriers alternating (tests/unit/test_st_async.py): the H200 gets the interpreter's sums."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    out = torch.zeros(2 * cluster * 64, dtype=torch.int32, device="cuda")
+    _exchange(cluster, rounds)(out)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), _want(cluster, rounds))

@@ -221,21 +221,35 @@ def test_a_grid_that_is_not_whole_clusters_is_refused():
         launch(np.zeros(4, np.int32), 3)
 
 
-def test_cluster_memory_in_a_kernel_that_runs_warp_by_warp_is_refused():
+def test_a_cluster_barrier_in_a_kernel_that_runs_warp_by_warp_waits_for_the_other_blocks():
+    """A kernel with mbarrier waits runs warp by warp, a whole cluster per batch: block 1's warp waits at the
+    cluster barrier until block 0's warps (which first wait on their own mbarrier) arrive."""
+
     @flyc.kernel
     def k(out: fx.Tensor):
+        tid, rank = fx.thread_idx.x, nvvm.cluster_ctarank()
         bar = fx.alloc_shared(fx.Int64, 1, align=8)
-        nvvm.mbarrier_init(bar, 1)
+        sm = fx.alloc_shared(fx.Int32, 64)
+        if tid == 0:
+            nvvm.mbarrier_init(bar, 64)
+        fx.barrier()
+        sm[tid] = rank * 100 + tid
         nvvm.mbarrier_arrive(bar)
         nvvm.mbarrier_wait(bar, 0)
+        nvvm.cluster_sync()
+        out.iterator[fx.block_idx.x * 64 + tid] = nvvm.map_shared(sm, 1 - rank)[63 - tid]
         nvvm.cluster_sync()
 
     @flyc.jit
     def launch(out: fx.Tensor):
-        k(out).launch(grid=(2, 1, 1), block=(1, 1, 1), cluster=(2, 1, 1))
+        k(out).launch(grid=(4, 1, 1), block=(64, 1, 1), cluster=(2, 1, 1))
 
-    with pytest.raises(InterpError, match="blocks of a cluster cannot reach each other"):
-        launch(np.zeros(4, np.int32))
+    out = np.zeros(256, np.int32)
+    launch(out)
+    got = out.reshape(4, 64)
+    t = np.arange(64)
+    for b in range(4):
+        np.testing.assert_array_equal(got[b], (1 - b % 2) * 100 + 63 - t)
 
 
 def test_map_shared_takes_a_shared_pointer():

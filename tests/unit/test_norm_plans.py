@@ -198,3 +198,19 @@ def test_the_regression_check_compares_the_shapes_both_runs_have(tmp_path):
     old = run(tmp_path / "a.json", [("softmax", [1, 8192], 10.0), ("rmsnorm", [1, 8192], 8.0)])
     new = run(tmp_path / "b.json", [("softmax", [1, 8192], 8.0), ("layernorm", [1, 8192], 9.0)])
     assert compare(old, new).splitlines() == ["softmax     1x8192      bf16    10.0 ->     8.0 us (+25.0%)"]
+
+
+def test_the_long_rows_table_gives_both_references(tmp_path):
+    import json
+
+    from benchmarks.norm_summary import long_rows_table
+
+    def row(impl, us, pct):
+        return {"kernel": "layernorm", "shape": [512, 65536], "dtype": "bf16", "impl": impl, "median_us": us,
+                "pct_copy": pct, "note": ""}  # fmt: skip
+
+    rows = [row("copy:graph", 35.0, 89.0), row("flydsl:graph", 40.0, 78.0), row("triton:graph", 70.0, 44.0)]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"meta": {"copy_gbps": 4277, "commit": "x"}, "results": rows}))
+    table = long_rows_table(str(path))
+    assert "| 512x65536 bf16 | layernorm | 35.0 (89.0%) | 40.0 | 87.5% | 78.0% | 70.0 (50%) | - |" in table

@@ -21,6 +21,7 @@ fx.nvvm                                                CuTe DSL counterpart     
 ``cluster_ctarank()``, ``cluster_idx``, …              ``cute.arch.block_idx_in_cluster`` …         90
 ``cluster_arrive([relaxed])``, ``cluster_wait()``       ``cute.arch.cluster_arrive(_relaxed)/wait``  90
 ``map_shared(ptr, rank)`` (``mapa``)                   ``cute.arch.mapa``-style DSMEM address       90
+``st_async(ptr, value, bar)``                          (``st.async`` in CUTLASS' C++)               90
 ``PipelineState(stages)``                              ``cutlass.pipeline.PipelineState``           —
 =====================================================  ===========================================  ==========
 
@@ -41,6 +42,7 @@ from ...dialects.capabilities import capability_gap
 from ...ir import AddressSpace
 from .._sem.context import current_target
 from .._sem.iterators import MemIter
+from .._sem.vector import Vector, as_vector_operand, to_dtype
 from ..gpu import thread_idx
 from ..numeric import Boolean, Int8, Int32, Int64, as_numeric
 from ..pointer import Pointer, as_pointer
@@ -53,7 +55,7 @@ __all__ = [
     "elect_one", "setmaxnreg", "warpgroup_reg_alloc", "warpgroup_reg_dealloc", "barrier_sync", "barrier_arrive",
     "warp_idx", "warpgroup_idx", "warp_idx_in_warpgroup", "thread_idx_in_warpgroup", "cluster_ctarank",
     "cluster_idx", "block_idx_in_cluster", "cluster_shape", "has_clusters", "cluster_arrive", "cluster_arrive_relaxed",
-    "cluster_wait", "cluster_sync", "map_shared", "mapa", "PipelineState", "align_shared",
+    "cluster_wait", "cluster_sync", "map_shared", "mapa", "st_async", "PipelineState", "align_shared",
     # re-exported from .tma and .wgmma
     "TmaAtom", "make_tma_atom", "tma_load", "tma_store", "tma_prefetch_descriptor", "bulk_copy_g2s",
     "bulk_copy_s2g", "bulk_prefetch_l2", "bulk_commit_group", "bulk_wait_group",
@@ -297,6 +299,30 @@ def map_shared(ptr, rank) -> Pointer:
 
 
 mapa = map_shared
+
+
+def st_async(ptr, value, bar) -> None:
+    """Store ``value`` (a scalar or a Vector of 1, 2 or 4 32-bit values, or 1 or 2 64-bit ones; converted to
+    ``ptr``'s element type) at ``ptr`` in a block of the cluster, and complete its bytes on the mbarrier ``bar``
+    of that block (``ptr`` and ``bar``: :func:`map_shared` pointers, usually of the same rank; ``ptr`` aligned
+    to the value's size). The receiver waits on its own mbarrier — armed with :func:`mbarrier_expect_tx` /
+    :func:`mbarrier_arrive_expect_tx` for the bytes it expects — and then reads the values from its own shared
+    memory: no fence and no cluster barrier (``st.async.shared::cluster.mbarrier::complete_tx::bytes``)."""
+    p = as_pointer(ptr)
+    b = as_pointer(bar)
+    for q, what in ((p, "the destination"), (b, "the mbarrier")):
+        if q.address_space != AddressSpace.SHARED_CLUSTER:
+            raise TypeError(
+                f"st_async: {what} must be a pointer into a block of the cluster (fx.nvvm.map_shared(ptr, rank)), "
+                f"got a {q.memspace} pointer"
+            )
+    v = as_vector_operand(value)
+    if v is None:
+        raise TypeError(f"st_async: cannot store {value!r}")
+    v = v.to(p.dtype) if isinstance(v, Vector) else to_dtype(value, p.dtype)
+    if b.dtype.ir_type is not Int64.ir_type:
+        b = b.recast(Int64)
+    _d.st_async(v.ir_value(), p.ir_value(), b.ir_value())
 
 
 # -- pipeline state ---------------------------------------------------------------------------------------
