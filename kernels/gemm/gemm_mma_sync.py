@@ -16,7 +16,22 @@ Per warp and per 64-byte step of K (two mma k-steps: k32 for 8-bit types, k16 tw
 
 The block's K loop keeps the next iteration's loads in flight (registers, double-buffered) while the
 tensor cores work on the current one. ``warps_k`` warps split each iteration's ``tile_k``; their partial
-accumulators meet in shared memory before the epilogue (:mod:`kernels.gemm.epilogue`).
+accumulators meet in shared memory before the epilogue (:mod:`kernels.gemm.epilogue`). The epilogue's
+operands (the rows' ``scale_a``, the columns' ``scale_b`` and bias) are loaded before the K loop — with
+programmatic dependent launch right after ``griddepcontrol.wait`` — so that no L2 round trip follows the
+last weight bytes (loaded in the epilogue they were two dependent round trips at the kernel's end: the second
+column tile's loads could not pass the first one's stores).
+
+``probe`` (measurement only, :mod:`benchmarks.decode_ladder`) builds the same kernel with stages left out, to
+time where a decode GEMM's time goes; a probe kernel computes no GEMM (it writes C only if a checksum of what
+it computed equals a value it never has):
+
+* ``"b"``: the weight's loads only (same addresses, same loop), XOR-folded;
+* ``"mma"``: + the e4m3 widening and the mma chain, with the B fragments standing in for A (no A loads);
+* ``"a"``: + A's loads (the full main loop), no split-K reduction;
+* ``"red"``: + the warps' reduction through shared memory, no epilogue;
+* ``"late"``: the whole GEMM with the epilogue's operands loaded after the reduction (the layout before
+  the early loads).
 """
 
 from __future__ import annotations
@@ -41,6 +56,8 @@ MMA_TYPES = {
     "fp16": ("m16n8k16", fx.Float16, fx.Float32),
 }
 WORD = 4  # loads are 4 x i32
+PROBES = (None, "b", "mma", "a", "red", "late")
+PROBE_MAGIC = 0x5EED1234  # a probe kernel's checksum is never compared equal to this on real data
 
 
 def check_operand(name: str, t, elem_bytes: int) -> None:
@@ -55,9 +72,12 @@ def check_operand(name: str, t, elem_bytes: int) -> None:
         raise ValueError(f"{name} must start 16-byte aligned (one 128-bit load per lane), got {t.alignment}")
 
 
-def build_mma_sync_gemm(cfg: GemmConfig):
+def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
     """The ``@flyc.jit`` launcher ``launch_gemm(arg_c, arg_a, arg_b, arg_scale_a, arg_scale_b, arg_bias,
-    i32_m, i32_n, stream)`` of the mma.sync path for ``cfg``."""
+    i32_m, i32_n, stream)`` of the mma.sync path for ``cfg`` (``probe``: a measurement kernel with stages
+    left out, see the module docstring)."""
+    if probe not in PROBES:
+        raise ValueError(f"probe must be one of {PROBES}, got {probe!r}")
     e = cfg.elem_bytes
     kb = cfg.K * e
     shape, ab_type, acc_type = MMA_TYPES[cfg.in_dtype]
@@ -135,7 +155,9 @@ def build_mma_sync_gemm(cfg: GemmConfig):
             return bs
 
         def load_a(it):
-            """Iteration ``it``'s A fragments ``a[u][i][h]``."""
+            """Iteration ``it``'s A fragments ``a[u][i][h]`` (None for the probes without A)."""
+            if fx.const_expr(probe in ("b", "mma")):
+                return None
             ka_it = it * steps_per_iter * (STEP_BYTES // WORD)
             return [[[(a_ptrs[i][h] + (ka_it + u * (STEP_BYTES // WORD))).load(vec_width=4, align=16)
                       for h in range(H)] for i in range(MT)] for u in range(U)]  # fmt: skip
@@ -154,6 +176,13 @@ def build_mma_sync_gemm(cfg: GemmConfig):
 
         def compute(frags, acc):
             bs, as_ = frags
+            if fx.const_expr(probe == "b"):  # the weight's bytes folded, nothing else
+                for u in fx.range_constexpr(U):
+                    for j in fx.range_constexpr(NT):
+                        acc = acc ^ bs[u][j]
+                return acc
+            if fx.const_expr(probe == "mma"):  # B's fragments stand in for A's
+                as_ = [[[bs[u][(i * H + h) % NT] for h in range(H)] for i in range(MT)] for u in range(U)]
             out = [list(row) for row in acc]
             # mma s takes words 2s, 2s+1 of the B chunk (after widening for fp8: the f16 words of loaded
             # word s) and the same words of rows g and g + 8 for A: [row g, row g+8, row g, row g+8]
@@ -176,9 +205,24 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                             out[i][j] = fx.nvvm.mma_sync(af, bf[j], out[i][j], shape=shape)
             return out
 
+        def checksum(acc):
+            """A probe's end: C is written only if the XOR of everything it computed is PROBE_MAGIC."""
+            vs = [acc] if fx.const_expr(probe == "b") else [v for row in acc for v in row]
+            x = None
+            for v in vs:
+                v = v if fx.const_expr(acc_type is fx.Int32 or probe == "b") else v.bitcast(fx.Int32)
+                x = v if x is None else x ^ v
+            word = x[0] ^ x[1] ^ x[2] ^ x[3]
+            if word == PROBE_MAGIC:
+                C.iterator.recast(fx.Int32).store(word)
+
+        early = probe is None  # the epilogue's operands before the K loop (after the grid dependency)
         # the next iteration's loads are issued before this one's mma; unrolled by two so that the two
         # register buffers alternate without copies
-        acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
+        if fx.const_expr(probe == "b"):
+            acc = fx.full(4, 0, fx.Int32)
+        else:
+            acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
         if fx.const_expr(cfg.pdl):
             # programmatic dependent launch: the next kernel may start now, and the first iteration's weight
             # loads (all of them when tile_k = K) fly while the previous kernel finishes (no kernel of the
@@ -187,7 +231,9 @@ def build_mma_sync_gemm(cfg: GemmConfig):
             b0 = load_b(fx.Int32(0))
             fx.nvvm.griddep_wait()
             cur = (b0, load_a(fx.Int32(0)))
+            ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
         else:
+            ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
             cur = load(fx.Int32(0))
         for p in range(0, (iters - 1) // 2):
             nxt = load(2 * p + 1)
@@ -201,7 +247,9 @@ def build_mma_sync_gemm(cfg: GemmConfig):
         else:
             acc = compute(cur, acc)
 
-        if fx.const_expr(wk > 1):
+        if fx.const_expr(probe in ("b", "mma", "a")):
+            checksum(acc)
+        elif fx.const_expr(wk > 1):
             red = fx.alloc_shared(acc_type, red_words)
             slot = ((wk_i - 1) * (wm * wn) + (wm_i * wn + wn_i)) * (MT * NT)
             if wk_i > 0:
@@ -216,21 +264,52 @@ def build_mma_sync_gemm(cfg: GemmConfig):
                         for j in fx.range_constexpr(NT):
                             part = (red + ((base + i * NT + j) * 32 + lane) * 4).load(vec_width=4, align=16)
                             acc[i][j] = acc[i][j] + part
-                _epilogue(epi, acc, m_warp, n_warp, g, t)
+                if fx.const_expr(probe == "red"):
+                    checksum(acc)
+                else:
+                    _epilogue(epi, acc, ops, m_warp, n_warp, g, t)
+        elif fx.const_expr(probe == "red"):
+            checksum(acc)
         else:
-            _epilogue(epi, acc, m_warp, n_warp, g, t)
+            _epilogue(epi, acc, ops, m_warp, n_warp, g, t)
 
-    def _epilogue(epi, acc, m_warp, n_warp, g, t):
+    def _operands(epi, m_warp, n_warp, g, t):
+        """The epilogue's loads: ``(rows, cols)``, per m16 tile ``(r0, scale_a[r0], r1, scale_a[r1])`` (rows g
+        and g + 8) and per n8 tile ``(col, scale_b[col:col+2], bias[col:col+2])`` (None where unused)."""
         rows = []
         for i in fx.range_constexpr(MT):
             r0 = m_warp + 16 * i + g
-            rows.append((r0, epi.row_scale(r0) if epi.scaled else None, r0 + 8))
+            r1 = r0 + 8
+            sa0 = epi.row_scale(r0) if epi.scaled else None
+            sa1 = epi.row_scale(r1) if epi.scaled and H == 2 else None
+            rows.append((r0, sa0, r1, sa1))
+        cols = []
         for j in fx.range_constexpr(NT):
             col = n_warp + 8 * j + 2 * t
-            sb, bias = epi.col_operands(col)
+            cols.append((col, *epi.col_operands(col)))
+        return rows, cols
+
+    def _epilogue(epi, acc, ops, m_warp, n_warp, g, t):
+        """Scale, bias, activate and store the warp's tiles; ``ops`` the operands loaded early, or None: load
+        them here, the columns' between the stores (probe ``"late"``: the layout before the early loads)."""
+        if fx.const_expr(ops is None):
+            rows = []
             for i in fx.range_constexpr(MT):
-                r0, sa0, r1 = rows[i]
-                sa1 = epi.row_scale(r1) if epi.scaled and H == 2 else None
+                r0 = m_warp + 16 * i + g
+                rows.append((r0, epi.row_scale(r0) if epi.scaled else None, r0 + 8, None))
+            cols = None
+        else:
+            rows, cols = ops
+        for j in fx.range_constexpr(NT):
+            if fx.const_expr(cols is None):
+                col = n_warp + 8 * j + 2 * t
+                sb, bias = epi.col_operands(col)
+            else:
+                col, sb, bias = cols[j]
+            for i in fx.range_constexpr(MT):
+                r0, sa0, r1, sa1 = rows[i]
+                if fx.const_expr(cols is None):
+                    sa1 = epi.row_scale(r1) if epi.scaled and H == 2 else None
                 v = acc[i][j].to(fx.Float32)
                 epi.store_pair(v[0:2], r0, col, sa0, sb, bias)
                 if fx.const_expr(H == 2):

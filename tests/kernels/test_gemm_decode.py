@@ -96,3 +96,49 @@ def test_pdl_launches_wait_for_the_kernel_before_them_gpu(N, K, M, variant):
 
     line = pdl_chain_check(N, K, M, variant)
     assert "WRONG" not in line and "ERROR" not in line, line
+
+
+@pytest.mark.parametrize("pdl", [False, True])
+@pytest.mark.parametrize("probe", [None, "b", "mma", "a", "red", "late"])
+def test_ladder_probes_interpreter(probe, pdl, interpreter):
+    """The ladder's probe kernels (benchmarks/decode_ladder.py) run; the GEMM ones (``None``: the epilogue's
+    operands loaded before the K loop, ``"late"``: after the reduction) compute it, the others write nothing."""
+    from kernels.gemm.gemm_config import with_min_blocks
+    from kernels.gemm.gemm_mma_sync import build_mma_sync_gemm
+
+    cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=3, path="mma", pdl=pdl).gemm_config
+    fn = build_mma_sync_gemm(with_min_blocks(cfg, 2), probe)
+    res = run_gemm("fp8", 3, 128, 1024, launch_fn=fn, cuda=False, log=lambda *a, **k: None)
+    assert res.guard_ok, res
+    assert res.ok == (probe in (None, "late")), res
+    with pytest.raises(ValueError, match="probe"):
+        build_mma_sync_gemm(cfg, "epilogue")
+
+
+@pytest.mark.parametrize("M", [3, 21])
+def test_stream_late_operands_probe_interpreter(M, interpreter):
+    """The stream path's epilogue operands loaded after the main loop (``probe="late"``, the layout before
+    they moved before it) give the same result, whole and split tiles."""
+    from kernels.gemm.gemm_stream import build_stream_gemm
+
+    cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=M, path="stream", tile_m=8, tile_n=64,
+                                  tile_k=128, max_blocks=10).gemm_config  # fmt: skip
+    res = run_gemm("fp8", M, 128, 1024, launch_fn=build_stream_gemm(cfg, probe="late"), cuda=False)
+    assert res.ok and res.guard_ok, res
+
+
+def test_ladder_configurations_build():
+    """Every rung and candidate of benchmarks/decode_ladder.py makes its configuration (a typo fails here, not
+    on the H200)."""
+    from benchmarks.cases.preshuffle_gemm import variant_kwargs
+    from benchmarks.decode_ladder import CANDIDATES, LATE, PROBE_STEPS, late_launcher, probe_launcher
+
+    for pdl in (False, True):
+        for step in PROBE_STEPS:
+            assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
+    for N, K, M, v in LATE:
+        late_launcher(N, K, M, v)
+    for N, K, ms, v in CANDIDATES:
+        for M in ms:
+            cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config
+            assert cfg.pdl == v.endswith("/pdl"), (v, cfg)

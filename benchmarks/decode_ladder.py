@@ -1,0 +1,201 @@
+"""Where a decode GEMM's time goes: a ladder of kernels from the plain read of the weight to the full GEMM.
+
+    PYTHONPATH=. python -m benchmarks.decode_ladder [--budget 130] [--plan ladder|final]
+
+One H200 call (CUDA-graph replays over inputs larger than L2, as :mod:`benchmarks.gemm_decode_round`), per
+decode problem and launch mode (plain, and programmatic dependent launch):
+
+1. the read ceiling (:func:`benchmarks.read_ceiling.read_launcher`: every thread issues all its 16-byte
+   loads at once; 132 blocks of 512 threads);
+2. the mma path's kernel with stages left out (``probe``, :mod:`kernels.gemm.gemm_mma_sync`): ``b`` the
+   weight's loads only (the GEMM's addresses, grid and loop), ``mma`` + widening and the mma chain, ``a`` +
+   the activations' loads, ``red`` + the warps' reduction through shared memory, ``late`` the whole GEMM with
+   the epilogue's operands loaded after the reduction (before this revision), then the GEMM itself;
+   ``/mNN`` variants (``.minnctapersm``: ptxas keeps every load of the first iterations in flight);
+3. candidate configurations against cuBLAS (the decode table's columns).
+
+The difference between neighbouring rungs is what that stage costs. Stops adding measurements after
+``--budget`` seconds; compact table last, ``decode_ladder.{md,json}`` in ``$OUT_DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+PROBE_STEPS = ["b/m2", "b", "mma", "a", "red", "late", "full", "full/m2"]
+# (N, K, Ms, variant) — after the ladder: candidates for the defaults, timed beside cuBLAS
+CANDIDATES = [
+    (4096, 4096, (1, 8), "8x32x4096:1,1,16@mma/m1"),
+    (4096, 4096, (16,), "16x32x4096:1,1,16@mma/m1"),
+    (4096, 4096, (1, 16), "auto"),
+    (4096, 4096, (1, 8), "8x32x4096:1,1,16@mma/m1/pdl"),
+    (4096, 4096, (16,), "16x32x4096:1,1,16@mma/m1/pdl"),
+    (4096, 4096, (32,), "auto"),
+    (4096, 4096, (32,), "32x32x4096:2,1,8@mma/m1"),
+    (4096, 4096, (32,), "_x_x_@stream/m2/pdl"),
+    (7168, 2048, (1, 16, 32), "auto"),
+    (7168, 2048, (1, 16), "auto/pdl"),
+    (7168, 2048, (1,), "8x56x1024:1,1,8@mma/m1"),
+    (7168, 2048, (16,), "16x56x1024:1,1,8@mma/m1"),
+    (7168, 2048, (1,), "8x56x1024:1,1,8@mma/m1/pdl"),
+    (7168, 2048, (16,), "16x56x1024:1,1,8@mma/m1/pdl"),
+    (7168, 2048, (1, 16, 32), "auto/m2/pdl"),
+]
+
+
+def probe_launcher(N: int, K: int, M: int, step: str, pdl: bool):
+    """The launcher of ladder rung ``step`` (``PROBE_STEPS``) for the default mma tile of ``N x K`` at ``M``."""
+    from kernels.gemm.gemm_config import with_min_blocks
+    from kernels.gemm.gemm_mma_sync import build_mma_sync_gemm
+    from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
+
+    name, _, opt = step.partition("/")
+    cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, path="mma", pdl=pdl).gemm_config
+    if opt:
+        cfg = with_min_blocks(cfg, int(opt[1:]))
+    return build_mma_sync_gemm(cfg, None if name == "full" else name)
+
+
+# (N, K, M, variant): the default's epilogue operands loaded late (before this revision) beside early
+LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto"), (4096, 4096, 16, "auto")]
+
+
+def late_launcher(N: int, K: int, M: int, variant: str):
+    """``variant``'s kernel with the epilogue's operands loaded after the main loop (probe ``"late"``)."""
+    from benchmarks.cases.preshuffle_gemm import variant_kwargs
+    from kernels.gemm.gemm_mma_sync import build_mma_sync_gemm
+    from kernels.gemm.gemm_stream import build_stream_gemm
+    from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
+
+    cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(variant, M, N)).gemm_config
+    return build_stream_gemm(cfg, probe="late") if cfg.path == "stream" else build_mma_sync_gemm(cfg, "late")
+
+
+def time_probe(N, K, M, step, pdl, iters) -> tuple[float, str]:
+    """µs per call of a probe (or the full GEMM, checked) in a CUDA graph over inputs larger than L2."""
+    from kernels.gemm.harness import run_gemm
+
+    fn = late_launcher(N, K, M, step[5:]) if step.startswith("late:") else probe_launcher(N, K, M, step, pdl)
+    r = run_gemm("fp8", M, N, K, launch_fn=fn, cuda=True, bench=True, graph=True, iters=iters, warmup=3,
+                 log=lambda *a, **k: None)  # fmt: skip
+    full = step.startswith(("full", "late"))
+    return r.us, ("ok" if r.ok else "WRONG") if full else "-"
+
+
+def time_ceiling(nbytes: int, pdl: bool) -> float:
+    import math
+
+    import torch
+
+    from benchmarks.read_ceiling import _graph_us, _reads, read_launcher
+
+    out = torch.zeros(4, dtype=torch.int32, device="cuda")
+    bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
+            for _ in range(max(2, math.ceil(110e6 / nbytes)))]  # fmt: skip
+    us = _graph_us(_reads(bufs, out, read_launcher(nbytes, 132, 512, 16, pdl)))
+    del bufs
+    torch.cuda.empty_cache()
+    return us
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget", type=float, default=130.0)
+    ap.add_argument("--iters", type=int, default=40)
+    ap.add_argument("--ms", default="1,16")
+    ap.add_argument("--shapes", default="4096x4096")
+    ap.add_argument("--no-candidates", action="store_true")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    import torch
+
+    from benchmarks.cases.preshuffle_gemm import compact, hbm_bandwidth, measure
+
+    out = Path(os.environ.get("OUT_DIR") or os.environ.get("OUT") or "/tmp")
+    bw = hbm_bandwidth()
+    commit = os.environ.get("GEMM_COMMIT") or os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip()
+    print(f"[ladder] HBM copy bandwidth {bw / 1e9:.0f} GB/s, commit {commit}", flush=True)
+    ladder = []  # (shape, M, mode, step, us, note)
+
+    def over() -> bool:
+        return time.perf_counter() - t0 > args.budget
+
+    for shape in args.shapes.split(","):
+        N, K = (int(x) for x in shape.split("x"))
+        for pdl in (False, True):
+            mode = "pdl" if pdl else "plain"
+            if over():
+                break
+            us = time_ceiling(N * K, pdl)
+            ladder.append((shape, 0, mode, "read ceiling 132x512", us, "-"))
+            print(f"ladder {shape} M=- {mode:5s} {'read ceiling 132x512':22s} {us:6.2f} us", flush=True)
+            for M in (int(m) for m in args.ms.split(",")):
+                for step in PROBE_STEPS:
+                    if over():
+                        print(f"[ladder] budget spent at {shape} M={M} {mode} {step}", flush=True)
+                        break
+                    try:
+                        us, note = time_probe(N, K, M, step, pdl, args.iters)
+                    except Exception as ex:  # reported, the others still run
+                        us, note = float("nan"), f"FAILED {type(ex).__name__}: {str(ex)[:120]}"
+                    ladder.append((shape, M, mode, step, us, note))
+                    print(f"ladder {shape} M={M} {mode:5s} {step:22s} {us:6.2f} us {note}", flush=True)
+                    torch.cuda.empty_cache()
+    for N, K, M, v in LATE:  # the same variants with early operands are among the candidates below
+        if over():
+            break
+        step = f"late:{v}"
+        us, note = time_probe(N, K, M, step, False, args.iters)
+        ladder.append((f"{N}x{K}", M, "plain", step, us, note))
+        print(f"ladder {N}x{K} M={M} plain {step:22s} {us:6.2f} us {note}", flush=True)
+    rows, cublas = [], {}
+    for N, K, ms, v in () if args.no_candidates else CANDIDATES:
+        for M in ms:
+            if over():
+                print(f"[ladder] budget spent: {N}x{K} M={M} {v} and the rest not measured", flush=True)
+                break
+            cub = cublas.get((N, K, M))
+            r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
+                        cublas=cub is None)  # fmt: skip
+            if cub is None:
+                cublas[(N, K, M)] = r.cublas_us
+            else:
+                r.cublas_us = cub
+            rows.append(r)
+            print(compact([r]).splitlines()[1], flush=True)
+            torch.cuda.empty_cache()
+    meta = {"commit": commit, "hbm_gbps": bw / 1e9, "gpu": torch.cuda.get_device_name()}
+    lines = [
+        f"# decode ladder, {meta['gpu']} (commit {commit}), HBM copy {bw / 1e9:.0f} GB/s",
+        "",
+        "| B | M | launch | rung | µs | % of the copy roofline | note |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def pct(shape, us):
+        n, k = (int(x) for x in shape.split("x"))
+        return 100 * n * k / bw / (us * 1e-6)
+
+    for shape, M, mode, step, us, note in ladder:
+        lines.append(f"| {shape} | {M or '-'} | {mode} | {step} | {us:.2f} | {pct(shape, us):.0f} | {note} |")
+    from benchmarks.cases.preshuffle_gemm import table
+
+    text = "\n".join(lines) + "\n\n" + (table(rows) if rows else "") + "\n"
+    (out / "decode_ladder.md").write_text(text)
+    (out / "decode_ladder.json").write_text(json.dumps({"meta": meta, "ladder": ladder,
+                                                         "rows": [r.__dict__ for r in rows]}, indent=1))  # fmt: skip
+    print("\n" + "=" * 90)
+    print(f"decode ladder, {time.perf_counter() - t0:.0f} s, HBM copy {bw / 1e9:.0f} GB/s, commit {commit}")
+    for shape, M, mode, step, us, note in ladder:
+        print(f"{shape:10s} M={M or '-':>2} {mode:5s} {step:22s} {us:6.2f} us {pct(shape, us):4.0f}% {note}")
+    if rows:
+        print(compact(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
