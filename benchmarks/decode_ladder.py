@@ -27,24 +27,36 @@ import time
 from pathlib import Path
 
 PROBE_STEPS = ["b/m2", "b", "mma", "a", "red", "late", "full", "full/m2"]
-# (N, K, Ms, variant) — after the ladder: candidates for the defaults, timed beside cuBLAS
-CANDIDATES = [
-    (4096, 4096, (1, 8), "8x32x4096:1,1,16@mma/m1"),
-    (4096, 4096, (16,), "16x32x4096:1,1,16@mma/m1"),
+# (N, K, Ms, variant), in the order measured (the budget may cut the tail): candidates for the defaults, timed
+# beside cuBLAS. /kN: the first N K iterations' weight bytes bulk-copied into shared memory at the start.
+CANDIDATES_FIRST = [
     (4096, 4096, (1, 16), "auto"),
-    (4096, 4096, (1, 8), "8x32x4096:1,1,16@mma/m1/pdl"),
-    (4096, 4096, (16,), "16x32x4096:1,1,16@mma/m1/pdl"),
-    (4096, 4096, (32,), "auto"),
-    (4096, 4096, (32,), "32x32x4096:2,1,8@mma/m1"),
-    (4096, 4096, (32,), "_x_x_@stream/m2/pdl"),
-    (7168, 2048, (1, 16, 32), "auto"),
-    (7168, 2048, (1, 16), "auto/pdl"),
-    (7168, 2048, (1,), "8x56x1024:1,1,8@mma/m1"),
-    (7168, 2048, (16,), "16x56x1024:1,1,8@mma/m1"),
-    (7168, 2048, (1,), "8x56x1024:1,1,8@mma/m1/pdl"),
-    (7168, 2048, (16,), "16x56x1024:1,1,8@mma/m1/pdl"),
-    (7168, 2048, (1, 16, 32), "auto/m2/pdl"),
+    (4096, 4096, (1,), "8x32x1024:1,1,8@mma/k4"),
+    (4096, 4096, (16,), "16x32x1024:1,1,8@mma/k4"),
+    (4096, 4096, (1, 16), "_x32x1024:1,1,8@mma/k3"),
+    (4096, 4096, (1,), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
+    (4096, 4096, (16,), "16x32x1024:1,1,8@mma/m2/k3/pdl"),
+    (4096, 4096, (1, 16), "auto/pdl"),
 ]
+CANDIDATES = [
+    (7168, 2048, (1, 16, 32), "auto"),
+    (7168, 2048, (1, 16), "_x64x1024:1,1,8@mma/k2"),
+    (7168, 2048, (1, 16), "_x8x1024:1,1,8@mma/k2"),
+    (7168, 2048, (1, 16, 32), "auto/pdl"),
+    (7168, 2048, (1, 16, 32), "auto/m2/pdl"),
+    (4096, 4096, (32,), "auto"),
+    (4096, 4096, (32,), "32x32x1024:1,1,8@mma/k4"),
+    (4096, 4096, (32,), "auto/pdl"),
+    (4096, 4096, (32,), "_x_x_@stream/m2/pdl"),
+    (4096, 4096, (1,), "8x32x4096:1,1,16@mma/m1"),
+    (4096, 4096, (16,), "16x32x4096:1,1,16@mma/m1"),
+    (4096, 4096, (8,), "auto"),
+    (4096, 4096, (8,), "8x32x1024:1,1,8@mma/k4"),
+    (4096, 4096, (8,), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
+    (4096, 4096, (32,), "32x32x4096:2,1,8@mma/m1"),
+]
+# (N, K, M, variant): the default's epilogue operands loaded late (before this revision) beside early
+LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto")]
 
 
 def probe_launcher(N: int, K: int, M: int, step: str, pdl: bool):
@@ -58,10 +70,6 @@ def probe_launcher(N: int, K: int, M: int, step: str, pdl: bool):
     if opt:
         cfg = with_min_blocks(cfg, int(opt[1:]))
     return build_mma_sync_gemm(cfg, None if name == "full" else name)
-
-
-# (N, K, M, variant): the default's epilogue operands loaded late (before this revision) beside early
-LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto"), (4096, 4096, 16, "auto")]
 
 
 def late_launcher(N: int, K: int, M: int, variant: str):
@@ -124,50 +132,53 @@ def main(argv=None) -> int:
     def over() -> bool:
         return time.perf_counter() - t0 > args.budget
 
-    for shape in args.shapes.split(","):
+    rows, cublas = [], {}
+
+    def rung(shape, M, mode, step):
         N, K = (int(x) for x in shape.split("x"))
-        for pdl in (False, True):
-            mode = "pdl" if pdl else "plain"
-            if over():
-                break
-            us = time_ceiling(N * K, pdl)
-            ladder.append((shape, 0, mode, "read ceiling 132x512", us, "-"))
-            print(f"ladder {shape} M=- {mode:5s} {'read ceiling 132x512':22s} {us:6.2f} us", flush=True)
+        try:
+            if M == 0:
+                us, note = time_ceiling(N * K, mode == "pdl"), "-"
+            else:
+                us, note = time_probe(N, K, M, step, mode == "pdl", args.iters)
+        except Exception as ex:  # reported, the others still run
+            us, note = float("nan"), f"FAILED {type(ex).__name__}: {str(ex)[:120]}"
+        ladder.append((shape, M, mode, step, us, note))
+        print(f"ladder {shape} M={M or '-'} {mode:5s} {step:22s} {us:6.2f} us {note}", flush=True)
+        torch.cuda.empty_cache()
+
+    def candidate(N, K, M, v):
+        cub = cublas.get((N, K, M))
+        r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None, cublas=cub is None)
+        if cub is None:
+            cublas[(N, K, M)] = r.cublas_us
+        else:
+            r.cublas_us = cub
+        rows.append(r)
+        print(compact([r]).splitlines()[1], flush=True)
+        torch.cuda.empty_cache()
+
+    def ladder_tasks(mode):
+        for shape in args.shapes.split(","):
+            yield (rung, shape, 0, mode, "read ceiling 132x512")
             for M in (int(m) for m in args.ms.split(",")):
                 for step in PROBE_STEPS:
-                    if over():
-                        print(f"[ladder] budget spent at {shape} M={M} {mode} {step}", flush=True)
-                        break
-                    try:
-                        us, note = time_probe(N, K, M, step, pdl, args.iters)
-                    except Exception as ex:  # reported, the others still run
-                        us, note = float("nan"), f"FAILED {type(ex).__name__}: {str(ex)[:120]}"
-                    ladder.append((shape, M, mode, step, us, note))
-                    print(f"ladder {shape} M={M} {mode:5s} {step:22s} {us:6.2f} us {note}", flush=True)
-                    torch.cuda.empty_cache()
-    for N, K, M, v in LATE:  # the same variants with early operands are among the candidates below
-        if over():
-            break
-        step = f"late:{v}"
-        us, note = time_probe(N, K, M, step, False, args.iters)
-        ladder.append((f"{N}x{K}", M, "plain", step, us, note))
-        print(f"ladder {N}x{K} M={M} plain {step:22s} {us:6.2f} us {note}", flush=True)
-    rows, cublas = [], {}
-    for N, K, ms, v in () if args.no_candidates else CANDIDATES:
-        for M in ms:
+                    yield (rung, shape, M, mode, step)
+
+    def candidate_tasks(cands):
+        for N, K, ms, v in () if args.no_candidates else cands:
+            for M in ms:
+                yield (candidate, N, K, M, v)
+
+    late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
+    plan = [ladder_tasks("plain"), candidate_tasks(CANDIDATES_FIRST), ladder_tasks("pdl"), late,
+            candidate_tasks(CANDIDATES)]  # fmt: skip
+    for tasks in plan:
+        for fn, *task in tasks:
             if over():
-                print(f"[ladder] budget spent: {N}x{K} M={M} {v} and the rest not measured", flush=True)
+                print(f"[ladder] budget spent: {task} and the rest not measured", flush=True)
                 break
-            cub = cublas.get((N, K, M))
-            r = measure("decode", "fp8", M, N, K, v, bw, iters=args.iters, log=lambda *a, **k: None,
-                        cublas=cub is None)  # fmt: skip
-            if cub is None:
-                cublas[(N, K, M)] = r.cublas_us
-            else:
-                r.cublas_us = cub
-            rows.append(r)
-            print(compact([r]).splitlines()[1], flush=True)
-            torch.cuda.empty_cache()
+            fn(*task)
     meta = {"commit": commit, "hbm_gbps": bw / 1e9, "gpu": torch.cuda.get_device_name()}
     lines = [
         f"# decode ladder, {meta['gpu']} (commit {commit}), HBM copy {bw / 1e9:.0f} GB/s",

@@ -77,7 +77,7 @@ def parse_variant(text: str) -> dict:
     the heuristic's tiles, and ``_`` for a tile (``_x8x1024``) takes that one from the heuristic."""
     kw = {}
     text, *opts = text.split("/")
-    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks"}
+    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks", "k": "b_smem"}
     for o in opts:
         if o == "pdl":
             kw["pdl"] = True
@@ -90,7 +90,8 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            raise ValueError(f"unknown variant option /{o} (use /rNN, /sNN, /bNN, /pp, /coop, /tma or /direct)")
+            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /pdl, /pp, /coop, /tma or /direct"
+            raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})
     if "@" in text:

@@ -84,6 +84,7 @@ class GemmConfig(NamedTuple):
     schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
     min_blocks: int = 0  # mma: blocks per SM the registers must allow (PTX .minnctapersm; 0: ptxas's choice)
     pdl: bool = False  # programmatic dependent launch: B's first share read before griddepcontrol.wait
+    b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
 
     @property
     def elem_bytes(self) -> int:
@@ -115,6 +116,8 @@ class GemmConfig(NamedTuple):
 
     def describe(self) -> str:
         extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (", PDL" if self.pdl else "")
+        if self.b_smem:
+            extra += f", B of {self.b_smem} iteration(s) through shared memory"
         return self._describe() + extra
 
     def _describe(self) -> str:
@@ -541,6 +544,36 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
         fit = min(STREAM_MAX_STAGES, budget // (stage_bytes + 16))
         cfg = cfg._replace(stages=_stages(stages, fit))
     return cfg._replace(min_blocks=min_blocks)
+
+
+def mma_smem_bytes(cfg: GemmConfig) -> int:
+    """Shared memory of an mma-path block: the split-K partials, and with ``b_smem`` the bulk-copied weight
+    bytes, their mbarriers and the base's alignment."""
+    red = (cfg.warps_k - 1) * cfg.warps_m * cfg.warps_n * cfg.mt * cfg.nt * 32 * 16
+    if not cfg.b_smem:
+        return red
+    return cfg.b_smem * cfg.tile_k * cfg.elem_bytes * cfg.tile_n + red + 8 * cfg.b_smem + 128
+
+
+def with_b_smem(cfg: GemmConfig, iterations: int) -> GemmConfig:
+    """``cfg`` (mma path) with the weight bytes of its first ``iterations`` K iterations copied into shared memory
+    by bulk copies, all issued at the kernel's start (before ``griddepcontrol.wait`` with ``pdl``): a block's
+    whole share of B in flight from the first cycle without the registers to hold it. Needs ``tile_n``
+    dividing 64 (a block's rows of one K atom are then contiguous in the layout) and the bytes to fit one
+    block per SM (``min_blocks`` of them with ``min_blocks``)."""
+    if cfg.path != "mma":
+        raise ValueError("b_smem applies to the mma path (the stream and wgmma paths stage B in shared memory anyway)")
+    if type(iterations) is not int or not 1 <= iterations <= cfg.iters:
+        raise ValueError(f"b_smem={iterations!r}: 1 to {cfg.iters} K iterations (K / tile_k) of {cfg.describe()}")
+    if PANEL_N % cfg.tile_n:
+        raise ValueError(f"b_smem needs tile_n dividing {PANEL_N} (a block's rows of a K atom contiguous), got "
+                         f"{cfg.tile_n}")  # fmt: skip
+    new = cfg._replace(b_smem=iterations)
+    budget = SMEM_PER_SM // max(1, cfg.min_blocks) - 1024
+    if mma_smem_bytes(new) > min(budget, SMEM_LIMIT):
+        raise ValueError(f"b_smem={iterations}: {mma_smem_bytes(new)} bytes of shared memory per block do not fit "
+                         f"{max(1, cfg.min_blocks)} block(s) per SM ({min(budget, SMEM_LIMIT)})")  # fmt: skip
+    return new
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

@@ -97,6 +97,11 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
     # every warp's columns start a panel or stay inside one (tile_n and warp_cols dividing 64, or multiples)
     static_b = warp_cols % PANEL_N == 0 and cfg.tile_n % PANEL_N == 0 or PANEL_N % cfg.tile_n == 0
 
+    S = cfg.b_smem  # leading iterations whose weight bytes come through shared memory
+    api = steps_per_iter // 2  # 128-byte K atoms per iteration
+    piece = cfg.tile_n * ATOM_BYTES  # one K atom of the block's rows: contiguous in the layout (tile_n | 64)
+    s_bytes = S * api * piece
+
     def _b_tile_offset(j: int) -> int:
         """Words from the warp's first n8 tile to its ``j``-th in the layout (atoms of 1 KB, panels)."""
         return (j // 8) * panel_words + (j % 8) * (ATOM_BYTES * 8 // WORD)
@@ -217,13 +222,53 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
                 C.iterator.recast(fx.Int32).store(word)
 
         early = probe is None  # the epilogue's operands before the K loop (after the grid dependency)
-        # the next iteration's loads are issued before this one's mma; unrolled by two so that the two
-        # register buffers alternate without copies
         if fx.const_expr(probe == "b"):
             acc = fx.full(4, 0, fx.Int32)
         else:
             acc = [[fx.full(4, 0, acc_type) for _ in range(NT)] for _ in range(MT)]
-        if fx.const_expr(cfg.pdl):
+        if fx.const_expr(S):
+            # the first S iterations' weight bytes: one bulk copy per K atom of the block's rows into shared
+            # memory, all issued at once by one thread (completing on one mbarrier per iteration)
+            raw = fx.SharedAllocator(static=False).allocate(s_bytes + red_words * 4 + 8 * S + 128).ptr
+            sbase = fx.nvvm.align_shared(raw, 128).recast(fx.Int8)
+            bars = (sbase + s_bytes + red_words * 4).recast(fx.Int64)
+            if tid == 0:
+                for s in fx.range_constexpr(S):
+                    fx.nvvm.mbarrier_init(bars + s, 1)
+                fx.nvvm.fence_mbarrier_init()
+            fx.barrier()  # the barriers are initialized before any thread waits on them
+            if fx.const_expr(cfg.pdl):
+                fx.nvvm.griddep_launch_dependents()
+            n0 = fx.block_idx.x * cfg.tile_n
+            if tid == 0:
+                src = B.iterator.recast(fx.Int8) + ((n0 // PANEL_N) * (PANEL_N * kb) + (n0 % PANEL_N) * ATOM_BYTES)
+                for s in fx.range_constexpr(S):
+                    fx.nvvm.mbarrier_arrive_expect_tx(bars + s, api * piece)
+                    for a in fx.range_constexpr(api):
+                        at = s * api + a
+                        fx.nvvm.bulk_copy_g2s(sbase + at * piece, src + at * (PANEL_N * ATOM_BYTES), piece, bars + s)
+            # the lane's chunk in the block's piece of an atom: the layout's offset from the block's first row
+            sb0 = sbase.recast(fx.Int32) + ((first - bl((n0, 0))) // (WORD // e) + wk_i * (U // 2) * (piece // WORD))
+            gb = load_b(fx.Int32(S)) if fx.const_expr(S < iters) else None  # the first iteration from global
+            if fx.const_expr(cfg.pdl):
+                fx.nvvm.griddep_wait()  # A, the scales and C follow the previous kernel
+            ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
+            a_cur = load_a(fx.Int32(0))
+            for s in fx.range_constexpr(S):
+                a_nxt = load_a(fx.Int32(s + 1)) if fx.const_expr(s + 1 < iters) else None
+                fx.nvvm.mbarrier_wait(bars + s, 0)
+                bs = []
+                for u in fx.range_constexpr(U):
+                    off = (s * api + u // 2) * (piece // WORD)
+                    if fx.const_expr(u % 2):
+                        off = off + b_half
+                    bs.append([(sb0 + (off + j * (ATOM_BYTES * 8 // WORD))).load(vec_width=4, align=16)
+                               for j in range(NT)])  # fmt: skip
+                acc = compute((bs, a_cur), acc)
+                a_cur = a_nxt
+            g0 = S
+            cur = (gb, a_cur)
+        elif fx.const_expr(cfg.pdl):
             # programmatic dependent launch: the next kernel may start now, and the first iteration's weight
             # loads (all of them when tile_k = K) fly while the previous kernel finishes (no kernel of the
             # stream writes B: the caller's promise); A, the scales and C wait for it
@@ -232,25 +277,31 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
             fx.nvvm.griddep_wait()
             cur = (b0, load_a(fx.Int32(0)))
             ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
+            g0 = 0
         else:
             ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
             cur = load(fx.Int32(0))
-        for p in range(0, (iters - 1) // 2):
-            nxt = load(2 * p + 1)
-            acc = compute(cur, acc)
-            cur = load(2 * p + 2)
-            acc = compute(nxt, acc)
-        if fx.const_expr((iters - 1) % 2):
+            g0 = 0
+        # the global iterations g0 .. iters-1: the next iteration's loads are issued before this one's mma;
+        # unrolled by two so that the two register buffers alternate without copies
+        rest = iters - g0
+        if fx.const_expr(rest > 0):  # (a loop's body is traced once, even for no iteration)
+            for p in range(0, (rest - 1) // 2):
+                nxt = load(g0 + 2 * p + 1)
+                acc = compute(cur, acc)
+                cur = load(g0 + 2 * p + 2)
+                acc = compute(nxt, acc)
+        if fx.const_expr(rest > 0 and (rest - 1) % 2):
             nxt = load(fx.Int32(iters - 1))
             acc = compute(cur, acc)
             acc = compute(nxt, acc)
-        else:
+        elif fx.const_expr(rest > 0):
             acc = compute(cur, acc)
 
         if fx.const_expr(probe in ("b", "mma", "a")):
             checksum(acc)
         elif fx.const_expr(wk > 1):
-            red = fx.alloc_shared(acc_type, red_words)
+            red = (sbase + s_bytes).recast(acc_type) if fx.const_expr(S) else fx.alloc_shared(acc_type, red_words)
             slot = ((wk_i - 1) * (wm * wn) + (wm_i * wn + wn_i)) * (MT * NT)
             if wk_i > 0:
                 for i in fx.range_constexpr(MT):

@@ -25,7 +25,7 @@ describes the design.
 
 from __future__ import annotations
 
-from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config, with_min_blocks
+from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config, with_b_smem, with_min_blocks
 from .gemm_mma_sync import build_mma_sync_gemm
 from .gemm_stream import build_stream_gemm
 from .gemm_wgmma import build_wgmma_gemm
@@ -65,6 +65,7 @@ def compile_preshuffle_gemm(
     schedule: str | None = None,
     min_blocks: int | None = None,
     pdl: bool = False,
+    b_smem: int | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -79,7 +80,8 @@ def compile_preshuffle_gemm(
     programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
     finishes and reads its first share of B at once — **B must not be written by the kernel launched just
     before** (weights are not) — then waits (``griddepcontrol.wait``) before it reads A and the scales or
-    writes C.
+    writes C. ``b_smem`` (mma path): the weight bytes of the first ``b_smem`` K iterations are bulk-copied into
+    shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_config.with_b_smem`).
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -120,6 +122,8 @@ def compile_preshuffle_gemm(
     )
     if min_blocks is not None:
         cfg = with_min_blocks(cfg, min_blocks, stages)
+    if b_smem is not None:
+        cfg = with_b_smem(cfg, b_smem)
     if pdl:
         if cfg.path == "wgmma":
             raise ValueError("pdl=True: programmatic dependent launch is built on the mma and stream paths")

@@ -131,14 +131,47 @@ def test_ladder_configurations_build():
     """Every rung and candidate of benchmarks/decode_ladder.py makes its configuration (a typo fails here, not
     on the H200)."""
     from benchmarks.cases.preshuffle_gemm import variant_kwargs
-    from benchmarks.decode_ladder import CANDIDATES, LATE, PROBE_STEPS, late_launcher, probe_launcher
+    from benchmarks.decode_ladder import CANDIDATES, CANDIDATES_FIRST, LATE, PROBE_STEPS, late_launcher, probe_launcher
 
     for pdl in (False, True):
         for step in PROBE_STEPS:
             assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
-    for N, K, ms, v in CANDIDATES:
+    for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES:
         for M in ms:
             cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config
             assert cfg.pdl == v.endswith("/pdl"), (v, cfg)
+
+
+B_SMEM_CASES = [  # (in_dtype, M, N, K, compile keywords): the weight's first iterations through shared memory
+    ("fp8", 3, 128, 1024, dict(tile_m=16, tile_n=32, tile_k=256, b_smem=2)),  # two of four iterations
+    ("fp8", 3, 128, 1024, dict(tile_m=16, tile_n=32, tile_k=256, b_smem=4)),  # all of them
+    ("fp8", 17, 128, 1024, dict(tile_m=16, tile_n=32, tile_k=256, b_smem=3, pdl=True, min_blocks=2)),
+    ("fp8", 5, 128, 1024, dict(tile_m=8, tile_n=64, tile_k=512, b_smem=1)),
+    ("int8", 5, 128, 1024, dict(tile_m=16, tile_n=16, tile_k=512, b_smem=2, pdl=True)),
+    ("bf16", 5, 128, 512, dict(tile_m=16, tile_n=32, tile_k=128, b_smem=3)),
+]
+
+
+@pytest.mark.parametrize(
+    "in_dtype,M,N,K,kw", B_SMEM_CASES, ids=[f"{c[0]}-M{c[1]}-k{c[4]['b_smem']}" for c in B_SMEM_CASES]
+)
+def test_b_smem_interpreter(in_dtype, M, N, K, kw, interpreter):
+    """``b_smem``: the bulk copies land the block's rows of each K atom where the lanes read them (the layout's
+    offsets relative to the block's first row); the rest of K still comes from global memory."""
+    res = run_gemm(in_dtype, M, N, K, cuda=False, seed=M + 1, path="mma", **kw)
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+    assert f"B of {kw['b_smem']} iteration(s) through shared memory" in res.config, res.config
+
+
+def test_b_smem_is_rejected_where_it_cannot_work():
+    with pytest.raises(ValueError, match="mma path"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", b_smem=1)
+    with pytest.raises(ValueError, match="dividing 64"):
+        compile_preshuffle_gemm(N=384, K=1024, path="mma", tile_m=16, tile_n=96, tile_k=256, b_smem=1)
+    with pytest.raises(ValueError, match="K iterations"):
+        compile_preshuffle_gemm(N=256, K=1024, path="mma", tile_m=16, tile_n=32, tile_k=512, b_smem=3)
+    with pytest.raises(ValueError, match="do not fit"):  # 128 KB of B and two blocks per SM
+        compile_preshuffle_gemm(N=4096, K=4096, path="mma", tile_m=16, tile_n=32, tile_k=1024, b_smem=4,
+                                min_blocks=2)  # fmt: skip
