@@ -55,6 +55,8 @@ CANDIDATES = [
     (4096, 4096, (8,), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
     (4096, 4096, (32,), "32x32x4096:2,1,8@mma/m1"),
 ]
+# (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
+PDL_CHECKS = [(4096, 4096, 16, "16x32x1024:1,1,8@mma/m2/k3/pdl"), (4096, 4096, 1, "8x32x1024:1,1,8@mma/m2/k3/pdl")]
 # (N, K, M, variant): the default's epilogue operands loaded late (before this revision) beside early
 LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto")]
 
@@ -170,8 +172,20 @@ def main(argv=None) -> int:
             for M in ms:
                 yield (candidate, N, K, M, v)
 
+    checks = []
+
+    def pdl_check(N, K, M, v):
+        from benchmarks.gemm_decode_round import pdl_chain_check
+
+        try:
+            checks.append(pdl_chain_check(N, K, M, v))
+        except Exception as ex:  # reported, not fatal
+            checks.append(f"pdl-check {M}x{N}x{K} {v}: ERROR {type(ex).__name__}: {str(ex)[:200]}")
+        print(checks[-1], flush=True)
+
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
-    plan = [ladder_tasks("plain"), candidate_tasks(CANDIDATES_FIRST), ladder_tasks("pdl"), late,
+    pdl_checks = ((pdl_check, N, K, M, v) for N, K, M, v in PDL_CHECKS)
+    plan = [ladder_tasks("plain"), candidate_tasks(CANDIDATES_FIRST), pdl_checks, ladder_tasks("pdl"), late,
             candidate_tasks(CANDIDATES)]  # fmt: skip
     for tasks in plan:
         for fn, *task in tasks:
@@ -197,12 +211,14 @@ def main(argv=None) -> int:
 
     text = "\n".join(lines) + "\n\n" + (table(rows) if rows else "") + "\n"
     (out / "decode_ladder.md").write_text(text)
-    (out / "decode_ladder.json").write_text(json.dumps({"meta": meta, "ladder": ladder,
+    (out / "decode_ladder.json").write_text(json.dumps({"meta": meta, "ladder": ladder, "checks": checks,
                                                          "rows": [r.__dict__ for r in rows]}, indent=1))  # fmt: skip
     print("\n" + "=" * 90)
     print(f"decode ladder, {time.perf_counter() - t0:.0f} s, HBM copy {bw / 1e9:.0f} GB/s, commit {commit}")
     for shape, M, mode, step, us, note in ladder:
         print(f"{shape:10s} M={M or '-':>2} {mode:5s} {step:22s} {us:6.2f} us {pct(shape, us):4.0f}% {note}")
+    for line in checks:
+        print(line)
     if rows:
         print(compact(rows))
     return 0
