@@ -61,6 +61,13 @@ PDL_CHECKS = [(4096, 4096, 16, "16x32x1024:1,1,8@mma/m2/k3/pdl"), (4096, 4096, 1
 LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto")]
 
 
+def row_line(r) -> str:
+    """One candidate row, the variant in full."""
+    ok = "y" if r.ok else "N"
+    return (f"{r.M:>2}x{r.N}x{r.K:<5} {r.variant:34s} {ok} {r.us:6.2f} us  cuBLAS {r.cublas_us:6.2f}  "
+            f"x{r.speedup:4.2f}  {r.pct_roofline:3.0f}% {r.note[:60]}")  # fmt: skip
+
+
 def probe_launcher(N: int, K: int, M: int, step: str, pdl: bool):
     """The launcher of ladder rung ``step`` (``PROBE_STEPS``) for the default mma tile of ``N x K`` at ``M``."""
     from kernels.gemm.gemm_config import with_min_blocks
@@ -123,7 +130,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     import torch
 
-    from benchmarks.cases.preshuffle_gemm import compact, hbm_bandwidth, measure
+    from benchmarks.cases.preshuffle_gemm import hbm_bandwidth, measure
 
     out = Path(os.environ.get("OUT_DIR") or os.environ.get("OUT") or "/tmp")
     bw = hbm_bandwidth()
@@ -157,7 +164,7 @@ def main(argv=None) -> int:
         else:
             r.cublas_us = cub
         rows.append(r)
-        print(compact([r]).splitlines()[1], flush=True)
+        print(row_line(r), flush=True)
         torch.cuda.empty_cache()
 
     def ladder_tasks(mode):
@@ -219,8 +226,8 @@ def main(argv=None) -> int:
         print(f"{shape:10s} M={M or '-':>2} {mode:5s} {step:22s} {us:6.2f} us {pct(shape, us):4.0f}% {note}")
     for line in checks:
         print(line)
-    if rows:
-        print(compact(rows))
+    for r in rows:
+        print(row_line(r))
     return 0
 
 
