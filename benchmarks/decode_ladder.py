@@ -37,6 +37,8 @@ CANDIDATES_FIRST = [
     (4096, 4096, (1,), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
     (4096, 4096, (16,), "16x32x1024:1,1,8@mma/m2/k3/pdl"),
     (4096, 4096, (1, 16), "auto/pdl"),
+    (4096, 4096, (1, 16), "auto/pdlpf"),
+    (4096, 4096, (1, 16), "_x32x1024:1,1,8@mma/m2/pdlpf"),
 ]
 CANDIDATES = [
     (7168, 2048, (1, 16, 32), "auto"),
@@ -56,7 +58,15 @@ CANDIDATES = [
     (4096, 4096, (32,), "32x32x4096:2,1,8@mma/m1"),
 ]
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
-PDL_CHECKS = [(4096, 4096, 16, "16x32x1024:1,1,8@mma/m2/k3/pdl"), (4096, 4096, 1, "8x32x1024:1,1,8@mma/m2/k3/pdl")]
+# (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
+# (the promise broken on purpose) shows whether the race is real
+PDL_CHECKS = [
+    (4096, 4096, 16, "16x32x1024:1,1,8@mma/m2/k3/pdl", False),
+    (4096, 4096, 16, "auto/pdlpf", True),
+    (4096, 4096, 16, "16x32x1024:1,1,8@mma/m2/pdlpf", True),
+    (4096, 4096, 16, "auto/pdl", True),
+    (4096, 4096, 1, "8x32x1024:1,1,8@mma/m2/k3/pdl", False),
+]
 # (N, K, M, variant): the default's epilogue operands loaded late (before this revision) beside early
 LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto")]
 
@@ -181,17 +191,17 @@ def main(argv=None) -> int:
 
     checks = []
 
-    def pdl_check(N, K, M, v):
+    def pdl_check(N, K, M, v, write_b):
         from benchmarks.gemm_decode_round import pdl_chain_check
 
         try:
-            checks.append(pdl_chain_check(N, K, M, v))
+            checks.append(pdl_chain_check(N, K, M, v, write_b))
         except Exception as ex:  # reported, not fatal
             checks.append(f"pdl-check {M}x{N}x{K} {v}: ERROR {type(ex).__name__}: {str(ex)[:200]}")
         print(checks[-1], flush=True)
 
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
-    pdl_checks = ((pdl_check, N, K, M, v) for N, K, M, v in PDL_CHECKS)
+    pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
     plan = [ladder_tasks("plain"), candidate_tasks(CANDIDATES_FIRST), pdl_checks, ladder_tasks("pdl"), late,
             candidate_tasks(CANDIDATES)]  # fmt: skip
     for tasks in plan:

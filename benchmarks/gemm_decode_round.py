@@ -84,10 +84,12 @@ def cached_start(prof: bool = True) -> list[str]:
     return lines
 
 
-def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
+def pdl_chain_check(N: int, K: int, M: int, variant: str, write_b: bool = False) -> str:
     """A PDL launch must not read what the kernel before it writes until that kernel is done: a CUDA graph of
     (copy a_j into A; GEMM(A, B_j) -> C_j) and of back-to-back GEMMs alternating two problems (sharing the
-    stream path's split-K workspace) must give both references exactly as eager launches do."""
+    stream path's split-K workspace) must give both references exactly as eager launches do. ``write_b``: the
+    copy before each GEMM writes its weight instead (``pdl="prefetch"`` must be right; ``pdl=True`` promises
+    that no such copy precedes it and may read the weight before the copy is done)."""
     import torch
 
     from benchmarks.cases.preshuffle_gemm import variant_kwargs
@@ -99,14 +101,20 @@ def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
     refs = [reference_gemm(a, b, sa, sb) for a, b, sa, sb, _ in probs]
     bs = [shuffle_weight(b).view(torch.int8) for _, b, _, _, _ in probs]
     abuf = torch.empty_like(probs[0][0].view(torch.int8))
+    bbuf = torch.empty_like(bs[0])
     cs = [torch.zeros((M, N), dtype=torch.bfloat16, device="cuda") for _ in range(2)]
     z = torch.zeros(0, dtype=torch.bfloat16, device="cuda")
 
     def step(j, copy):
         a, _, sa, sb, _ = probs[j % 2]
-        if copy:
-            abuf.copy_(a.view(torch.int8))
-        fn(cs[j % 2], abuf if copy else a.view(torch.int8), bs[j % 2], sa, sb, z, M, N, torch.cuda.current_stream())
+        a8, b8 = a.view(torch.int8), bs[j % 2]
+        if copy and write_b:
+            bbuf.copy_(b8)
+            b8 = bbuf
+        elif copy:
+            abuf.copy_(a8)
+            a8 = abuf
+        fn(cs[j % 2], a8, b8, sa, sb, z, M, N, torch.cuda.current_stream())
 
     out = []
     for copy in (True, False):
@@ -125,7 +133,8 @@ def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
             g.replay()
         torch.cuda.synchronize()
         out.append(all(verify_output(c.float(), r, log=lambda *a, **k: None) for c, r in zip(cs, refs)))
-    return f"pdl-check {M}x{N}x{K} {variant}: copy->gemm {'ok' if out[0] else 'WRONG'}, gemm->gemm " + (
+    what = "copy B->gemm" if write_b else "copy->gemm"
+    return f"pdl-check {M}x{N}x{K} {variant}: {what} {'ok' if out[0] else 'WRONG'}, gemm->gemm " + (
         "ok" if out[1] else "WRONG"
     )
 

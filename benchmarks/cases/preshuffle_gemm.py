@@ -81,6 +81,8 @@ def parse_variant(text: str) -> dict:
     for o in opts:
         if o == "pdl":
             kw["pdl"] = True
+        elif o == "pdlpf":
+            kw["pdl"] = "prefetch"
         elif o in ("tma", "direct"):
             kw["c_store"] = o
         elif o == "pp":
@@ -90,7 +92,7 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /pdl, /pp, /coop, /tma or /direct"
+            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /pdl, /pdlpf, /pp, /coop, /tma or /direct"
             raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})

@@ -83,7 +83,8 @@ class GemmConfig(NamedTuple):
     min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
     schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
     min_blocks: int = 0  # mma: blocks per SM the registers must allow (PTX .minnctapersm; 0: ptxas's choice)
-    pdl: bool = False  # programmatic dependent launch: B's first share read before griddepcontrol.wait
+    pdl: bool | str = False  # programmatic dependent launch: True: B's first share read before griddepcontrol.wait;
+    # "prefetch" (mma path): only brought into L2 before it (no promise about B needed)
     b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
 
     @property
@@ -115,7 +116,9 @@ class GemmConfig(NamedTuple):
         return self.K // self.tile_k
 
     def describe(self) -> str:
-        extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (", PDL" if self.pdl else "")
+        extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (
+            ", PDL" if self.pdl is True else ", PDL (L2 prefetch)" if self.pdl else ""
+        )
         if self.b_smem:
             extra += f", B of {self.b_smem} iteration(s) through shared memory"
         return self._describe() + extra

@@ -268,6 +268,23 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
                 a_cur = a_nxt
             g0 = S
             cur = (gb, a_cur)
+        elif fx.const_expr(cfg.pdl == "prefetch"):
+            # programmatic dependent launch without a promise about B: before the wait the block's weight bytes
+            # only go into L2 (a prefetch reads nothing into the SM: every load below follows the previous
+            # kernel, and L2 is where its writes land, so a B it wrote is what they read)
+            fx.nvvm.griddep_launch_dependents()
+            if tid == 0:
+                n0 = fx.block_idx.x * cfg.tile_n
+                gsrc = B.iterator.recast(fx.Int8) + ((n0 // PANEL_N) * (PANEL_N * kb) + (n0 % PANEL_N) * ATOM_BYTES)
+                if fx.const_expr(cfg.tile_n % PANEL_N == 0):  # whole panels: contiguous
+                    fx.nvvm.bulk_prefetch_l2(gsrc, cfg.tile_n * kb)
+                else:  # the block's rows of each K atom
+                    for a in fx.range_constexpr(kb // ATOM_BYTES):
+                        fx.nvvm.bulk_prefetch_l2(gsrc + a * (PANEL_N * ATOM_BYTES), cfg.tile_n * ATOM_BYTES)
+            fx.nvvm.griddep_wait()
+            ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
+            cur = load(fx.Int32(0))
+            g0 = 0
         elif fx.const_expr(cfg.pdl):
             # programmatic dependent launch: the next kernel may start now, and the first iteration's weight
             # loads (all of them when tile_k = K) fly while the previous kernel finishes (no kernel of the

@@ -80,8 +80,11 @@ def compile_preshuffle_gemm(
     programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
     finishes and reads its first share of B at once — **B must not be written by the kernel launched just
     before** (weights are not) — then waits (``griddepcontrol.wait``) before it reads A and the scales or
-    writes C. ``b_smem`` (mma path): the weight bytes of the first ``b_smem`` K iterations are bulk-copied into
-    shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_config.with_b_smem`).
+    writes C. ``pdl="prefetch"`` (mma path): the same launch, but before the wait the block's weight bytes only
+    go into L2 (``cp.async.bulk.prefetch.L2``): nothing is read into the SM before the previous kernel has
+    completed, so no promise about B is needed. ``b_smem`` (mma path): the weight bytes of the first ``b_smem``
+    K iterations are bulk-copied into shared memory, all at the kernel's start
+    (:func:`~kernels.gemm.gemm_config.with_b_smem`).
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -124,10 +127,16 @@ def compile_preshuffle_gemm(
         cfg = with_min_blocks(cfg, min_blocks, stages)
     if b_smem is not None:
         cfg = with_b_smem(cfg, b_smem)
+    if pdl not in (False, True, "prefetch"):
+        raise ValueError(f"pdl must be False, True or 'prefetch', got {pdl!r}")
     if pdl:
         if cfg.path == "wgmma":
             raise ValueError("pdl=True: programmatic dependent launch is built on the mma and stream paths")
-        cfg = cfg._replace(pdl=True)
+        if pdl == "prefetch" and cfg.path != "mma":
+            raise ValueError("pdl='prefetch' (B into L2 before griddepcontrol.wait) is built on the mma path")
+        if pdl == "prefetch" and cfg.b_smem:
+            raise ValueError("pdl='prefetch' reads nothing before griddepcontrol.wait; b_smem copies B before it")
+        cfg = cfg._replace(pdl=pdl)
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(
             ("mma-smem", bool(use_async_copy), lds_stage),

@@ -34,6 +34,9 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
     ("fp8", 13, 128, 512, dict(path="mma", tile_m=8, tile_n=16, tile_k=512, pdl=True)),  # two row tiles
     ("int8", 8, 256, 1024, dict(path="mma", tile_m=8, tile_n=64, tile_k=512, warps=(1, 4, 2))),
     ("bf16", 5, 64, 256, dict(path="mma", tile_m=8, tile_n=8, tile_k=128)),
+    # PDL with B only prefetched into L2 before the wait: the block's rows of each K atom, or whole panels
+    ("fp8", 3, 256, 512, dict(path="mma", tile_m=16, tile_n=32, tile_k=256, pdl="prefetch")),
+    ("int8", 17, 256, 1024, dict(tile_m=32, tile_n=128, tile_k=512, warps=(1, 4, 2), pdl="prefetch")),
 ]
 
 
@@ -41,7 +44,8 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
 def test_pdl_and_min_blocks_interpreter(in_dtype, M, N, K, kw, interpreter):
     res = run_gemm(in_dtype, M, N, K, cuda=False, seed=M, **kw)
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
-    assert ("PDL" in res.config) == kw.get("pdl", False), res.config
+    assert ("PDL" in res.config) == bool(kw.get("pdl", False)), res.config
+    assert ("L2 prefetch" in res.config) == (kw.get("pdl") == "prefetch"), res.config
     assert ("blocks/SM" in res.config) == ("min_blocks" in kw), res.config
 
 
@@ -54,12 +58,19 @@ def test_knobs_are_rejected_where_they_do_not_apply():
         compile_preshuffle_gemm(N=256, K=256, path="stream", tile_m=256, min_blocks=8)
     with pytest.raises(ValueError, match="min_blocks"):
         compile_preshuffle_gemm(N=256, K=256, path="mma", min_blocks=0)
+    with pytest.raises(ValueError, match="mma path"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", pdl="prefetch")
+    with pytest.raises(ValueError, match="pdl must be"):
+        compile_preshuffle_gemm(N=256, K=256, path="mma", pdl="early")
 
 
 @pytest.mark.parametrize("kw,want", [
     (dict(path="mma", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.launch_dependents",
                                                  "griddepcontrol.wait"]),
     (dict(path="stream", pdl=True), ["griddepcontrol.launch_dependents", "griddepcontrol.wait"]),
+    (dict(path="mma", pdl="prefetch"), ["cp.async.bulk.prefetch.L2", "griddepcontrol.wait"]),
+    (dict(path="mma", tile_m=16, tile_n=32, tile_k=1024, b_smem=4), ["cp.async.bulk.shared::cluster.global",
+                                                                    "mbarrier.try_wait"]),
     (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
     (dict(path="mma"), []),
 ])  # fmt: skip
@@ -76,8 +87,8 @@ def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
     ptx = ptx_path.read_text()
     for s in want:
         assert s in ptx, s
-    if not want:
-        assert "griddepcontrol" not in ptx and "minnctapersm" not in ptx
+    if not want or "pdl" not in kw:
+        assert "griddepcontrol" not in ptx and ("minnctapersm" not in ptx or "min_blocks" in kw)
     ptxas = shutil.which("ptxas")
     if ptxas:
         out = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(tmp_path / "k.cubin")],
@@ -131,17 +142,27 @@ def test_ladder_configurations_build():
     """Every rung and candidate of benchmarks/decode_ladder.py makes its configuration (a typo fails here, not
     on the H200)."""
     from benchmarks.cases.preshuffle_gemm import variant_kwargs
-    from benchmarks.decode_ladder import CANDIDATES, CANDIDATES_FIRST, LATE, PROBE_STEPS, late_launcher, probe_launcher
+    from benchmarks.decode_ladder import (
+        CANDIDATES,
+        CANDIDATES_FIRST,
+        LATE,
+        PDL_CHECKS,
+        PROBE_STEPS,
+        late_launcher,
+        probe_launcher,
+    )
 
     for pdl in (False, True):
         for step in PROBE_STEPS:
             assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
+    for N, K, M, v, _ in PDL_CHECKS:
+        assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
     for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES:
         for M in ms:
             cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config
-            assert cfg.pdl == v.endswith("/pdl"), (v, cfg)
+            assert bool(cfg.pdl) == v.endswith(("/pdl", "/pdlpf")), (v, cfg)
 
 
 B_SMEM_CASES = [  # (in_dtype, M, N, K, compile keywords): the weight's first iterations through shared memory
