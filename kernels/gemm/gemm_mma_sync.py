@@ -57,6 +57,7 @@ MMA_TYPES = {
 }
 WORD = 4  # loads are 4 x i32
 PROBES = (None, "b", "mma", "a", "red", "late")
+A_AHEAD_REGS = 64  # b_smem: A of all the shared-memory iterations loaded at once up to this many registers
 PROBE_MAGIC = 0x5EED1234  # a probe kernel's checksum is never compared equal to this on real data
 
 
@@ -253,9 +254,15 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
             if fx.const_expr(cfg.pdl):
                 fx.nvvm.griddep_wait()  # A, the scales and C follow the previous kernel
             ops = _operands(epi, m_warp, n_warp, g, t) if fx.const_expr(early) else None
-            a_cur = load_a(fx.Int32(0))
+            # A of every shared-memory iteration at once when that takes at most A_AHEAD_REGS registers (over
+            # min_blocks: a register cap), else one iteration ahead (the weight bytes land about together: an
+            # A load per iteration would put one L2 round trip per iteration after them)
+            ahead = S if fx.const_expr(S * U * MT * H * 4 <= A_AHEAD_REGS // max(1, cfg.min_blocks)) else 1
+            a_q = [load_a(fx.Int32(i)) for i in range(min(ahead, iters))]
             for s in fx.range_constexpr(S):
-                a_nxt = load_a(fx.Int32(s + 1)) if fx.const_expr(s + 1 < iters) else None
+                if fx.const_expr(s + ahead < iters):
+                    a_q.append(load_a(fx.Int32(s + ahead)))
+                a_cur = a_q[s]
                 fx.nvvm.mbarrier_wait(bars + s, 0)
                 bs = []
                 for u in fx.range_constexpr(U):
@@ -265,9 +272,8 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
                     bs.append([(sb0 + (off + j * (ATOM_BYTES * 8 // WORD))).load(vec_width=4, align=16)
                                for j in range(NT)])  # fmt: skip
                 acc = compute((bs, a_cur), acc)
-                a_cur = a_nxt
             g0 = S
-            cur = (gb, a_cur)
+            cur = (gb, a_q[S] if fx.const_expr(S < iters) else None)
         elif fx.const_expr(cfg.pdl == "prefetch"):
             # programmatic dependent launch without a promise about B: before the wait the block's weight bytes
             # only go into L2 (a prefetch reads nothing into the SM: every load below follows the previous
