@@ -57,6 +57,47 @@ CANDIDATES = [
     (4096, 4096, (8,), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
     (4096, 4096, (32,), "32x32x4096:2,1,8@mma/m1"),
 ]
+# --plan sweep (round 2): the defaults and candidates per decode shape, every M, in this order
+_M4, _M3 = (1, 8, 16, 32), (1, 8, 16)
+SWEEP = [
+    (4096, 4096, _M4, "auto"),
+    (4096, 4096, _M4, "auto/pdl"),
+    (7168, 2048, _M4, "auto"),
+    (7168, 2048, _M4, "auto/pdl"),
+    (7168, 2048, _M4, "auto/m2/pdl"),
+    (4096, 4096, (32,), "32x64x256@stream"),
+    (4096, 4096, (32,), "32x128x256@stream"),
+    (4096, 4096, (32,), "32x64x256@stream/pdl"),
+    (4096, 4096, (32,), "32x64x256@stream/m2/pdl"),
+    (4096, 4096, (32,), "32x128x256@stream/pdl"),
+    (4096, 4096, (32,), "auto/m2/pdl"),
+    (7168, 2048, (16, 32), "_x128x256@stream"),
+    (7168, 2048, (16, 32), "_x128x256@stream/pdl"),
+    (7168, 2048, (16, 32), "_x128x256@stream/m2/pdl"),
+    (7168, 2048, _M4, "_x32x256@stream"),
+    (7168, 2048, _M4, "_x32x256@stream/pdl"),
+    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma"),
+    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma/pdl"),
+    (4096, 4096, _M3, "_x16x2048:1,1,8@mma"),
+    (4096, 4096, _M3, "_x16x2048:1,1,8@mma/m2"),
+    (4096, 4096, _M3, "_x16x2048:1,1,8@mma/pdl"),
+    (4096, 4096, _M3, "_x32x2048:1,1,16@mma"),
+    (4096, 4096, _M3, "_x32x2048:1,1,16@mma/pdl"),
+    (4096, 4096, (1, 8), "8x32x1024:1,1,8@mma/k4"),
+    (4096, 4096, (16,), "16x32x1024:1,1,8@mma/k4"),
+    (4096, 4096, _M3, "_x32x2048:1,1,16@mma/k2"),
+    (4096, 4096, _M3, "_x32x1024:1,1,8@mma/m2/k3/pdl"),
+    (4096, 4096, _M4, "_x_x_@stream"),
+    (4096, 4096, _M4, "_x_x_@stream/pdl"),
+    (4096, 4096, _M3, "_x_x_@stream/m2/pdl"),
+    (4096, 4096, _M3, "auto/pdlpf"),
+    (7168, 2048, (1, 8), "8x32x1024:1,1,8@mma"),
+    (7168, 2048, (1, 16), "_x32x2048:1,2,8@mma/pdl"),
+    (10240, 8192, (1, 32), "auto"),
+    (10240, 8192, (1, 32), "auto/pdl"),
+    (4096, 4096, _M4, "auto"),  # again: the spread between two measurements of one kernel in one run
+    (7168, 2048, _M4, "auto"),
+]
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
 # (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
 # (the promise broken on purpose) shows whether the race is real
@@ -66,6 +107,9 @@ PDL_CHECKS = [
     (4096, 4096, 16, "16x32x1024:1,1,8@mma/m2/pdlpf", True),
     (4096, 4096, 16, "auto/pdl", True),
     (4096, 4096, 1, "8x32x1024:1,1,8@mma/m2/k3/pdl", False),
+    (7168, 2048, 16, "auto/m2/pdl", False),
+    (4096, 4096, 32, "32x64x256@stream/m2/pdl", False),
+    (7168, 2048, 32, "_x128x256@stream/m2/pdl", False),
 ]
 # (N, K, M, variant): the default's epilogue operands loaded late (before this revision) beside early
 LATE = [(7168, 2048, 1, "auto"), (7168, 2048, 32, "auto"), (4096, 4096, 32, "auto")]
@@ -136,6 +180,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="1,16")
     ap.add_argument("--shapes", default="4096x4096")
     ap.add_argument("--no-candidates", action="store_true")
+    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep"),
+                    help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP")  # fmt: skip
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     import torch
@@ -202,8 +248,12 @@ def main(argv=None) -> int:
 
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
-    plan = [ladder_tasks("plain"), candidate_tasks(CANDIDATES_FIRST), pdl_checks, ladder_tasks("pdl"), late,
-            candidate_tasks(CANDIDATES)]  # fmt: skip
+    if args.plan == "sweep":
+        ceilings = ((rung, "4096x4096", 0, mode, "read ceiling 132x512") for mode in ("plain", "pdl", "plain"))
+        plan = [ceilings, candidate_tasks(SWEEP), pdl_checks]
+    else:
+        plan = [ladder_tasks("plain"), candidate_tasks(CANDIDATES_FIRST), pdl_checks, ladder_tasks("pdl"), late,
+                candidate_tasks(CANDIDATES)]  # fmt: skip
     for tasks in plan:
         for fn, *task in tasks:
             if over():

@@ -148,6 +148,7 @@ def test_ladder_configurations_build():
         LATE,
         PDL_CHECKS,
         PROBE_STEPS,
+        SWEEP,
         late_launcher,
         probe_launcher,
     )
@@ -159,7 +160,7 @@ def test_ladder_configurations_build():
         late_launcher(N, K, M, v)
     for N, K, M, v, _ in PDL_CHECKS:
         assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
-    for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES:
+    for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES + SWEEP:
         for M in ms:
             cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config
             assert bool(cfg.pdl) == v.endswith(("/pdl", "/pdlpf")), (v, cfg)
