@@ -43,7 +43,7 @@ def loads_before_first_use(sass: str) -> int:
         reads = args if op.startswith(("STG", "STS", "ST.")) else args[1:]
         if pending & {int(x) for a in reads for x in re.findall(r"\bR(\d+)", a)}:
             break
-        if op.startswith("LDG.E.128"):
+        if op.startswith("LDG") and ".128" in op:
             d = int(re.match(r"R(\d+)", args[0]).group(1))
             pending |= set(range(d, d + 4))
             count += 1
@@ -83,7 +83,7 @@ def stats(N: int, K: int, M: int, variant: str, probe: str | None = None) -> dic
     return {
         "regs": int(re.search(r"Used (\d+) registers", txt).group(1)),
         "spill": int(re.search(r"(\d+) bytes spill stores", txt).group(1)),
-        "ldg128": sum(o.startswith("LDG.E.128") for o in ops),
+        "ldg128": sum(o.startswith("LDG") and ".128" in o for o in ops),
         "in_flight": loads_before_first_use(sass),
         "mma": sum(o.startswith(("HMMA", "QGMMA", "IMMA", "HGMMA")) for o in ops),
         "config": desc,

@@ -83,6 +83,8 @@ def parse_variant(text: str) -> dict:
             kw["pdl"] = True
         elif o == "pdlpf":
             kw["pdl"] = "prefetch"
+        elif o in ("bcg", "bcs", "bca"):
+            kw["b_cache"] = o[1:]
         elif o in ("tma", "direct"):
             kw["c_store"] = o
         elif o == "pp":
@@ -92,7 +94,7 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /pdl, /pdlpf, /pp, /coop, /tma or /direct"
+            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /bcg, /bcs, /pdl, /pdlpf, /pp, /coop, /tma or /direct"
             raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})

@@ -86,6 +86,7 @@ class GemmConfig(NamedTuple):
     pdl: bool | str = False  # programmatic dependent launch: True: B's first share read before griddepcontrol.wait;
     # "prefetch" (mma path): only brought into L2 before it (no promise about B needed)
     b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
+    b_cache: str = ""  # mma: cache hint of the weight's loads ("cg": L2 only, "cs": evict first; "": default)
 
     @property
     def elem_bytes(self) -> int:
@@ -121,6 +122,8 @@ class GemmConfig(NamedTuple):
         )
         if self.b_smem:
             extra += f", B of {self.b_smem} iteration(s) through shared memory"
+        if self.b_cache:
+            extra += f", B loads .{self.b_cache}"
         return self._describe() + extra
 
     def _describe(self) -> str:

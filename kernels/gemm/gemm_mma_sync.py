@@ -157,7 +157,8 @@ def build_mma_sync_gemm(cfg: GemmConfig, probe: str | None = None):
                 koff = kb_it + (u // 2) * kblock_words
                 if fx.const_expr(u % 2):
                     koff = koff + b_half
-                bs.append([(b_ptrs[j] + koff).load(vec_width=4, align=16) for j in range(NT)])
+                bs.append([(b_ptrs[j] + koff).load(vec_width=4, align=16, cache=cfg.b_cache or None)
+                           for j in range(NT)])  # fmt: skip
             return bs
 
         def load_a(it):

@@ -66,6 +66,7 @@ def compile_preshuffle_gemm(
     min_blocks: int | None = None,
     pdl: bool = False,
     b_smem: int | None = None,
+    b_cache: str | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -84,7 +85,9 @@ def compile_preshuffle_gemm(
     go into L2 (``cp.async.bulk.prefetch.L2``): nothing is read into the SM before the previous kernel has
     completed, so no promise about B is needed. ``b_smem`` (mma path): the weight bytes of the first ``b_smem``
     K iterations are bulk-copied into shared memory, all at the kernel's start
-    (:func:`~kernels.gemm.gemm_config.with_b_smem`).
+    (:func:`~kernels.gemm.gemm_config.with_b_smem`). ``b_cache`` (mma path): the cache hint of the weight's
+    loads (``"cg"``: L2 only, so that the weight streaming past does not evict the activations from L1;
+    ``"cs"``: evict first).
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -127,6 +130,10 @@ def compile_preshuffle_gemm(
         cfg = with_min_blocks(cfg, min_blocks, stages)
     if b_smem is not None:
         cfg = with_b_smem(cfg, b_smem)
+    if b_cache is not None:
+        if cfg.path != "mma" or b_cache not in ("cg", "cs", "ca"):
+            raise ValueError(f"b_cache={b_cache!r}: the mma path's weight loads take 'cg', 'cs' or 'ca'")
+        cfg = cfg._replace(b_cache=b_cache)
     if pdl not in (False, True, "prefetch"):
         raise ValueError(f"pdl must be False, True or 'prefetch', got {pdl!r}")
     if pdl:

@@ -37,6 +37,9 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
     # PDL with B only prefetched into L2 before the wait: the block's rows of each K atom, or whole panels
     ("fp8", 3, 256, 512, dict(path="mma", tile_m=16, tile_n=32, tile_k=256, pdl="prefetch")),
     ("int8", 17, 256, 1024, dict(tile_m=32, tile_n=128, tile_k=512, warps=(1, 4, 2), pdl="prefetch")),
+    # the weight's loads with a cache hint (L2 only / evict first)
+    ("fp8", 3, 256, 512, dict(path="mma", b_cache="cg")),
+    ("bf16", 9, 128, 512, dict(path="mma", b_cache="cs", pdl=True)),
 ]
 
 
@@ -62,6 +65,10 @@ def test_knobs_are_rejected_where_they_do_not_apply():
         compile_preshuffle_gemm(N=256, K=256, path="stream", pdl="prefetch")
     with pytest.raises(ValueError, match="pdl must be"):
         compile_preshuffle_gemm(N=256, K=256, path="mma", pdl="early")
+    with pytest.raises(ValueError, match="b_cache"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", b_cache="cg")
+    with pytest.raises(ValueError, match="b_cache"):
+        compile_preshuffle_gemm(N=256, K=256, path="mma", b_cache="lu")
 
 
 @pytest.mark.parametrize("kw,want", [
