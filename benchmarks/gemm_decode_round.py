@@ -34,13 +34,12 @@ MS = [1, 16, 32]
 FINAL_VARIANTS = ["auto", "auto/pdl"]
 FINAL_MS = [1, 8, 16, 32]
 CANDIDATES = [  # (N, K, Ms, variant): measured after the table and the sweep, while the budget lasts
-    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma"),
-    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma/pdl"),
-    (4096, 4096, (1, 8, 16), "_x32x1024:1,1,8@mma"),
-    (4096, 4096, (1, 8, 16), "_x32x1024:1,1,8@mma/pdl"),
-    (4096, 4096, (1, 16), "_x16x2048:1,1,8@mma/pdl"),
-    (7168, 2048, (1, 8), "8x32x1024:1,1,8@mma"),
-    (7168, 2048, (1, 16), "_x32x2048:1,2,8@mma/pdl"),
+    (4096, 4096, (1, 8), "16x16x1024:1,1,8@mma/bcs"),  # round 2's evict-first kernel before the 8-row default
+    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma"),  # round 2's 8-row kernel without evict-first loads
+    (4096, 4096, (16,), "_x_x_@stream"),
+    (7168, 2048, (1,), "auto/s12/pdl"),  # the stream path's PDL before two blocks per SM (stages given)
+    (7168, 2048, (16,), "auto/s11/pdl"),
+    (7168, 2048, (1, 8), "8x32x1024:1,1,8@mma/bcs"),
 ]
 
 
@@ -210,6 +209,7 @@ def main(argv=None) -> int:
             (4096, 4096, 16, "auto/pdl"),  # the mma path
             (10240, 8192, 16, "auto/pdl"),  # the stream path, split tiles (the workspace)
             (4096, 4096, 32, "auto/pdl"),  # the stream path, whole tiles
+            (7168, 2048, 16, "auto/pdl"),  # the stream path, two blocks per SM
         )
     ):
         try:

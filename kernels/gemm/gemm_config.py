@@ -55,6 +55,7 @@ MMA_DECODE_MAX_BYTES = 16 << 20  # B of at most this many bytes ...
 MMA_DECODE_MIN_KB = 4096  # ... and rows of at least this many (K = 2 KB: two mma iterations a block, slow)
 STREAM_WIDE_TILES = NUM_SMS // 2  # stream-K over 128-row tiles when they make at least this many tiles
 STREAM_MAX_STAGES = 32
+DECODE_B_CACHE = "cs"  # the heuristic's mma decode kernel: evict-first weight loads (round 2: -0.27..-0.35 us)
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
 STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
 # two K atoms a stage while a ring of this many fits (round 2: 32 x 10240 x 8192 on 128-row tiles, 5 stages of
@@ -213,7 +214,7 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
         return tn, rows, (2 if two else 1) * ATOM_BYTES // e
     if path == "wgmma":
         return (*wgmma_choice(max(m, 1), N, kb // ATOM_BYTES)[:2], ATOM_BYTES // e)
-    tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
+    tile_m = 8 if m <= 8 else 16 if m <= 16 else 32 if m <= 32 else 64  # 8: no A loads for rows 8-15
     tile_n = 8
     for cand in (64, 32, 16, 8):
         if N % cand == 0 and N // cand >= 1.9 * NUM_SMS:
@@ -364,6 +365,7 @@ def make_config(
     for name, v in (("stages", stages), ("max_blocks", max_blocks)):
         if v is not None and (type(v) is not int or v < 1):
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    decode_mma = path is None and tile_m is None and heuristic_path(M, N, K, in_dtype) == "mma"
     if path is None:
         path = heuristic_path(M, N, K, in_dtype) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
     hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path)
@@ -436,6 +438,8 @@ def make_config(
         if problems:
             raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
     cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
+    if decode_mma:  # the heuristic's decode kernel: the weight's loads evict first (A stays in L1; round 2)
+        cfg = cfg._replace(b_cache=DECODE_B_CACHE)
     if cfg.mt > LIMIT_TILES or cfg.nt > LIMIT_TILES:
         raise ValueError(f"{cfg.describe()}: at most {LIMIT_TILES}x{LIMIT_TILES} mma tiles per warp (registers)")
     return cfg
@@ -580,6 +584,16 @@ def with_b_smem(cfg: GemmConfig, iterations: int) -> GemmConfig:
         raise ValueError(f"b_smem={iterations}: {mma_smem_bytes(new)} bytes of shared memory per block do not fit "
                          f"{max(1, cfg.min_blocks)} block(s) per SM ({min(budget, SMEM_LIMIT)})")  # fmt: skip
     return new
+
+
+def stream_pdl_min_blocks(cfg: GemmConfig) -> int:
+    """Blocks per SM for the stream path under ``pdl=True`` when none are asked: 2 (the next kernel's block
+    resident beside this one, each with half the shared memory) when that ring still holds more than half
+    of a tile's K stages, else 1 (round 2: 7168 x 2048 at M <= 16, 6 of 8 stages: 0.2-0.4 us faster; 4096 x
+    4096 at M = 32, 4 of 16: 0.85 us slower; 7168 x 2048 at M = 32, 4 of 8: even)."""
+    stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+    ring = min(STREAM_MAX_STAGES, (SMEM_PER_SM // 2 - 1024 - 1024 - 16) // (stage_bytes + 16))
+    return 2 if 2 * ring > cfg.K // cfg.tile_k else 1
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

@@ -167,7 +167,10 @@ def test_ladder_configurations_build():
         late_launcher(N, K, M, v)
     for N, K, M, v, _ in PDL_CHECKS:
         assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
-    for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES + SWEEP:
+    from benchmarks import gemm_decode_round as final
+
+    table = [(N, K, final.FINAL_MS, v) for (N, K) in final.VARIANTS for v in final.FINAL_VARIANTS]
+    for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES + SWEEP + final.CANDIDATES + table:
         for M in ms:
             cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config
             assert bool(cfg.pdl) == v.endswith(("/pdl", "/pdlpf")), (v, cfg)
