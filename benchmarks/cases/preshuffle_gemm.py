@@ -188,12 +188,12 @@ def table(rows: list[Row]) -> str:
 
 def compact(rows: list[Row]) -> str:
     """A short fixed-width table (what a device call's output tail shows)."""
-    out = [f"{'group':6s} {'dt':4s} {'MxNxK':18s} {'variant':14s} {'ok':2s} {'us':>8s} {'TF/s':>7s} "
+    out = [f"{'group':6s} {'dt':4s} {'MxNxK':18s} {'variant':26s} {'ok':2s} {'us':>8s} {'TF/s':>7s} "
            f"{'cuBLAS':>8s} {'x':>5s} {'%roof':>5s}"]  # fmt: skip
     for r in rows:
         shape = f"{r.M}x{r.N}x{r.K}"
         out.append(
-            f"{r.group:6s} {r.in_dtype:4s} {shape:18s} {r.variant[:14]:14s} {'y' if r.ok else 'N':2s} {r.us:8.1f} "
+            f"{r.group:6s} {r.in_dtype:4s} {shape:18s} {r.variant[:26]:26s} {'y' if r.ok else 'N':2s} {r.us:8.2f} "
             f"{r.tflops:7.1f} {r.cublas_us:8.1f} {r.speedup:5.2f} {r.pct_roofline:5.0f}"
             + (f"  {r.note[:60]}" if r.note else "")
         )  # fmt: skip
