@@ -134,6 +134,7 @@ def compile_preshuffle_gemm(
         stages=stages,
         max_blocks=max_blocks,
         schedule=schedule,
+        pdl=pdl,
     )
     if min_blocks is None and pdl is True and cfg.path == "stream" and stages is None:
         min_blocks = stream_pdl_min_blocks(cfg) if stream_pdl_min_blocks(cfg) > 1 else None

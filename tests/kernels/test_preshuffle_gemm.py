@@ -310,6 +310,7 @@ def test_heuristic_and_defaults(interpreter):
     assert cfg(4096, 4096, "fp8") == ("mma", 16, 16, 1024)
     assert cfg(4096, 4096, "int8", 1) == ("mma", 8, 16, 1024)
     assert cfg(4096, 4096, "fp8", 8) == ("mma", 8, 16, 1024)
+    assert cfg(4096, 4096, "fp8", 1, pdl=True) == ("mma", 16, 16, 1024)  # under PDL the 16-row tile
     assert compile_preshuffle_gemm(N=4096, K=4096, M=16).gemm_config.b_cache == "cs"
     assert compile_preshuffle_gemm(N=4096, K=4096, tile_m=16, tile_n=16, tile_k=1024).gemm_config.b_cache == ""
     # PDL on the stream path: two blocks per SM when the halved ring holds more than half of a tile's K stages
