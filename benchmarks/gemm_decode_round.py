@@ -34,13 +34,12 @@ MS = [1, 16, 32]
 FINAL_VARIANTS = ["auto", "auto/pdl"]
 FINAL_MS = [1, 8, 16, 32]
 CANDIDATES = [  # (N, K, Ms, variant): measured after the table and the sweep, while the budget lasts
-    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma"),
-    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma/pdl"),
-    (4096, 4096, (1, 8, 16), "_x32x1024:1,1,8@mma"),
-    (4096, 4096, (1, 8, 16), "_x32x1024:1,1,8@mma/pdl"),
-    (4096, 4096, (1, 16), "_x16x2048:1,1,8@mma/pdl"),
-    (7168, 2048, (1, 8), "8x32x1024:1,1,8@mma"),
-    (7168, 2048, (1, 16), "_x32x2048:1,2,8@mma/pdl"),
+    (4096, 4096, (1, 8), "16x16x1024:1,1,8@mma/bcs"),  # round 2's evict-first kernel before the 8-row default
+    (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma"),  # round 2's 8-row kernel without evict-first loads
+    (4096, 4096, (16,), "_x_x_@stream"),
+    (7168, 2048, (1,), "auto/s12/pdl"),  # the stream path's PDL before two blocks per SM (stages given)
+    (7168, 2048, (16,), "auto/s11/pdl"),
+    (7168, 2048, (1, 8), "8x32x1024:1,1,8@mma/bcs"),
 ]
 
 
@@ -84,10 +83,12 @@ def cached_start(prof: bool = True) -> list[str]:
     return lines
 
 
-def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
+def pdl_chain_check(N: int, K: int, M: int, variant: str, write_b: bool = False) -> str:
     """A PDL launch must not read what the kernel before it writes until that kernel is done: a CUDA graph of
     (copy a_j into A; GEMM(A, B_j) -> C_j) and of back-to-back GEMMs alternating two problems (sharing the
-    stream path's split-K workspace) must give both references exactly as eager launches do."""
+    stream path's split-K workspace) must give both references exactly as eager launches do. ``write_b``: the
+    copy before each GEMM writes its weight instead (``pdl="prefetch"`` must be right; ``pdl=True`` promises
+    that no such copy precedes it and may read the weight before the copy is done)."""
     import torch
 
     from benchmarks.cases.preshuffle_gemm import variant_kwargs
@@ -99,14 +100,20 @@ def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
     refs = [reference_gemm(a, b, sa, sb) for a, b, sa, sb, _ in probs]
     bs = [shuffle_weight(b).view(torch.int8) for _, b, _, _, _ in probs]
     abuf = torch.empty_like(probs[0][0].view(torch.int8))
+    bbuf = torch.empty_like(bs[0])
     cs = [torch.zeros((M, N), dtype=torch.bfloat16, device="cuda") for _ in range(2)]
     z = torch.zeros(0, dtype=torch.bfloat16, device="cuda")
 
     def step(j, copy):
         a, _, sa, sb, _ = probs[j % 2]
-        if copy:
-            abuf.copy_(a.view(torch.int8))
-        fn(cs[j % 2], abuf if copy else a.view(torch.int8), bs[j % 2], sa, sb, z, M, N, torch.cuda.current_stream())
+        a8, b8 = a.view(torch.int8), bs[j % 2]
+        if copy and write_b:
+            bbuf.copy_(b8)
+            b8 = bbuf
+        elif copy:
+            abuf.copy_(a8)
+            a8 = abuf
+        fn(cs[j % 2], a8, b8, sa, sb, z, M, N, torch.cuda.current_stream())
 
     out = []
     for copy in (True, False):
@@ -125,7 +132,8 @@ def pdl_chain_check(N: int, K: int, M: int, variant: str) -> str:
             g.replay()
         torch.cuda.synchronize()
         out.append(all(verify_output(c.float(), r, log=lambda *a, **k: None) for c, r in zip(cs, refs)))
-    return f"pdl-check {M}x{N}x{K} {variant}: copy->gemm {'ok' if out[0] else 'WRONG'}, gemm->gemm " + (
+    what = "copy B->gemm" if write_b else "copy->gemm"
+    return f"pdl-check {M}x{N}x{K} {variant}: {what} {'ok' if out[0] else 'WRONG'}, gemm->gemm " + (
         "ok" if out[1] else "WRONG"
     )
 
@@ -201,6 +209,7 @@ def main(argv=None) -> int:
             (4096, 4096, 16, "auto/pdl"),  # the mma path
             (10240, 8192, 16, "auto/pdl"),  # the stream path, split tiles (the workspace)
             (4096, 4096, 32, "auto/pdl"),  # the stream path, whole tiles
+            (7168, 2048, 16, "auto/pdl"),  # the stream path, two blocks per SM
         )
     ):
         try:

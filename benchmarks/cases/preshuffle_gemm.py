@@ -77,10 +77,14 @@ def parse_variant(text: str) -> dict:
     the heuristic's tiles, and ``_`` for a tile (``_x8x1024``) takes that one from the heuristic."""
     kw = {}
     text, *opts = text.split("/")
-    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks"}
+    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks", "k": "b_smem"}
     for o in opts:
         if o == "pdl":
             kw["pdl"] = True
+        elif o == "pdlpf":
+            kw["pdl"] = "prefetch"
+        elif o in ("bcg", "bcs", "bca"):
+            kw["b_cache"] = o[1:]
         elif o in ("tma", "direct"):
             kw["c_store"] = o
         elif o == "pp":
@@ -90,7 +94,8 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            raise ValueError(f"unknown variant option /{o} (use /rNN, /sNN, /bNN, /pp, /coop, /tma or /direct)")
+            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /bcg, /bcs, /pdl, /pdlpf, /pp, /coop, /tma or /direct"
+            raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})
     if "@" in text:
@@ -183,12 +188,12 @@ def table(rows: list[Row]) -> str:
 
 def compact(rows: list[Row]) -> str:
     """A short fixed-width table (what a device call's output tail shows)."""
-    out = [f"{'group':6s} {'dt':4s} {'MxNxK':18s} {'variant':14s} {'ok':2s} {'us':>8s} {'TF/s':>7s} "
+    out = [f"{'group':6s} {'dt':4s} {'MxNxK':18s} {'variant':26s} {'ok':2s} {'us':>8s} {'TF/s':>7s} "
            f"{'cuBLAS':>8s} {'x':>5s} {'%roof':>5s}"]  # fmt: skip
     for r in rows:
         shape = f"{r.M}x{r.N}x{r.K}"
         out.append(
-            f"{r.group:6s} {r.in_dtype:4s} {shape:18s} {r.variant[:14]:14s} {'y' if r.ok else 'N':2s} {r.us:8.1f} "
+            f"{r.group:6s} {r.in_dtype:4s} {shape:18s} {r.variant[:26]:26s} {'y' if r.ok else 'N':2s} {r.us:8.2f} "
             f"{r.tflops:7.1f} {r.cublas_us:8.1f} {r.speedup:5.2f} {r.pct_roofline:5.0f}"
             + (f"  {r.note[:60]}" if r.note else "")
         )  # fmt: skip

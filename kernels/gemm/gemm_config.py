@@ -55,6 +55,7 @@ MMA_DECODE_MAX_BYTES = 16 << 20  # B of at most this many bytes ...
 MMA_DECODE_MIN_KB = 4096  # ... and rows of at least this many (K = 2 KB: two mma iterations a block, slow)
 STREAM_WIDE_TILES = NUM_SMS // 2  # stream-K over 128-row tiles when they make at least this many tiles
 STREAM_MAX_STAGES = 32
+DECODE_B_CACHE = "cs"  # the heuristic's mma decode kernel: evict-first weight loads (round 2: -0.27..-0.35 us)
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
 STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
 # two K atoms a stage while a ring of this many fits (round 2: 32 x 10240 x 8192 on 128-row tiles, 5 stages of
@@ -83,7 +84,10 @@ class GemmConfig(NamedTuple):
     min_iters: int = 0  # stream: the fewest K stages a block takes (its share of the work)
     schedule: str = "cooperative"  # wgmma: both consumers on each tile, or "pingpong" (whole tiles in turn)
     min_blocks: int = 0  # mma: blocks per SM the registers must allow (PTX .minnctapersm; 0: ptxas's choice)
-    pdl: bool = False  # programmatic dependent launch: B's first share read before griddepcontrol.wait
+    pdl: bool | str = False  # programmatic dependent launch: True: B's first share read before griddepcontrol.wait;
+    # "prefetch" (mma path): only brought into L2 before it (no promise about B needed)
+    b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
+    b_cache: str = ""  # mma: cache hint of the weight's loads ("cg": L2 only, "cs": evict first; "": default)
 
     @property
     def elem_bytes(self) -> int:
@@ -114,7 +118,13 @@ class GemmConfig(NamedTuple):
         return self.K // self.tile_k
 
     def describe(self) -> str:
-        extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (", PDL" if self.pdl else "")
+        extra = (f", >= {self.min_blocks} blocks/SM" if self.min_blocks else "") + (
+            ", PDL" if self.pdl is True else ", PDL (L2 prefetch)" if self.pdl else ""
+        )
+        if self.b_smem:
+            extra += f", B of {self.b_smem} iteration(s) through shared memory"
+        if self.b_cache:
+            extra += f", B loads .{self.b_cache}"
         return self._describe() + extra
 
     def _describe(self) -> str:
@@ -177,7 +187,7 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
     return "stream" if m <= STREAM_MAX_M else "wgmma"
 
 
-def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: str | None = None):
+def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: str | None = None, pdl=False):
     """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized) on ``path``
     (default: :func:`heuristic_path`).
 
@@ -204,7 +214,8 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
         return tn, rows, (2 if two else 1) * ATOM_BYTES // e
     if path == "wgmma":
         return (*wgmma_choice(max(m, 1), N, kb // ATOM_BYTES)[:2], ATOM_BYTES // e)
-    tile_m = 16 if m <= 16 else 32 if m <= 32 else 64
+    # 8 rows up to M = 8 (no A loads for rows 8-15) — but not under PDL, where the 16-row tile measured faster
+    tile_m = 8 if m <= 8 and not pdl else 16 if m <= 16 else 32 if m <= 32 else 64
     tile_n = 8
     for cand in (64, 32, 16, 8):
         if N % cand == 0 and N // cand >= 1.9 * NUM_SMS:
@@ -323,6 +334,7 @@ def make_config(
     stages: int | None = None,
     max_blocks: int | None = None,
     schedule: str | None = None,
+    pdl=False,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -333,6 +345,9 @@ def make_config(
     ``"cooperative"`` (the consumer warpgroups share each tile) or ``"pingpong"`` (each of two consumer
     warpgroups takes whole tiles in turn, one's epilogue under the other's mainloop); default: ping-pong for
     128x128 and 64x256 tiles, cooperative for the others (:func:`default_schedule`).
+
+    ``pdl``: the launch the tiles are for (the heuristic's mma decode tile keeps 16 rows under PDL: round 2
+    and the final round measured the 8-row tile 0.5 µs slower there).
 
     Raises ``ValueError`` for what cannot be mapped (dtypes, epilogue, N/K the preshuffled layout cannot
     hold, non-positive tiles, impossible warp splits). Tile values that are merely invalid for the path
@@ -355,9 +370,10 @@ def make_config(
     for name, v in (("stages", stages), ("max_blocks", max_blocks)):
         if v is not None and (type(v) is not int or v < 1):
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    decode_mma = path is None and tile_m is None and heuristic_path(M, N, K, in_dtype) == "mma"
     if path is None:
         path = heuristic_path(M, N, K, in_dtype) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
-    hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path)
+    hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path, pdl)
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
     tile_k = hk if tile_k is None else tile_k
@@ -427,6 +443,8 @@ def make_config(
         if problems:
             raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
     cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
+    if decode_mma:  # the heuristic's decode kernel: the weight's loads evict first (A stays in L1; round 2)
+        cfg = cfg._replace(b_cache=DECODE_B_CACHE)
     if cfg.mt > LIMIT_TILES or cfg.nt > LIMIT_TILES:
         raise ValueError(f"{cfg.describe()}: at most {LIMIT_TILES}x{LIMIT_TILES} mma tiles per warp (registers)")
     return cfg
@@ -541,6 +559,46 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
         fit = min(STREAM_MAX_STAGES, budget // (stage_bytes + 16))
         cfg = cfg._replace(stages=_stages(stages, fit))
     return cfg._replace(min_blocks=min_blocks)
+
+
+def mma_smem_bytes(cfg: GemmConfig) -> int:
+    """Shared memory of an mma-path block: the split-K partials, and with ``b_smem`` the bulk-copied weight
+    bytes, their mbarriers and the base's alignment."""
+    red = (cfg.warps_k - 1) * cfg.warps_m * cfg.warps_n * cfg.mt * cfg.nt * 32 * 16
+    if not cfg.b_smem:
+        return red
+    return cfg.b_smem * cfg.tile_k * cfg.elem_bytes * cfg.tile_n + red + 8 * cfg.b_smem + 128
+
+
+def with_b_smem(cfg: GemmConfig, iterations: int) -> GemmConfig:
+    """``cfg`` (mma path) with the weight bytes of its first ``iterations`` K iterations copied into shared memory
+    by bulk copies, all issued at the kernel's start (before ``griddepcontrol.wait`` with ``pdl``): a block's
+    whole share of B in flight from the first cycle without the registers to hold it. Needs ``tile_n``
+    dividing 64 (a block's rows of one K atom are then contiguous in the layout) and the bytes to fit one
+    block per SM (``min_blocks`` of them with ``min_blocks``)."""
+    if cfg.path != "mma":
+        raise ValueError("b_smem applies to the mma path (the stream and wgmma paths stage B in shared memory anyway)")
+    if type(iterations) is not int or not 1 <= iterations <= cfg.iters:
+        raise ValueError(f"b_smem={iterations!r}: 1 to {cfg.iters} K iterations (K / tile_k) of {cfg.describe()}")
+    if PANEL_N % cfg.tile_n:
+        raise ValueError(f"b_smem needs tile_n dividing {PANEL_N} (a block's rows of a K atom contiguous), got "
+                         f"{cfg.tile_n}")  # fmt: skip
+    new = cfg._replace(b_smem=iterations)
+    budget = SMEM_PER_SM // max(1, cfg.min_blocks) - 1024
+    if mma_smem_bytes(new) > min(budget, SMEM_LIMIT):
+        raise ValueError(f"b_smem={iterations}: {mma_smem_bytes(new)} bytes of shared memory per block do not fit "
+                         f"{max(1, cfg.min_blocks)} block(s) per SM ({min(budget, SMEM_LIMIT)})")  # fmt: skip
+    return new
+
+
+def stream_pdl_min_blocks(cfg: GemmConfig) -> int:
+    """Blocks per SM for the stream path under ``pdl=True`` when none are asked: 2 (the next kernel's block
+    resident beside this one, each with half the shared memory) when that ring still holds more than half
+    of a tile's K stages, else 1 (round 2: 7168 x 2048 at M <= 16, 6 of 8 stages: 0.2-0.4 us faster; 4096 x
+    4096 at M = 32, 4 of 16: 0.85 us slower; 7168 x 2048 at M = 32, 4 of 8: even)."""
+    stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+    ring = min(STREAM_MAX_STAGES, (SMEM_PER_SM // 2 - 1024 - 1024 - 16) // (stage_bytes + 16))
+    return 2 if 2 * ring > cfg.K // cfg.tile_k else 1
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

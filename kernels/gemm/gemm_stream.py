@@ -20,6 +20,10 @@ cycles decide. Here
 * **Epilogue** from registers: the fragment holds ``Cᵀ``; one ``shfl.xor`` per value pair turns two
   lanes' (row n, tokens m, m+1) into (token m, columns n, n+1), so C leaves as 4-byte pairs through the
   shared epilogue (:mod:`kernels.gemm.epilogue`: scales, bias, activation, rows past M never written).
+  Its operands (the columns' ``scale_b`` and bias, the tokens' ``scale_a``) are loaded when the tile's
+  main loop starts, not after it: loaded between the stores (which they cannot pass: C might alias them)
+  they were one dependent L2 round trip per 8 tokens at the end of the kernel. ``probe="late"``
+  (measurement only, :mod:`benchmarks.decode_ladder`) builds the kernel that loads them there.
 """
 
 from __future__ import annotations
@@ -59,10 +63,13 @@ def default_workspace(words: int):
     return np.zeros(words, np.int32)
 
 
-def build_stream_gemm(cfg: GemmConfig, workspace=None):
+def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None):
     """The ``@flyc.jit`` launcher of the stream path for ``cfg``: FlyDSL's ``launch_gemm`` signature plus a
     trailing ``arg_workspace`` (default: a buffer made for this launcher by :func:`default_workspace`; pass
-    another one — ``launch_gemm.workspace_words`` int32 zeros — for another device or a concurrent stream)."""
+    another one — ``launch_gemm.workspace_words`` int32 zeros — for another device or a concurrent stream).
+    ``probe="late"``: the epilogue's operands loaded after the main loop (measurement only)."""
+    if probe not in (None, "late"):
+        raise ValueError(f"probe must be None or 'late' on the stream path, got {probe!r}")
     dt, acc_t = WGMMA_TYPES[cfg.in_dtype]
     e = cfg.elem_bytes
     TN, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
@@ -182,6 +189,10 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
             for tile in range(it0 // iters, (it1 - 1) // iters + 1):
                 k_lo = fx.max(it0 - tile * iters, 0)
                 k_hi = fx.min(it1 - tile * iters, iters)
+                tn = tile // mtiles
+                n0 = tn * BN + PANEL_N * cw
+                m0 = (tile - tn * mtiles) * TN
+                ops = None if fx.const_expr(probe == "late") else _tile_operands(epi, n0, m0, t)
                 acc = fx.full(VPT, 0, acc_t)
                 prev = fx.Int32(0)
                 for kt in range(k_lo, k_hi):
@@ -200,14 +211,11 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                 acc = nvvm.wgmma_wait_group(0, acc)
                 nvvm.mbarrier_arrive(empty + prev)
 
-                tn = tile // mtiles
-                n0 = tn * BN + PANEL_N * cw
-                m0 = (tile - tn * mtiles) * TN
                 fb = sk.first_block(q, tile)
                 nseg = sk.last_block(q, tile) - fb + 1
                 if nseg == 1:
                     if t < 2 * ROWS:  # warps holding rows of B (16 per warp)
-                        _store_tile(epi, acc, n0, m0, t)
+                        _store_tile(epi, acc, n0, m0, t, ops)
                 else:
                     # a split tile: publish the partial, count the arrival; the last block sums in block order
                     sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
@@ -224,22 +232,37 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None):
                         if tid == 128:
                             sk.counter(WS, fb).store(0)  # every segment has arrived: ready for the next launch
                         if t < 2 * ROWS:
-                            _store_tile(epi, total, n0, m0, t)
+                            _store_tile(epi, total, n0, m0, t, ops)
                     # the flag is read by every consumer before any of them can pass the next tile's barrier
 
-    def _store_tile(epi, acc, n0, m0, t):
+    def _tile_operands(epi, n0, m0, t):
+        """The epilogue's loads for the consumer thread's part of a tile: ``(colops, sas)``, the two column
+        pairs' ``(scale_b, bias)`` and the ``scale_a`` of each of its ``TN / 8`` token rows (row scales are
+        clamped into [0, M) by :meth:`~kernels.gemm.epilogue.Epilogue.row_scale`)."""
+        lane = t % 32
+        g = lane // 4
+        w = (t // 32) % (2 * ROWS // 32)  # warps past the tile's rows (they store nothing) load in bounds
+        colops = [epi.col_operands(n0 + 16 * w + 8 * h + (g - g % 2)) for h in range(2)]
+        rows = [m0 + 8 * j + 2 * (lane % 4) + g % 2 for j in range(TN // 8)]
+        return colops, [epi.row_scale(r) if epi.scaled else None for r in rows]
+
+    def _store_tile(epi, acc, n0, m0, t, ops):
         """The consumer thread's accumulators (``Cᵀ``: value ``4j + 2h + i`` at B row ``16w + g + 8h``, token
         ``8j + 2·(lane % 4) + i``) through the epilogue. Lanes ``g`` and ``g ^ 1`` swap one value of each pair
-        (``shfl.xor 4``): the even lane then holds token ``m`` at columns ``n, n+1``, the odd lane token ``m+1``."""
+        (``shfl.xor 4``): the even lane then holds token ``m`` at columns ``n, n+1``, the odd lane token ``m+1``.
+        ``ops``: :func:`_tile_operands` loaded earlier, or None: loaded here (probe ``"late"``)."""
         lane = t % 32
         g = lane // 4
         odd = (g % 2) == 1
         v = acc.to(fx.Float32)
         cols = [n0 + 16 * (t // 32) + 8 * h + (g - g % 2) for h in range(2)]
-        colops = [epi.col_operands(c) for c in cols]
+        colops = [epi.col_operands(c) for c in cols] if fx.const_expr(ops is None) else ops[0]
         for j in fx.range_constexpr(TN // 8):
             row = m0 + 8 * j + 2 * (lane % 4) + g % 2
-            sa = epi.row_scale(row) if epi.scaled else None
+            if fx.const_expr(ops is None):
+                sa = epi.row_scale(row) if epi.scaled else None
+            else:
+                sa = ops[1][j]
             for h in fx.range_constexpr(2):
                 v0, v1 = v[4 * j + 2 * h], v[4 * j + 2 * h + 1]
                 recv = fx.shuffle_xor(odd.select(v0, v1), 4)

@@ -25,7 +25,15 @@ describes the design.
 
 from __future__ import annotations
 
-from .gemm_config import GemmConfig, _note, heuristic_tiles, make_config, with_min_blocks
+from .gemm_config import (
+    GemmConfig,
+    _note,
+    heuristic_tiles,
+    make_config,
+    stream_pdl_min_blocks,
+    with_b_smem,
+    with_min_blocks,
+)
 from .gemm_mma_sync import build_mma_sync_gemm
 from .gemm_stream import build_stream_gemm
 from .gemm_wgmma import build_wgmma_gemm
@@ -65,6 +73,8 @@ def compile_preshuffle_gemm(
     schedule: str | None = None,
     min_blocks: int | None = None,
     pdl: bool = False,
+    b_smem: int | None = None,
+    b_cache: str | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -79,7 +89,14 @@ def compile_preshuffle_gemm(
     programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
     finishes and reads its first share of B at once — **B must not be written by the kernel launched just
     before** (weights are not) — then waits (``griddepcontrol.wait``) before it reads A and the scales or
-    writes C.
+    writes C; on the stream path with no ``min_blocks`` or ``stages`` given, two blocks per SM when the halved ring
+    still holds more than half of a tile's K stages (:func:`~kernels.gemm.gemm_config.stream_pdl_min_blocks`).
+    ``pdl="prefetch"`` (mma path): the same launch, but before the wait the block's weight bytes only go into L2
+    (``cp.async.bulk.prefetch.L2``): nothing is read into the SM before the previous kernel has completed, so no
+    promise about B is needed. ``b_smem`` (mma path): the weight bytes of the first ``b_smem`` K iterations are
+    bulk-copied into shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_config.with_b_smem`).
+    ``b_cache`` (mma path): the cache hint of the weight's loads (``"cg"``: L2 only, so that the weight streaming
+    past does not evict the activations from L1; ``"cs"``: evict first).
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -117,13 +134,28 @@ def compile_preshuffle_gemm(
         stages=stages,
         max_blocks=max_blocks,
         schedule=schedule,
+        pdl=pdl,
     )
+    if min_blocks is None and pdl is True and cfg.path == "stream" and stages is None:
+        min_blocks = stream_pdl_min_blocks(cfg) if stream_pdl_min_blocks(cfg) > 1 else None
     if min_blocks is not None:
         cfg = with_min_blocks(cfg, min_blocks, stages)
+    if b_smem is not None:
+        cfg = with_b_smem(cfg, b_smem)
+    if b_cache is not None:  # (the heuristic's decode kernel has "cs")
+        if cfg.path != "mma" or b_cache not in ("cg", "cs", "ca"):
+            raise ValueError(f"b_cache={b_cache!r}: the mma path's weight loads take 'cg', 'cs' or 'ca'")
+        cfg = cfg._replace(b_cache=b_cache)
+    if pdl not in (False, True, "prefetch"):
+        raise ValueError(f"pdl must be False, True or 'prefetch', got {pdl!r}")
     if pdl:
         if cfg.path == "wgmma":
             raise ValueError("pdl=True: programmatic dependent launch is built on the mma and stream paths")
-        cfg = cfg._replace(pdl=True)
+        if pdl == "prefetch" and cfg.path != "mma":
+            raise ValueError("pdl='prefetch' (B into L2 before griddepcontrol.wait) is built on the mma path")
+        if pdl == "prefetch" and cfg.b_smem:
+            raise ValueError("pdl='prefetch' reads nothing before griddepcontrol.wait; b_smem copies B before it")
+        cfg = cfg._replace(pdl=pdl)
     if cfg.path == "mma" and (use_async_copy or lds_stage != 2):
         _note(
             ("mma-smem", bool(use_async_copy), lds_stage),

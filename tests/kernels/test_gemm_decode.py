@@ -17,6 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from kernels.gemm.gemm_config import stream_pdl_min_blocks
 from kernels.gemm.harness import run_gemm
 from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
 from kernels.gemm.reference import numpy_dtype
@@ -34,6 +35,12 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
     ("fp8", 13, 128, 512, dict(path="mma", tile_m=8, tile_n=16, tile_k=512, pdl=True)),  # two row tiles
     ("int8", 8, 256, 1024, dict(path="mma", tile_m=8, tile_n=64, tile_k=512, warps=(1, 4, 2))),
     ("bf16", 5, 64, 256, dict(path="mma", tile_m=8, tile_n=8, tile_k=128)),
+    # PDL with B only prefetched into L2 before the wait: the block's rows of each K atom, or whole panels
+    ("fp8", 3, 256, 512, dict(path="mma", tile_m=16, tile_n=32, tile_k=256, pdl="prefetch")),
+    ("int8", 17, 256, 1024, dict(tile_m=32, tile_n=128, tile_k=512, warps=(1, 4, 2), pdl="prefetch")),
+    # the weight's loads with a cache hint (L2 only / evict first)
+    ("fp8", 3, 256, 512, dict(path="mma", b_cache="cg")),
+    ("bf16", 9, 128, 512, dict(path="mma", b_cache="cs", pdl=True)),
 ]
 
 
@@ -41,8 +48,13 @@ CASES = [  # (in_dtype, M, N, K, compile keywords)
 def test_pdl_and_min_blocks_interpreter(in_dtype, M, N, K, kw, interpreter):
     res = run_gemm(in_dtype, M, N, K, cuda=False, seed=M, **kw)
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
-    assert ("PDL" in res.config) == kw.get("pdl", False), res.config
-    assert ("blocks/SM" in res.config) == ("min_blocks" in kw), res.config
+    assert ("PDL" in res.config) == bool(kw.get("pdl", False)), res.config
+    assert ("L2 prefetch" in res.config) == (kw.get("pdl") == "prefetch"), res.config
+    auto_m2 = False  # pdl=True on the stream path: two blocks per SM when the halved ring holds enough
+    if kw.get("pdl") is True and kw.get("path") == "stream" and "min_blocks" not in kw:
+        plain = {k: v for k, v in kw.items() if k != "pdl"}
+        auto_m2 = stream_pdl_min_blocks(compile_preshuffle_gemm(N=N, K=K, in_dtype=in_dtype, **plain).gemm_config) > 1
+    assert ("blocks/SM" in res.config) == ("min_blocks" in kw or auto_m2), res.config
 
 
 def test_knobs_are_rejected_where_they_do_not_apply():
@@ -54,12 +66,23 @@ def test_knobs_are_rejected_where_they_do_not_apply():
         compile_preshuffle_gemm(N=256, K=256, path="stream", tile_m=256, min_blocks=8)
     with pytest.raises(ValueError, match="min_blocks"):
         compile_preshuffle_gemm(N=256, K=256, path="mma", min_blocks=0)
+    with pytest.raises(ValueError, match="mma path"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", pdl="prefetch")
+    with pytest.raises(ValueError, match="pdl must be"):
+        compile_preshuffle_gemm(N=256, K=256, path="mma", pdl="early")
+    with pytest.raises(ValueError, match="b_cache"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", b_cache="cg")
+    with pytest.raises(ValueError, match="b_cache"):
+        compile_preshuffle_gemm(N=256, K=256, path="mma", b_cache="lu")
 
 
 @pytest.mark.parametrize("kw,want", [
     (dict(path="mma", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.launch_dependents",
                                                  "griddepcontrol.wait"]),
     (dict(path="stream", pdl=True), ["griddepcontrol.launch_dependents", "griddepcontrol.wait"]),
+    (dict(path="mma", pdl="prefetch"), ["cp.async.bulk.prefetch.L2", "griddepcontrol.wait"]),
+    (dict(path="mma", tile_m=16, tile_n=32, tile_k=1024, b_smem=4), ["cp.async.bulk.shared::cluster.global",
+                                                                    "mbarrier.try_wait"]),
     (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
     (dict(path="mma"), []),
 ])  # fmt: skip
@@ -76,8 +99,8 @@ def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
     ptx = ptx_path.read_text()
     for s in want:
         assert s in ptx, s
-    if not want:
-        assert "griddepcontrol" not in ptx and "minnctapersm" not in ptx
+    if not want or "pdl" not in kw:
+        assert "griddepcontrol" not in ptx and ("minnctapersm" not in ptx or "min_blocks" in kw)
     ptxas = shutil.which("ptxas")
     if ptxas:
         out = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(tmp_path / "k.cubin")],
@@ -96,3 +119,96 @@ def test_pdl_launches_wait_for_the_kernel_before_them_gpu(N, K, M, variant):
 
     line = pdl_chain_check(N, K, M, variant)
     assert "WRONG" not in line and "ERROR" not in line, line
+
+
+@pytest.mark.parametrize("pdl", [False, True])
+@pytest.mark.parametrize("probe", [None, "b", "mma", "a", "red", "late"])
+def test_ladder_probes_interpreter(probe, pdl, interpreter):
+    """The ladder's probe kernels (benchmarks/decode_ladder.py) run; the GEMM ones (``None``: the epilogue's
+    operands loaded before the K loop, ``"late"``: after the reduction) compute it, the others write nothing."""
+    from kernels.gemm.gemm_config import with_min_blocks
+    from kernels.gemm.gemm_mma_sync import build_mma_sync_gemm
+
+    cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=3, path="mma", pdl=pdl).gemm_config
+    fn = build_mma_sync_gemm(with_min_blocks(cfg, 2), probe)
+    res = run_gemm("fp8", 3, 128, 1024, launch_fn=fn, cuda=False, log=lambda *a, **k: None)
+    assert res.guard_ok, res
+    assert res.ok == (probe in (None, "late")), res
+    with pytest.raises(ValueError, match="probe"):
+        build_mma_sync_gemm(cfg, "epilogue")
+
+
+@pytest.mark.parametrize("M", [3, 21])
+def test_stream_late_operands_probe_interpreter(M, interpreter):
+    """The stream path's epilogue operands loaded after the main loop (``probe="late"``, the layout before
+    they moved before it) give the same result, whole and split tiles."""
+    from kernels.gemm.gemm_stream import build_stream_gemm
+
+    cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=M, path="stream", tile_m=8, tile_n=64,
+                                  tile_k=128, max_blocks=10).gemm_config  # fmt: skip
+    res = run_gemm("fp8", M, 128, 1024, launch_fn=build_stream_gemm(cfg, probe="late"), cuda=False)
+    assert res.ok and res.guard_ok, res
+
+
+def test_ladder_configurations_build():
+    """Every rung and candidate of benchmarks/decode_ladder.py makes its configuration (a typo fails here, not
+    on the H200)."""
+    from benchmarks.cases.preshuffle_gemm import variant_kwargs
+    from benchmarks.decode_ladder import (
+        CANDIDATES,
+        CANDIDATES_FIRST,
+        LATE,
+        PDL_CHECKS,
+        PROBE_STEPS,
+        SWEEP,
+        late_launcher,
+        probe_launcher,
+    )
+
+    for pdl in (False, True):
+        for step in PROBE_STEPS:
+            assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
+    for N, K, M, v in LATE:
+        late_launcher(N, K, M, v)
+    for N, K, M, v, _ in PDL_CHECKS:
+        assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
+    from benchmarks import gemm_decode_round as final
+
+    table = [(N, K, final.FINAL_MS, v) for (N, K) in final.VARIANTS for v in final.FINAL_VARIANTS]
+    for N, K, ms, v in CANDIDATES_FIRST + CANDIDATES + SWEEP + final.CANDIDATES + table:
+        for M in ms:
+            cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config
+            assert bool(cfg.pdl) == v.endswith(("/pdl", "/pdlpf")), (v, cfg)
+
+
+B_SMEM_CASES = [  # (in_dtype, M, N, K, compile keywords): the weight's first iterations through shared memory
+    ("fp8", 3, 128, 1024, dict(tile_m=16, tile_n=32, tile_k=256, b_smem=2)),  # two of four iterations
+    ("fp8", 3, 128, 1024, dict(tile_m=16, tile_n=32, tile_k=256, b_smem=4)),  # all of them
+    ("fp8", 17, 128, 1024, dict(tile_m=16, tile_n=32, tile_k=256, b_smem=3, pdl=True, min_blocks=2)),
+    ("fp8", 5, 128, 1024, dict(tile_m=8, tile_n=64, tile_k=512, b_smem=1)),
+    ("int8", 5, 128, 1024, dict(tile_m=16, tile_n=16, tile_k=512, b_smem=2, pdl=True)),
+    ("bf16", 5, 128, 512, dict(tile_m=16, tile_n=32, tile_k=128, b_smem=3)),
+]
+
+
+@pytest.mark.parametrize(
+    "in_dtype,M,N,K,kw", B_SMEM_CASES, ids=[f"{c[0]}-M{c[1]}-k{c[4]['b_smem']}" for c in B_SMEM_CASES]
+)
+def test_b_smem_interpreter(in_dtype, M, N, K, kw, interpreter):
+    """``b_smem``: the bulk copies land the block's rows of each K atom where the lanes read them (the layout's
+    offsets relative to the block's first row); the rest of K still comes from global memory."""
+    res = run_gemm(in_dtype, M, N, K, cuda=False, seed=M + 1, path="mma", **kw)
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+    assert f"B of {kw['b_smem']} iteration(s) through shared memory" in res.config, res.config
+
+
+def test_b_smem_is_rejected_where_it_cannot_work():
+    with pytest.raises(ValueError, match="mma path"):
+        compile_preshuffle_gemm(N=256, K=256, path="stream", b_smem=1)
+    with pytest.raises(ValueError, match="dividing 64"):
+        compile_preshuffle_gemm(N=384, K=1024, path="mma", tile_m=16, tile_n=96, tile_k=256, b_smem=1)
+    with pytest.raises(ValueError, match="K iterations"):
+        compile_preshuffle_gemm(N=256, K=1024, path="mma", tile_m=16, tile_n=32, tile_k=512, b_smem=3)
+    with pytest.raises(ValueError, match="do not fit"):  # 128 KB of B and two blocks per SM
+        compile_preshuffle_gemm(N=4096, K=4096, path="mma", tile_m=16, tile_n=32, tile_k=1024, b_smem=4,
+                                min_blocks=2)  # fmt: skip

@@ -297,17 +297,27 @@ def test_maxnreg_hint_caps_the_kernel_registers(tmp_path, monkeypatch):
 
 
 def test_heuristic_and_defaults(interpreter):
-    """The heuristic's paths and tiles: round 2's measured winners (docs/gemm.md, "Tile arguments and the
-    heuristic"; benchmarks/results/2026-12-01-NVIDIA-H200-preshuffle-r2.md)."""
+    """The heuristic's paths and tiles: the measured winners (docs/gemm.md, "Tile arguments and the heuristic";
+    benchmarks/results/2026-12-01-NVIDIA-H200-preshuffle-r2.md, …-gemm-decode-sweep-r2.md)."""
 
     def cfg(N, K, dt, M=None, **kw):
         c = compile_preshuffle_gemm(N=N, K=K, in_dtype=dt, M=M, **kw).gemm_config
         extra = (c.max_blocks,) if c.path == "stream" else (c.stages, c.schedule) if c.path == "wgmma" else ()
         return (c.path, c.tile_m, c.tile_n, c.tile_k) + extra
 
-    # decode of a 16-MB weight with long rows (fp8 4096 x 4096, M <= 16): the mma path starts streaming sooner
+    # decode of a 16-MB weight with long rows (fp8 4096 x 4096, M <= 16): the mma path starts streaming sooner;
+    # 8-row tiles up to M = 8, the weight's loads evict-first (this session's round 2)
     assert cfg(4096, 4096, "fp8") == ("mma", 16, 16, 1024)
-    assert cfg(4096, 4096, "int8", 1) == ("mma", 16, 16, 1024)
+    assert cfg(4096, 4096, "int8", 1) == ("mma", 8, 16, 1024)
+    assert cfg(4096, 4096, "fp8", 8) == ("mma", 8, 16, 1024)
+    assert cfg(4096, 4096, "fp8", 1, pdl=True) == ("mma", 16, 16, 1024)  # under PDL the 16-row tile
+    assert compile_preshuffle_gemm(N=4096, K=4096, M=16).gemm_config.b_cache == "cs"
+    assert compile_preshuffle_gemm(N=4096, K=4096, tile_m=16, tile_n=16, tile_k=1024).gemm_config.b_cache == ""
+    # PDL on the stream path: two blocks per SM when the halved ring holds more than half of a tile's K stages
+    assert compile_preshuffle_gemm(N=7168, K=2048, M=16, pdl=True).gemm_config.min_blocks == 2
+    assert compile_preshuffle_gemm(N=7168, K=2048, M=32, pdl=True).gemm_config.min_blocks == 0
+    assert compile_preshuffle_gemm(N=4096, K=4096, M=32, pdl=True).gemm_config.min_blocks == 0
+    assert compile_preshuffle_gemm(N=10240, K=8192, M=1, pdl=True).gemm_config.min_blocks == 0
     assert cfg(4096, 4096, "fp8", 32) == ("stream", 32, 32, 256, 128)  # whole tiles: 128 of 32 rows
     assert cfg(4096, 4096, "bf16", 8) == ("stream", 8, 32, 128, 128)  # 32 MB: the stream path
     assert cfg(7168, 2048, "fp8", 8) == ("stream", 8, 64, 256, 112)  # K = 2 KB: the stream path's 112 tiles
