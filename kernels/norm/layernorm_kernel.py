@@ -43,7 +43,8 @@ PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
 LONG_ROWS: list = [
-    ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs"}),
+    # 16K bf16: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K, H200 final check)
+    ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs", "max_registers": 64}),
     ((12289, 24576, ("f32",)), {"max_registers": 64}),  # 69 registers: one block of 512 per SM; capped: two
     # 32K bf16: persistent, W and B in shared memory once per block (not re-read from L2 for every row)
     ((24577, 49152, ("bf16", "f16")), {"persist": 2, "weights_smem": True, "cache_hint": "cs"}),

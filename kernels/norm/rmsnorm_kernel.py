@@ -47,6 +47,9 @@ PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
 LONG_ROWS: list = [
+    # 16K bf16: ptxas takes more than 64 registers (one block of 512 per SM); capped, two fit (49.5 -> 36.8 us
+    # at 2048 x 16K on the H200, 2026-12-01 final check)
+    ((12289, 24576, ("bf16", "f16")), {"max_registers": 64}),
     ((12289, 24576, ("f32",)), {"persist": 2}),
     # persistent, the next row prefetched (f32: streaming loads and stores too)
     ((24577, 1 << 31, ("bf16", "f16")), {"persist": 2}),
