@@ -90,7 +90,11 @@ def emit_shift(fe: FunctionEmitter, op: Op) -> None:
         amt = fe.assign(f"select {_bool_ty(t)} {in_range}, {ty} {fe.val(b)}, {ty} {_splat(fe, t, w - 1)}")
         r = fe.assign(f"ashr {ty} {fe.val(a)}, {amt}")
     else:
-        s = fe.assign(f"{instr} {ty} {fe.val(a)}, {fe.val(b)}")
+        # shift by the amount masked to the width, not by the raw amount: LLVM 22's NVPTX backend folds
+        # select(amount < w, shl(a, amount), 0) into one PTX shl.b64, whose amount is a u32, so an i64 amount
+        # >= 2^32 wrapped (shl by 2^63 gave `a` on the H200, 2026-12-01); the masked shift is always defined
+        amt = fe.assign(f"and {ty} {fe.val(b)}, {_splat(fe, t, w - 1)}")
+        s = fe.assign(f"{instr} {ty} {fe.val(a)}, {amt}")
         r = fe.assign(f"select {_bool_ty(t)} {in_range}, {ty} {s}, {ty} {_splat(fe, t, 0)}")
     fe.define(op.results[0], r)
 
