@@ -85,6 +85,19 @@ def test_gpu_equals_the_scalar_hooks(data, w):
     b = data.draw(st.lists(_ints(w), min_size=N, max_size=N), label="b")
     d = [x if x not in (0, -1) else 7 for x in data.draw(st.lists(_ints(w), min_size=N, max_size=N), label="d")]
     s = data.draw(st.lists(st.one_of(st.integers(0, 2 * w + 3), _ints(w)), min_size=N, max_size=N), label="s")
+    _check(w, a, b, d, s)
+
+
+def test_i64_shift_amounts_past_2_32():
+    """Regression (H200, 2026-12-01): LLVM folded select(amount < 64, shl(a, amount), 0) into one PTX shl.b64,
+    whose amount is a u32 — shifts by 2^63 or 2^32 returned `a`; the IR says 0 (shrsi: the sign fill)."""
+    amounts = [-(1 << 63), 1 << 32, (1 << 32) + 1, (1 << 62) + 3, 64, 65, 63, -1]
+    s = [amounts[j % len(amounts)] for j in range(N)]
+    a = [(1 << 63) - 1 if j % 2 else -(1 << 62) - 5 for j in range(N)]
+    _check(64, a, list(range(N)), [7] * N, s)
+
+
+def _check(w, a, b, d, s):
     k, ops = _kernel(w)
     t = IntegerType(w)
     host = {"a": a, "b": b, "d": d, "s": s}
