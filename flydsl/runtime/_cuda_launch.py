@@ -27,7 +27,7 @@ import ctypes
 import struct
 import threading
 
-from ._cuda_params import _kind_of, pointer_of
+from ._cuda_params import _kind_of, bf16_bits, pointer_of
 
 __all__ = ["make_launch", "raw_params", "CONFIG_FORMAT", "PDL_CONFIG_FORMAT", "LaunchLayout"]
 
@@ -62,13 +62,6 @@ _KINDS = {
 }
 _ALIGN = {"rsrc": 8, "tmap": 64}
 _UNSIGNED_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}  # kinds packed unsigned after a mask
-
-
-def _bf16_bits(x) -> int:
-    import ml_dtypes
-    import numpy as np
-
-    return int(np.array(x, dtype=ml_dtypes.bfloat16).view(np.uint16))
 
 
 def _tmap(x) -> bytes:
@@ -159,7 +152,7 @@ def make_launch(name: str, func_handle: int, kinds, driver_call, on_error, smem_
         "FAIL": on_error,
         "ACQ": lock.acquire,
         "REL": lock.release,
-        "BF16": _bf16_bits,
+        "BF16": bf16_bits,
         "RSRC": _rsrc,
         "TMAP": _tmap,
         "ATTRS": ctypes.addressof(PDL_ATTRIBUTE),
