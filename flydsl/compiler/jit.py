@@ -34,13 +34,14 @@ from . import errors as E
 from ._flydsl_jit import FlyDSLJitNames
 from .abi import make_param, param_arg_names, param_types
 from .artifact import Artifact
+from .boundary import dsl_error, user_error
 from .cache import DiskCache, deps_digest, disk_key
 from .deps import collect, freeze
-from .diagnostics import FlyDSLError, wrap_exception
+from .diagnostics import FlyDSLError
 from .drift import snapshot_refs
 from .errors import error
 from .fastpath import MISSING, NOFAST, OTHER_PATTERN, make_binder, make_dispatcher, pattern_of
-from .frames import frame_location, traceback_location, user_frame
+from .frames import frame_location, user_frame
 from .frontend import rewrite_function
 from .hints import check_hints
 from .kernel import resolve_signature
@@ -646,49 +647,6 @@ def _load(disk: DiskCache, key: str, lazy: bool = False) -> Artifact | None:
         except OSError:
             pass
         return None
-
-
-# ---------------------------------------------------------------------------------------------------
-# errors at the boundary
-# ---------------------------------------------------------------------------------------------------
-
-
-def user_error(e: BaseException) -> FlyDSLError:
-    """Any exception raised while tracing, compiling or launching, as a located DSL error."""
-    if isinstance(e, RecursionError) and not isinstance(e, FlyDSLError):
-        return error(E.TRACE_RECURSION, traceback_location(e.__traceback__), detail=str(e))
-    name = getattr(e, "diag", None) or getattr(e, "fly_diag", None)
-    diag = getattr(E, name, None) if isinstance(name, str) else None
-    if isinstance(diag, E.Diag) and not isinstance(e, FlyDSLError):
-        # a catalogued failure from a lower layer (runtime ArgError, fx protocol errors, fx.nvvm's FLY520)
-        fields = dict(getattr(e, "fields", None) or {})
-        fields.setdefault("name", "?")
-        loc = getattr(e, "loc", None) or traceback_location(e.__traceback__)
-        return error(diag, loc, **fields)
-    err = wrap_exception(e)
-    loc = getattr(e, "loc", None)
-    if not isinstance(e, FlyDSLError) and isinstance(loc, tuple) and len(loc) == 3:
-        err.loc = loc  # interpreter / codegen faults: the op's own line
-    return err
-
-
-def dsl_error(e: BaseException) -> FlyDSLError:
-    """``e`` as a located DSL error, ready to ``raise`` from the API entry point that caught it.
-
-    Located at the caller of the entry point when nothing closer is known. The internal traceback is
-    dropped (``FLYDSL_DEBUG_SHOW_STACKTRACE=1`` keeps it as the error's cause).
-    """
-    err = user_error(e)
-    if err.loc is None:
-        f = user_frame(sys._getframe(1))
-        err.loc = frame_location(f) if f is not None else None
-    if env.debug_show_stacktrace:
-        if err is not e:
-            err.__cause__ = e
-        return err
-    err.__cause__ = None
-    err.__suppress_context__ = True
-    return err.with_traceback(None)
 
 
 # ---------------------------------------------------------------------------------------------------
