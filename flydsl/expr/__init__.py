@@ -16,8 +16,10 @@ from . import arith, buffer_ops, gpu, math, nvvm, rocdl
 from ._compat import (  # noqa: F401 - FlyDSL's other spellings (not in __all__; fx.typing/fx.vector forward them)
     FX_NAMESPACE_FALLBACK,
     ArithValue,
+    IntTupleType,
     SwizzleType,
     SyncScope,
+    TileType,
     as_ir_value,
     gather,
     index,
@@ -89,7 +91,9 @@ from .layout_api import (
     E,
     IntTuple,
     Layout,
+    StaticInt,
     Swizzle,
+    Tile,
     append,
     block_product,
     blocked_product,
@@ -320,7 +324,8 @@ __all__ = [
     # compile-time control
     "const_expr", "range_constexpr",
     # layouts (flydsl.layout with FlyDSL's names, on layouts and tensors)
-    "Layout", "ComposedLayout", "Swizzle", "Basis", "E", "IntTuple", "make_shape", "make_stride", "make_coord",
+    "Layout", "ComposedLayout", "Swizzle", "Basis", "E", "IntTuple", "StaticInt", "Tile", "make_shape",
+    "make_stride", "make_coord",
     "make_int_tuple", "make_layout", "make_ordered_layout", "make_identity_layout", "make_layout_like",
     "make_composed_layout", "make_tile", "make_layout_tv", "size", "cosize", "coshape", "coprofile", "rank", "depth",
     "get_shape", "get_stride", "get_layout", "get", "get_", "get_scalar", "get_leaves", "select", "group", "take",

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from ..ir import types as _t
-from ..layout import Swizzle
+from ..layout import IntTupleType, LayoutType, Swizzle, Tile, TileType
+from ..layout.views import wrap
 from ._gather import gather, scatter
 from ._sem.numeric import resolve_dtype
 from .arith import ArithValue, as_ir_value, index, unwrap
@@ -14,7 +15,7 @@ from .gpu import known_block_size
 
 __all__ = [
     "as_ir_value", "ArithValue", "unwrap", "index", "SyncScope", "gather", "scatter", "ptr_load", "ptr_store",
-    "static", "SwizzleType", "known_block_size", "FX_NAMESPACE_FALLBACK",
+    "static", "SwizzleType", "TileType", "IntTupleType", "known_block_size", "FX_NAMESPACE_FALLBACK",
 ]  # fmt: skip
 
 
@@ -45,7 +46,20 @@ def ptr_store(value, ptr) -> None:
 
 
 def static(value):
-    """A compile-time value as is: layouts, int tuples, tiles and swizzles are Python objects here."""
+    """The value a static type describes (FlyDSL's ``fx.static(type)``): ``TileType`` → a :class:`Tile`,
+    ``IntTupleType`` → an ``IntTuple`` (a ``StaticInt`` for a leaf), ``LayoutType`` → the layout. Values
+    (layouts, int tuples, tiles, swizzles: Python objects here) come back as they are.
+
+    Raises:
+        ValueError: an int-tuple or layout type with run-time (``?``) leaves: its value is not in the type.
+    """
+    t = type(value)
+    if t is TileType:
+        return Tile(value.modes)
+    if t is IntTupleType or t is LayoutType:
+        if not value.is_static:
+            raise ValueError(f"fx.static: {value} has run-time leaves; its value is not in its type")
+        return value.layout if t is LayoutType else wrap(value.value)
     return value
 
 

@@ -29,7 +29,7 @@ def _static(n, what: str) -> int:
 def _instances(offsets, operand, pred):
     """``(offset, data slice, predicate)`` per copy instance, TV-major."""
     r = L.rank(offsets.layout)
-    shape = offsets.layout.shape
+    shape = offsets.layout._shape
     tv = _static(L.size(shape[0] if type(shape) is tuple else shape), "TV size of the offset tensor")
     if r <= 1:
         for v in range(tv):

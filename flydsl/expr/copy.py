@@ -24,9 +24,9 @@ extents become IR.
 from __future__ import annotations
 
 from .. import layout as L
-from ..layout import ComposedLayout, Layout, Swizzle
+from ..layout import ComposedLayout, Layout, Swizzle, Tile
 from ..layout.inttuple import iadd
-from ._sem.inttuple import IntTuple, StaticInt, as_tiler, is_tensor
+from ._sem.inttuple import StaticInt, as_tiler, is_tensor
 from ._sem.iterators import MemIter
 from ._sem.numeric import Numeric, numeric_type_of
 from .layout_api import make_layout_tv
@@ -214,7 +214,7 @@ class CopyAtom:
 
 
 def _vals(tv: Layout) -> int:
-    return L.size(tv, 1) if type(tv.shape) is tuple else 1
+    return L.size(tv, 1) if type(tv._shape) is tuple else 1
 
 
 def make_copy_atom(copy_op: CopyOp, elem_type) -> CopyAtom:
@@ -258,8 +258,8 @@ def _tile_sizes(tile):
     for m in tile if type(tile) is tuple else (tile,):
         if type(m) is int:
             out.append(m)
-        elif isinstance(m, Layout) and type(m.shape) is int and m.stride == 1:
-            out.append(m.shape)
+        elif isinstance(m, Layout) and type(m._shape) is int and m._stride == 1:
+            out.append(m._shape)
         else:
             return None
     return tuple(out)
@@ -281,13 +281,13 @@ class TiledCopy:
         tile = tile if type(tile) is tuple else (tile,)
         sizes = _tile_sizes(tile)
         self.atom, self._tv, self._tile = atom, layout_tv, sizes if sizes is not None else tile
-        nval = L.size(layout_tv, 1) if type(layout_tv.shape) is tuple else 1
+        nval = L.size(layout_tv, 1) if type(layout_tv._shape) is tuple else 1
         if nval % atom.num_vals:
             raise ValueError(
                 f"{atom} moves {atom.num_vals} values per call, but layout_tv {layout_tv} gives each thread "
                 f"{nval}; use a value layout whose size is a multiple of {atom.num_vals}"
             )
-        nthr = L.size(layout_tv, 0) if type(layout_tv.shape) is tuple else layout_tv.shape
+        nthr = L.size(layout_tv, 0) if type(layout_tv._shape) is tuple else layout_tv._shape
         if nthr % atom.num_threads:
             raise ValueError(
                 f"{atom} is executed by {atom.num_threads} threads together, but layout_tv {layout_tv} spans "
@@ -303,13 +303,14 @@ class TiledCopy:
 
     @property
     def tile_mn(self):
-        """The tile: an IntTuple of sizes (``tile_m, tile_n = tiled.tile_mn.unpack()``), or the tiler."""
-        return IntTuple(self._tile) if all(type(x) is int for x in self._tile) else self._tile
+        """The tile, a :class:`Tile` of one mode per dimension (FlyDSL's): sizes where the tiler's modes are
+        unit-stride (``tile_m, tile_n = tiled.tile_mn.unpack()``), else the tiler's modes."""
+        return Tile(self._tile)
 
     @property
     def num_threads(self) -> int:
         """Threads the tiled copy spans (``size(layout_tv, 0)``)."""
-        return StaticInt(L.size(self._tv, 0) if type(self._tv.shape) is tuple else self._tv.shape)
+        return StaticInt(L.size(self._tv, 0) if type(self._tv._shape) is tuple else self._tv._shape)
 
     size = num_threads
 
@@ -346,7 +347,7 @@ class TiledCopy:
         if not is_tensor(t):
             raise TypeError(f"partition_S/partition_D take a tensor, got {t!r}")
         frg = t._with_layout(self.tidfrg(t.layout, side))
-        rest = L.rank(L.get(frg.layout, 2).shape) if type(L.get(frg.layout, 2).shape) is tuple else 1
+        rest = L.rank(L.get(frg.layout, 2)._shape) if type(L.get(frg.layout, 2)._shape) is tuple else 1
         return frg._slice((thr_idx, None, (None,) * rest if rest > 1 else None))
 
     def retile(self, t):
@@ -356,22 +357,22 @@ class TiledCopy:
         if not is_tensor(t):
             raise TypeError(f"retile takes a tensor, got {t!r}")
         lay = t.layout
-        modes = list(lay) if type(lay.shape) is tuple else [lay]
+        modes = list(lay) if type(lay._shape) is tuple else [lay]
         v = L.size(modes[0])
         n = self.atom.num_vals
         if type(v) is not int or (v % n and n % v):
             raise CopyError(f"retile: the first mode of {t} holds {v} values, which do not group into calls of {n}")
         tile = _tile_sizes(self._tile) or tuple(L.size(m) for m in self._tile)
-        nthr = L.size(self._tv, 0) if type(self._tv.shape) is tuple else self._tv.shape
+        nthr = L.size(self._tv, 0) if type(self._tv._shape) is tuple else self._tv._shape
         inv = L.right_inverse(self._tv).with_shape(tile)
         frg_mn = L.upcast(inv, nthr * v)  # (m, n) -> which group of v values
         frg_v = L.zipped_divide(L.logical_product(Layout._make(v, 1), L.right_inverse(frg_mn)), Layout._make(n, 1))
-        tiler = (v,) + tuple(L.product_each(frg_mn.shape) if type(frg_mn.shape) is tuple else (frg_mn.shape,))
+        tiler = (v,) + tuple(L.product_each(frg_mn._shape) if type(frg_mn._shape) is tuple else (frg_mn._shape,))
         rank = len(modes)
         padded = L.make_layout(*modes, *([Layout._make(1, 0)] * max(0, len(tiler) - rank)))
         vt = L.composition(L.zipped_divide(padded, tiler), (frg_v, None))  # ((atom_v, rest_v), (1, RM, RN, ...))
         rest = L.get(vt, 1)
-        rest_modes = list(rest)[1:rank] if type(rest.shape) is tuple else []
+        rest_modes = list(rest)[1:rank] if type(rest._shape) is tuple else []
         return t._with_layout(L.make_layout(L.get(vt, 0), *rest_modes))
 
     def __eq__(self, other):
@@ -445,7 +446,7 @@ def make_tiled_copy_tv(atom: CopyAtom, thr_layout: Layout, val_layout: Layout) -
 
 
 def _modes(lay) -> list:
-    return list(lay) if type(lay.shape) is tuple else [lay]
+    return list(lay) if type(lay._shape) is tuple else [lay]
 
 
 def _split(lay: Layout, n: int, side: str, atom: CopyAtom) -> tuple:
@@ -458,7 +459,7 @@ def _split(lay: Layout, n: int, side: str, atom: CopyAtom) -> tuple:
             raise CopyError(f"fx.copy: the {side}'s first mode {head} has a run-time size; tile it statically")
         if s == n:
             return head, rest
-        if type(head.shape) is tuple:
+        if type(head._shape) is tuple:
             sub = _modes(head)
             head, rest = sub[0], sub[1:] + rest
         elif s % n == 0:
@@ -491,7 +492,7 @@ def _check_contiguous(t, head, n, atom, side):
     if n == 1:
         return
     c = L.coalesce(head)
-    if not (c.shape == n and c.stride == 1):
+    if not (c._shape == n and c._stride == 1):
         raise CopyError(
             f"{atom} moves {n} contiguous elements per call, but the {side}'s values are laid out as {head} "
             f"(not {n}:1); choose an atom of {atom.val_bits * max(1, _run(c))} bits or a layout whose first "
@@ -506,8 +507,8 @@ def _check_contiguous(t, head, n, atom, side):
 
 
 def _run(c: Layout) -> int:
-    s = L.flatten(c.shape) if type(c.shape) is tuple else (c.shape,)
-    d = L.flatten(c.stride) if type(c.stride) is tuple else (c.stride,)
+    s = L.flatten(c._shape) if type(c._shape) is tuple else (c._shape,)
+    d = L.flatten(c._stride) if type(c._stride) is tuple else (c._stride,)
     return s[0] if type(s[0]) is int and d[0] == 1 else 1
 
 

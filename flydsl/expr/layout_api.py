@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from .. import layout as L
-from ..layout import Basis, ComposedLayout, Layout, Swizzle
+from ..layout import Basis, ComposedLayout, Layout, Swizzle, Tile
 from ._sem import flyir
 from ._sem.inttuple import (
     IntTuple,
@@ -32,7 +32,7 @@ from ._sem.inttuple import (
 from ._sem.numeric import Boolean, Numeric
 
 __all__ = [
-    "IntTuple", "StaticInt", "as_int_tuple", "is_tensor", "Layout", "ComposedLayout", "Swizzle", "Basis", "E",
+    "IntTuple", "StaticInt", "Tile", "as_int_tuple", "is_tensor", "Layout", "ComposedLayout", "Swizzle", "Basis", "E",
     "make_shape", "make_stride", "make_coord", "make_int_tuple", "make_layout", "make_ordered_layout",
     "make_identity_layout", "make_layout_like", "make_composed_layout", "make_tile", "make_layout_tv",
     "size", "cosize", "coshape", "coprofile", "rank", "depth", "shape", "stride", "get_shape", "get_stride",
@@ -121,7 +121,7 @@ def make_layout(*args, stride=None) -> Layout:
     d = None if stride is None else as_int_tuple(stride, "make_layout stride")
     out = L.make_layout(s, stride=d)
     if flyir.recording():
-        flyir.from_parts("make_layout", out, flyir.int_tuple(s), flyir.int_tuple(out.stride))
+        flyir.from_parts("make_layout", out, flyir.int_tuple(s), flyir.int_tuple(out._stride))
     return out
 
 
@@ -161,12 +161,12 @@ def make_composed_layout(inner, offset_or_outer, outer=None) -> ComposedLayout:
     return L.make_composed_layout(inner, as_int_tuple(offset_or_outer, "offset"), _layout_of(outer, "outer"))
 
 
-def make_tile(*modes) -> tuple:
-    """A tiler: one entry per mode (a Layout, an int ``n`` meaning ``n:1``, None, or nested); FlyDSL's
-    single-list form ``make_tile([l0, l1])`` is accepted."""
-    if len(modes) == 1 and isinstance(modes[0], list):
-        modes = tuple(modes[0])
-    return L.make_tile(*as_tiler(modes))
+def make_tile(*modes) -> Tile:
+    """A :class:`Tile` (FlyDSL's): one entry per mode — a Layout, an int ``n`` meaning ``n:1``, None (keep
+    the mode), a tuple of those (a nested tile) or a tile. One mode makes a leaf tile, applied to the whole
+    layout as CuTe's non-tuple tiler (``make_tile(256).unpack() == 256``); a single tuple or list is the
+    list of modes (``make_tile([l0, l1])`` is ``make_tile(l0, l1)``)."""
+    return Tile.make(*as_tiler(modes))
 
 
 def make_layout_tv(thr_layout, val_layout) -> tuple:

@@ -228,7 +228,7 @@ _OPERANDS = {"A": (0, 2), "B": (1, 2), "C": (0, 1), "D": (0, 1)}
 
 
 def _mode_size(lay: Layout, i: int) -> int:
-    return L.size(L.get(lay, i)) if type(lay.shape) is tuple else (lay.shape if i == 0 else 1)
+    return L.size(L.get(lay, i)) if type(lay._shape) is tuple else (lay._shape if i == 0 else 1)
 
 
 class TiledMma:
@@ -249,9 +249,9 @@ class TiledMma:
             atom_layout = Layout._make((1, 1, 1), (0, 0, 0))
         elif not isinstance(atom_layout, Layout):
             atom_layout = L.make_layout(tuple(atom_layout))
-        if not atom_layout.is_static or L.rank(atom_layout.shape) > 3:
+        if not atom_layout.is_static or L.rank(atom_layout._shape) > 3:
             raise ValueError(f"make_tiled_mma: atom_layout must be a static (M, N, K) layout, got {atom_layout}")
-        while L.rank(atom_layout.shape) < 3:
+        while L.rank(atom_layout._shape) < 3:
             atom_layout = L.append(atom_layout, Layout._make(1, 0))
         perm = tuple(permutation) if permutation is not None else (None, None, None)
         if len(perm) > 3:
@@ -483,14 +483,14 @@ def make_tiled_copy_C(copy_atom: CopyAtom, tiled_mma: TiledMma) -> TiledCopy:
 def _check_operand(atom: MmaAtom, t, operand: str, want: int):
     if not is_tensor(t):
         raise TypeError(f"fx.gemm: operand {operand} must be a tensor (a fragment), got {t!r}")
-    v = L.size(L.get(t.layout, 0)) if type(t.layout.shape) is tuple else t.layout.shape
+    v = L.size(L.get(t.layout, 0)) if type(t.layout._shape) is tuple else t.layout._shape
     per = L.size(atom.op.layout_tv(operand), 1)
     if v != per:
         raise MmaError(
             f"fx.gemm: the first mode of {operand} ({t}) holds {v} values, but one {atom.op.name} takes {per} per "
             "thread; pass fragments from make_fragment_A/B/C or partition_A/B/C of the same tiled MMA"
         )
-    return L.rank(t.layout.shape) if type(t.layout.shape) is tuple else 1
+    return L.rank(t.layout._shape) if type(t.layout._shape) is tuple else 1
 
 
 def _sub(t, *crd):

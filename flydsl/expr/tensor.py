@@ -115,13 +115,13 @@ class Tensor:
     @property
     def shape(self) -> IntTuple:
         """The shape as an IntTuple (``m, n = t.shape.unpack()``)."""
-        s = self._layout.shape
+        s = self._layout._shape
         return IntTuple(s if type(s) is tuple else (s,))
 
     @property
     def stride(self) -> IntTuple:
         """The stride as an IntTuple (raises for a swizzled layout, which has none)."""
-        d = self._layout.stride
+        d = self._layout._stride
         return IntTuple(d if type(d) is tuple else (d,))
 
     @property
@@ -152,7 +152,7 @@ class Tensor:
 
     @property
     def rank(self) -> int:
-        return L.rank(self._layout.shape)
+        return L.rank(self._layout._shape)
 
     def size(self):
         """Number of elements (a StaticInt when the shape is static, else an Int32)."""
@@ -185,7 +185,7 @@ class Tensor:
     def _slice(self, crd) -> Tensor:
         """The sub-tensor of the ``None`` modes of ``crd`` (fixed modes move the iterator)."""
         crd = _norm_coord(crd)
-        _check_static_bounds(crd, self._layout.shape)
+        _check_static_bounds(crd, self._layout._shape)
         sub, off = L.slice_and_offset(crd, self._layout)
         it = self._it.advance(
             off, lambda: abs(off) if type(off) is int else offset_divisibility(crd, self._layout, self._div)
@@ -195,7 +195,7 @@ class Tensor:
     def _offset(self, crd):
         """The offset (int, Int32 or coordinate tuple) of a full coordinate."""
         crd = _norm_coord(crd)
-        shape = self._layout.shape
+        shape = self._layout._shape
         if type(crd) is tuple and type(shape) is tuple and len(crd) != len(shape):
             raise IndexError(
                 f"tensor of rank {len(shape)} (shape {format_int_tuple(shape)}) indexed with {len(crd)} "
@@ -352,19 +352,19 @@ def make_rmem_tensor(shape_or_layout, dtype) -> Tensor:
 def _fragment_layout(layout):
     if isinstance(layout, ComposedLayout):
         layout = layout.outer
-    if not L.is_static(layout.shape):
+    if not L.is_static(layout._shape):
         raise TypeError(
             f"make_fragment_like: registers need a compile-time shape, got {layout}; partition or slice the "
             "tensor to a static per-thread tile first"
         )
-    strides = L.flatten(layout.stride) if type(layout.stride) is tuple else (layout.stride,)
+    strides = L.flatten(layout._stride) if type(layout._stride) is tuple else (layout._stride,)
     if any(type(d) is not int for d in strides):  # basis (coordinate tensors) or run-time strides
-        return L.make_layout(layout.shape)
-    if type(layout.shape) is tuple and len(layout.shape) > 1:  # mode 0 compact as in t, the rest after it
+        return L.make_layout(layout._shape)
+    if type(layout._shape) is tuple and len(layout._shape) > 1:  # mode 0 compact as in t, the rest after it
         m0 = L.make_layout_like(L.get(layout, 0))
-        rest = layout.shape[1:]
+        rest = layout._shape[1:]
         rest_d = L.compact_col_major(rest, L.cosize(m0))
-        return Layout._make((m0.shape, *rest), (m0.stride, *rest_d))
+        return Layout._make((m0._shape, *rest), (m0._stride, *rest_d))
     return L.make_layout_like(layout)
 
 

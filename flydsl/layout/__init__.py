@@ -112,7 +112,9 @@ from .layout import (
     make_tile,
 )
 from .swizzle import Swizzle
+from .tile import Tile
 from .types import IntTupleType, LayoutType, TileType, parse_body, type_body
+from .views import IntTuple, StaticInt
 
 # FlyDSL spellings of the same functions.
 int_tuple_product = product
@@ -143,6 +145,9 @@ __all__ = [
     "Layout",
     "ComposedLayout",
     "Swizzle",
+    "Tile",
+    "IntTuple",
+    "StaticInt",
     "IntTupleType",
     "LayoutType",
     "TileType",

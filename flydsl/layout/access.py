@@ -87,28 +87,28 @@ def shape(x, *path):
     """The shape of a layout (of mode ``path`` if given); an IntTuple is its own shape."""
     if path:
         x = get(x, *path)
-    return x.shape if _layout_like(x) else x
+    return x._shape if _layout_like(x) else x
 
 
 def stride(x, *path):
     """The stride of a layout (of mode ``path`` if given)."""
     if path:
         x = get(x, *path)
-    return x.stride
+    return x._stride
 
 
 def _get1(x, i):
     if type(i) is not int:
         raise TypeError(f"mode index must be an int, got {i!r}")
     if isinstance(x, Layout):
-        if type(x.shape) is not tuple:
+        if type(x._shape) is not tuple:
             if i not in (0, -1):
                 raise IndexError(f"mode {i} out of range for a rank-1 layout {x}")
             return x
-        n = len(x.shape)
+        n = len(x._shape)
         if not -n <= i < n:
             raise IndexError(f"mode {i} out of range for layout {x} of rank {n}")
-        return Layout._make(x.shape[i], x.stride[i])
+        return Layout._make(x._shape[i], x._stride[i])
     if isinstance(x, ComposedLayout):
         return ComposedLayout(x.inner, x.offset, _get1(x.outer, i))
     if type(x) is tuple:
@@ -137,8 +137,8 @@ def get_(x, mode):
 def _split(x):
     """(kind, modes) for structure operations; leaves count as rank-1."""
     if isinstance(x, Layout):
-        if type(x.shape) is tuple:
-            return [Layout._make(s, d) for s, d in zip(x.shape, x.stride)]
+        if type(x._shape) is tuple:
+            return [Layout._make(s, d) for s, d in zip(x._shape, x._stride)]
         return [x]
     if type(x) is tuple:
         return list(x)
@@ -147,7 +147,7 @@ def _split(x):
 
 def _join(modes, like):
     if isinstance(like, Layout):
-        return Layout._make(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+        return Layout._make(tuple(m._shape for m in modes), tuple(m._stride for m in modes))
     return tuple(modes)
 
 
@@ -275,7 +275,7 @@ def crd2idx(crd, shape_or_layout, stride_=None):
         return shape_or_layout(crd)
     crd = make_int_tuple(crd)
     if isinstance(shape_or_layout, Layout):
-        s, d = shape_or_layout.shape, shape_or_layout.stride
+        s, d = shape_or_layout._shape, shape_or_layout._stride
     else:
         s = make_int_tuple(shape_or_layout)
         d = compact_col_major(s) if stride_ is None else make_int_tuple(stride_)
@@ -329,7 +329,7 @@ def idx2crd(idx, shape_or_layout, stride_=None):
     """
     idx = make_int_tuple(idx)
     if isinstance(shape_or_layout, Layout):
-        return _idx2crd_stride(idx, shape_or_layout.shape, shape_or_layout.stride)
+        return _idx2crd_stride(idx, shape_or_layout._shape, shape_or_layout._stride)
     if isinstance(shape_or_layout, ComposedLayout):
         raise TypeError("idx2crd does not accept a ComposedLayout (its inner map is not invertible this way)")
     s = make_int_tuple(shape_or_layout)
@@ -349,7 +349,7 @@ def get_flat_coord(idx, layout):
     ``get_flat_coord(5, ((2,4),8):((1,2),8)) == (5, 0)``; a leaf layout gives an int.
     """
     h = idx2crd(idx, layout)
-    s = layout.shape
+    s = layout._shape
     if type(s) is not tuple:
         return h
     return tuple(_crd2idx(hc, sc, compact_col_major(sc)) for hc, sc in zip(h, s))
@@ -357,7 +357,7 @@ def get_flat_coord(idx, layout):
 
 def get_1d_coord(idx, layout):
     """The colexicographic 1-D coordinate of index ``idx``: ``crd2idx(idx2crd(idx, L), shape(L))``."""
-    s = layout.shape
+    s = layout._shape
     return _crd2idx(idx2crd(idx, layout), s, compact_col_major(s))
 
 
@@ -437,7 +437,7 @@ def slice_and_offset(a, b):
         return ComposedLayout(x.inner, iadd(x.offset, isub(off, hi) if hi else off), sub), hi
     if crd is None:
         return x, 0
-    sub = Layout._make(_lift(crd, x.shape, keep_none=True), _lift(crd, x.stride, keep_none=True))
+    sub = Layout._make(_lift(crd, x._shape, keep_none=True), _lift(crd, x._stride, keep_none=True))
     off = crd2idx(_none_to_zero(crd), x)
     return sub, off
 
@@ -464,7 +464,7 @@ def dice(a, b):
     if isinstance(x, Layout):
         if crd is None:
             return Layout._make((), ())
-        return Layout._make(_lift(crd, x.shape, keep_none=False), _lift(crd, x.stride, keep_none=False))
+        return Layout._make(_lift(crd, x._shape, keep_none=False), _lift(crd, x._stride, keep_none=False))
     if crd is None:
         return ()
     return _lift(crd, x, keep_none=False)

@@ -30,6 +30,7 @@ from .inttuple import (
 )
 from .layout import ComposedLayout, Layout, cosize, filter_zeros, make_layout, make_ordered_layout
 from .swizzle import Swizzle
+from .tile import Tile
 
 __all__ = [
     "coalesce",
@@ -64,7 +65,7 @@ def _static_arg(a) -> bool:
         return True
     if t is tuple:
         return all(_static_arg(e) for e in a)
-    if t is Layout or t is ComposedLayout or t is Basis:
+    if t is Layout or t is ComposedLayout or t is Basis or t is Tile:
         return a.is_static
     return False
 
@@ -132,7 +133,7 @@ def _as_layout(x, what):
 
 @_memo_static
 def _coalesce(layout):
-    return Layout._make(*_coalesce_flat(_leaves(layout.shape, []), _leaves(layout.stride, [])))
+    return Layout._make(*_coalesce_flat(_leaves(layout._shape, []), _leaves(layout._stride, [])))
 
 
 def coalesce(layout, profile=None, *, pattern=None):
@@ -148,11 +149,11 @@ def coalesce(layout, profile=None, *, pattern=None):
         return ComposedLayout(layout.inner, layout.offset, coalesce(layout.outer, profile))
     layout = _as_layout(layout, "coalesce")
     if type(profile) is tuple:
-        modes = list(layout) if type(layout.shape) is tuple else [layout]
+        modes = list(layout) if type(layout._shape) is tuple else [layout]
         if len(profile) > len(modes):
             raise ValueError(f"coalesce: profile {format_int_tuple(profile)} has more modes than {layout}")
         parts = [coalesce(m, p) for m, p in zip(modes, profile)] + modes[len(profile) :]
-        return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+        return Layout._make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
     return _coalesce(layout)
 
 
@@ -215,27 +216,27 @@ def _compose_rec(lhs, flat, s, d):
         return s, 0
     if flat is None:
         c = coalesce(lhs)
-        flat = (_leaves(c.shape, []), _leaves(c.stride, []))
+        flat = (_leaves(c._shape, []), _leaves(c._stride, []))
     return _compose_leaf(flat[0], flat[1], s, d, lhs)
 
 
 @_memo_static
 def _compose_layouts(lhs, rhs):
-    has_basis = any(type(x) is Basis for x in _leaves(rhs.stride, []))
+    has_basis = any(type(x) is Basis for x in _leaves(rhs._stride, []))
     flat = None
     if not has_basis:
         c = coalesce(lhs)
-        flat = (_leaves(c.shape, []), _leaves(c.stride, []))
-    return Layout._make(*_compose_rec(lhs, flat, rhs.shape, rhs.stride))
+        flat = (_leaves(c._shape, []), _leaves(c._stride, []))
+    return Layout._make(*_compose_rec(lhs, flat, rhs._shape, rhs._stride))
 
 
 def _by_mode(fn, layout, tiler, what):
     """Apply ``fn(mode_i, tiler_i)`` to the first ``len(tiler)`` modes; keep the other modes."""
-    modes = list(layout) if type(layout.shape) is tuple else [layout]
+    modes = list(layout) if type(layout._shape) is tuple else [layout]
     if len(tiler) > len(modes):
         raise ValueError(f"{what}: the tiler has {len(tiler)} modes but the layout {layout} has {len(modes)}")
     parts = [fn(m, t) for m, t in zip(modes, tiler)] + modes[len(tiler) :]
-    return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+    return Layout._make(tuple(p._shape for p in parts), tuple(p._stride for p in parts))
 
 
 @_memo_static
@@ -253,6 +254,8 @@ def composition(lhs, rhs):
         return ComposedLayout(lhs.inner, lhs.offset, composition(lhs.outer, rhs))
     if not isinstance(lhs, Layout):
         raise TypeError(f"composition: the left operand must be a layout or swizzle, got {lhs!r}")
+    if type(rhs) is Tile:
+        rhs = rhs.tiler
     if rhs is None:
         return lhs
     if type(rhs) is tuple or isinstance(rhs, list):
@@ -291,7 +294,7 @@ def _coalesce_shape(shape_):
 @_memo_static
 def _complement(layout, cotarget, overlap_ok=False):
     f = filter(layout)
-    fs, fd = _leaves(f.shape, []), _leaves(f.stride, [])
+    fs, fd = _leaves(f._shape, []), _leaves(f._stride, [])
     if len(fs) == 1 and type(fd[0]) is int and fd[0] == 0:
         rest = _coalesce_shape(cotarget)
         return Layout._make(rest, compact_col_major(rest))
@@ -352,7 +355,7 @@ def right_inverse(layout):
         raise TypeError("right_inverse needs a plain layout, not a composed (swizzled) layout")
     layout = _as_layout(layout, "right_inverse")
     c = coalesce(layout)
-    fs, fd = _leaves(c.shape, []), _leaves(c.stride, [])
+    fs, fd = _leaves(c._shape, []), _leaves(c._stride, [])
     rstride = _leaves(compact_col_major(tuple(fs)), [])
     used = [False] * len(fs)
     out_s, out_d = [], []
@@ -395,7 +398,7 @@ def _tiler_layout(t):
 
 @_memo_static
 def _logical_divide_1d(layout, tiler):
-    cotarget = coalesce(layout).shape
+    cotarget = coalesce(layout)._shape
     return composition(layout, make_layout(tiler, complement(tiler, cotarget)))
 
 
@@ -410,6 +413,8 @@ def logical_divide(layout, tiler):
     if isinstance(layout, ComposedLayout):
         return ComposedLayout(layout.inner, layout.offset, logical_divide(layout.outer, tiler))
     layout = _as_layout(layout, "logical_divide")
+    if type(tiler) is Tile:
+        tiler = tiler.tiler
     if tiler is None:
         return layout
     if type(tiler) is tuple or isinstance(tiler, list):
@@ -421,7 +426,7 @@ def _unzip(layout, tiler):
     """Gather the first sub-modes ("tiles") into mode 0 and the rest into mode 1."""
     if type(tiler) is not tuple and not isinstance(tiler, list):
         return layout
-    modes = list(layout) if type(layout.shape) is tuple else [layout]
+    modes = list(layout) if type(layout._shape) is tuple else [layout]
     firsts, seconds = [], []
     for m, t in zip(modes, tiler):
         if t is None:
@@ -435,13 +440,15 @@ def _unzip(layout, tiler):
             firsts.append(get(m, 0))
             seconds.append(get(m, 1))
     seconds += modes[len(tiler) :]
-    a = Layout._make(tuple(x.shape for x in firsts), tuple(x.stride for x in firsts))
-    b = Layout._make(tuple(x.shape for x in seconds), tuple(x.stride for x in seconds))
+    a = Layout._make(tuple(x._shape for x in firsts), tuple(x._stride for x in firsts))
+    b = Layout._make(tuple(x._shape for x in seconds), tuple(x._stride for x in seconds))
     return make_layout(a, b)
 
 
 def _on_outer(fn):
     def wrapper(layout, tiler):
+        if type(tiler) is Tile:
+            tiler = tiler.tiler
         if isinstance(layout, ComposedLayout):
             return ComposedLayout(layout.inner, layout.offset, wrapper(layout.outer, tiler))
         return fn(_as_layout(layout, fn.__name__), tiler)
@@ -455,8 +462,8 @@ def _spread(layout, levels):
     out = []
     for i in range(2):
         m = get(layout, i)
-        out += list(m) if (i in levels and type(m.shape) is tuple) else [m]
-    return Layout._make(tuple(x.shape for x in out), tuple(x.stride for x in out))
+        out += list(m) if (i in levels and type(m._shape) is tuple) else [m]
+    return Layout._make(tuple(x._shape for x in out), tuple(x._stride for x in out))
 
 
 @_memo_static
@@ -502,6 +509,8 @@ def logical_product(block, tiler):
     if isinstance(block, ComposedLayout):
         return ComposedLayout(block.inner, block.offset, logical_product(block.outer, tiler))
     block = _as_layout(block, "logical_product")
+    if type(tiler) is Tile:
+        tiler = tiler.tiler
     if tiler is None:
         return block
     if type(tiler) is tuple or isinstance(tiler, list):
@@ -538,7 +547,7 @@ def _zip2(a, b, r):
         pairs = [make_layout(get(a, 0) if a.rank == 1 else a, get(b, 0) if b.rank == 1 else b)]
     else:
         pairs = [make_layout(get(a, i), get(b, i)) for i in range(r)]
-    return Layout._make(tuple(p.shape for p in pairs), tuple(p.stride for p in pairs))
+    return Layout._make(tuple(p._shape for p in pairs), tuple(p._stride for p in pairs))
 
 
 def _rank_product(block, tiler, raked):
@@ -581,7 +590,7 @@ def tile_to_shape(block, trg_shape, ord_shape=None):
     if block.rank > r:
         raise ValueError(f"tile_to_shape: {block} has more modes than the target shape {format_int_tuple(trg_shape)}")
     padded = append(block, n=r)
-    block_shape = product_each(padded.shape)
+    block_shape = product_each(padded._shape)
     target = product_each(trg_shape)
     bl = block_shape if type(block_shape) is tuple else (block_shape,)
     tg = target if type(target) is tuple else (target,)
@@ -628,7 +637,7 @@ def _map_layout(layout, fn):
             return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
         return fn(s, d)
 
-    return Layout._make(*rec(layout.shape, layout.stride))
+    return Layout._make(*rec(layout._shape, layout._stride))
 
 
 def _check_factor(n, what):
@@ -702,15 +711,15 @@ def make_layout_tv(thr_layout, val_layout):
     val_layout = _tiler_layout(val_layout)
     layout_mn = raked_product(thr_layout, val_layout)
     layout_tv = composition(right_inverse(layout_mn), Layout((size(thr_layout), size(val_layout))))
-    return product_each(layout_mn.shape), layout_tv
+    return product_each(layout_mn._shape), layout_tv
 
 
 def max_common_layout(a, b):
     """The largest layout ``R`` (a static stride-1 run) such that ``a(R(i))`` and ``b(R(i))`` are both ``i``."""
     inv_b = right_inverse(b)
     common = coalesce(composition(a, inv_b))
-    first = get(common, 0) if type(common.shape) is tuple else common
-    if type(first.shape) is int and type(first.stride) is int and first.stride == 1:
+    first = get(common, 0) if type(common._shape) is tuple else common
+    if type(first._shape) is int and type(first._stride) is int and first._stride == 1:
         return composition(inv_b, first)
     return Layout._make(1, 0)
 

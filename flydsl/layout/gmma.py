@@ -82,7 +82,7 @@ def gmma_smem_layout(elem_bits: int, shape, major: str = "K", swizzle: int = 128
     atom = gmma_atom(elem_bits, major, swizzle)
     mn, k = shape
     tgt = (mn, k) if stages is None else (mn, k, stages)
-    a_mn, a_k = (atom.outer if isinstance(atom, ComposedLayout) else atom).shape
+    a_mn, a_k = (atom.outer if isinstance(atom, ComposedLayout) else atom)._shape
     if mn % a_mn or k % a_k:
         raise GmmaLayoutError(
             f"a {major}-major {swizzle}-byte-swizzled tile of {elem_bits}-bit elements needs MN a multiple of {a_mn} "
@@ -138,7 +138,7 @@ def _mode_values(shape, stride) -> list[int]:
 def _tables(outer: Layout) -> tuple:
     if outer.rank < 2:
         raise GmmaLayoutError(f"expected an (MN, K[, stages]) layout, got {outer}")
-    modes = [_mode_values(outer.shape[i], outer.stride[i]) for i in range(outer.rank)]
+    modes = [_mode_values(outer._shape[i], outer._stride[i]) for i in range(outer.rank)]
     m0, m1 = modes[0], modes[1]
     return tuple(tuple(a + b for b in m1) for a in m0), tuple(tuple(m) for m in modes[2:])
 

@@ -267,7 +267,7 @@ def _norm_leaf(x, what, allow_none=False):
 
 
 def _norm(x, what, allow_none):
-    if type(x) is tuple or type(x) is list:
+    if type(x) is tuple or type(x) is list or isinstance(x, tuple):  # tuple subclasses: views (IntTuple)
         return tuple(_norm(e, what, allow_none) for e in x)
     return _norm_leaf(x, what, allow_none)
 

@@ -33,6 +33,7 @@ from .inttuple import (
 from .inttuple import depth as _depth
 from .inttuple import rank as _rank
 from .swizzle import Swizzle
+from .views import wrap
 
 __all__ = [
     "Layout",
@@ -95,8 +96,17 @@ class Layout:
         obj._shape, obj._stride, obj._static, obj._hash = shape, stride, None, None
         return obj
 
-    shape = property(lambda self: self._shape, doc="The shape IntTuple.")
-    stride = property(lambda self: self._stride, doc="The stride IntTuple.")
+    @property
+    def shape(self):
+        """The shape as user code sees it: an :class:`IntTuple` view (a tuple with FlyDSL's ``unpack()``), a
+        :class:`StaticInt` for a static leaf, a run-time leaf as it is. The algebra reads ``_shape``, the
+        plain nested tuple."""
+        return wrap(self._shape)
+
+    @property
+    def stride(self):
+        """The stride as user code sees it (the view of ``_stride``, as :attr:`shape`)."""
+        return wrap(self._stride)
 
     @property
     def type(self):
@@ -218,11 +228,14 @@ class ComposedLayout:
     inner = property(lambda self: self._inner)
     offset = property(lambda self: self._offset)
     outer = property(lambda self: self._outer)
-    shape = property(lambda self: self._outer.shape, doc="The domain shape (the outer layout's shape).")
+    shape = property(lambda self: self._outer.shape, doc="The domain shape (the outer layout's shape), a view.")
+    _shape = property(lambda self: self._outer._shape, doc="The plain domain shape the algebra reads.")
 
     @property
     def stride(self):
         raise TypeError("a ComposedLayout has no stride: it is not linear; use .outer.stride for the outer layout")
+
+    _stride = stride
 
     rank = property(lambda self: self._outer.rank)
     depth = property(lambda self: self._outer.depth)
@@ -300,7 +313,7 @@ def make_layout(*args, stride=None):
     if args and all(isinstance(a, Layout) for a in args) and stride is None:
         if len(args) == 1:
             return args[0]
-        return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
+        return Layout._make(tuple(a._shape for a in args), tuple(a._stride for a in args))
     if len(args) == 2 and stride is None:
         return Layout(args[0], args[1])
     if len(args) != 1:
@@ -383,7 +396,7 @@ def filter_zeros(layout):
     def fz(s, d):
         return 1 if type(d) is int and d == 0 else s
 
-    return Layout._make(_map2(fz, layout.shape, layout.stride), layout.stride)
+    return Layout._make(_map2(fz, layout._shape, layout._stride), layout._stride)
 
 
 def _map2(fn, a, b):
@@ -399,7 +412,7 @@ def make_layout_like(layout):
     """
     if isinstance(layout, ComposedLayout):
         layout = layout.outer
-    return Layout._make(layout.shape, _compact_order(filter_zeros(layout).shape, layout.stride))
+    return Layout._make(layout._shape, _compact_order(filter_zeros(layout)._shape, layout._stride))
 
 
 def make_composed_layout(inner, offset_or_outer, outer=None):
@@ -442,7 +455,7 @@ def coprofile(layout):
     """The nesting of the codomain: ``0`` for integer strides, e.g. ``(0,0)`` for an identity layout."""
     if isinstance(layout, ComposedLayout):
         return coprofile(layout.inner) if isinstance(layout.inner, Layout) else 0
-    return _coprofile_of(layout.stride)
+    return _coprofile_of(layout._stride)
 
 
 def _abs(d):
@@ -457,8 +470,8 @@ def coshape(layout):
     """Extent of the codomain: ``layout(shape - 1) + 1`` per codomain coordinate (|strides|)."""
     if isinstance(layout, ComposedLayout):
         return product(coshape(layout.inner)) if isinstance(layout.inner, Layout) else cosize(layout)
-    acc = _coprofile_of(layout.stride)
-    for s, d in zip(_leaves(layout.shape, []), _leaves(layout.stride, [])):
+    acc = _coprofile_of(layout._stride)
+    for s, d in zip(_leaves(layout._shape, []), _leaves(layout._stride, [])):
         acc = iadd(acc, imul(isub(s, 1), _abs(d)))
     return _map_leaves(lambda v: iadd(v, 1), acc)
 

@@ -15,6 +15,7 @@ from .inttuple import Basis, _leaves, format_int_tuple, is_static, make_int_tupl
 from .inttuple import depth as _depth
 from .inttuple import rank as _rank
 from .layout import Layout
+from .tile import tile_modes
 
 __all__ = ["IntTupleType", "LayoutType", "TileType", "type_body", "parse_body"]
 
@@ -22,7 +23,7 @@ __all__ = ["IntTupleType", "LayoutType", "TileType", "type_body", "parse_body"]
 def type_body(x) -> str:
     """The body of ``x``'s type (``(9,(4,8))``, ``(4,8):(1,4)``): CuTe notation, ``?`` for run-time leaves."""
     if isinstance(x, Layout):
-        return f"{format_int_tuple(x.shape)}:{format_int_tuple(x.stride)}"
+        return f"{format_int_tuple(x._shape)}:{format_int_tuple(x._stride)}"
     return format_int_tuple(x)
 
 
@@ -135,8 +136,8 @@ class LayoutType(_FlyTypeBase):
     def body(self) -> str:
         return type_body(self.layout)
 
-    shape = property(lambda self: IntTupleType(self.layout.shape))
-    stride = property(lambda self: IntTupleType(self.layout.stride))
+    shape = property(lambda self: IntTupleType(self.layout._shape))
+    stride = property(lambda self: IntTupleType(self.layout._stride))
     rank = property(lambda self: self.layout.rank)
     depth = property(lambda self: self.layout.depth)
     is_leaf = property(lambda self: self.layout.is_leaf)
@@ -181,9 +182,7 @@ def _tile_modes(m):
         return tuple(_tile_modes(e) for e in m)
     if isinstance(m, LayoutType):
         return m.layout
-    if m is None or type(m) is int or isinstance(m, Layout):
-        return m
-    return make_int_tuple(m)
+    return tile_modes(m)
 
 
 def _tile_body(m) -> str:

@@ -51,7 +51,7 @@ def layout(lay) -> Value | None:
         return None
     if lay.is_static:
         return _fly.static(result_types=[FlyType("layout", type_body(lay))])
-    return from_parts("make_layout", lay, int_tuple(lay.shape), int_tuple(lay.stride))
+    return from_parts("make_layout", lay, int_tuple(lay._shape), int_tuple(lay._stride))
 
 
 def from_parts(kind: str, result, *parts) -> Value | None:

@@ -17,7 +17,8 @@ from math import gcd
 
 from ... import layout as L
 from ...ir import Value
-from ...layout import Basis, ComposedLayout, Layout
+from ...layout import Basis, ComposedLayout, Layout, Tile
+from ...layout.views import IntTuple, StaticInt, wrap
 from .numeric import Boolean, Int32, Numeric, as_numeric
 
 __all__ = [
@@ -25,73 +26,6 @@ __all__ = [
     "unwrap_single_mode", "stride_divisibility", "divisibility", "offset_divisibility", "leaf_values",
     "replace_leaves", "layout_leaves", "layout_rebuild", "static_part", "layout_key",
 ]  # fmt: skip
-
-
-class IntTuple(tuple):
-    """A shape, stride or coordinate as kernel code sees it: a tuple of ints, ``fx.Int32`` values and
-    nested IntTuples, with FlyDSL's helpers (``m, n = t.shape.unpack()``)."""
-
-    __slots__ = ()
-
-    def __new__(cls, items=()):
-        return tuple.__new__(cls, (IntTuple(x) if type(x) is tuple else x for x in items))
-
-    def unpack(self) -> tuple:
-        """The top-level modes as a plain tuple (nested modes stay IntTuples)."""
-        return tuple(self)
-
-    def to_py_value(self):
-        """Nested Python ints (basis elements, the strides of identity layouts, stay basis elements).
-
-        Raises:
-            RuntimeValueError: a leaf is a run-time value.
-        """
-        return tuple(
-            x.to_py_value() if isinstance(x, IntTuple) else x if type(x) is Basis and x.is_static else py_int(x)
-            for x in self
-        )
-
-    @property
-    def rank(self) -> int:
-        return len(self)
-
-    @property
-    def depth(self) -> int:
-        return L.depth(as_int_tuple(self))
-
-    @property
-    def is_leaf(self) -> bool:
-        return False
-
-    @property
-    def is_static(self) -> bool:
-        return L.is_static(as_int_tuple(self))
-
-    @property
-    def type(self) -> L.IntTupleType:
-        """The static type, FlyDSL's ``!fly.int_tuple<(9,(4,8))>`` (``?`` for a run-time leaf)."""
-        return L.IntTupleType(as_int_tuple(self))
-
-    def __repr__(self) -> str:
-        return f"IntTuple{L.format_int_tuple(as_int_tuple(self))}"
-
-
-class StaticInt(int):
-    """A compile-time integer result (``fx.size``): a plain ``int`` that also answers FlyDSL's IntTuple
-    helpers (``fx.size(t).unpack()``)."""
-
-    __slots__ = ()
-
-    def unpack(self) -> int:
-        return int(self)
-
-    to_py_value = unpack
-    get_static_leaf_int = property(unpack)
-    type = property(lambda self: L.IntTupleType(int(self)), doc="``!fly.int_tuple<n>``")
-    is_static = True
-    is_leaf = True
-    rank = 1
-    depth = 0
 
 
 def py_int(x) -> int:
@@ -133,24 +67,17 @@ def as_int_tuple(x, what: str = "int tuple"):
     return int_leaf(x, what)
 
 
-def wrap(x):
-    """A result for kernel code: tuples become IntTuples, static ints StaticInts."""
-    if type(x) is tuple:
-        return IntTuple(x)
-    if type(x) is int:
-        return StaticInt(x)
-    return x
-
-
 def is_tensor(x) -> bool:
     """True for an ``fx.Tensor`` (any memory: global, shared, registers, coordinates)."""
     return getattr(type(x), "_is_fly_tensor", False)
 
 
 def as_tiler(t):
-    """A tiler argument: a Layout, an int, None, or a (nested) tuple/list of those (make_tile)."""
+    """A tiler argument: a Tile, a Layout, an int, None, or a (nested) tuple/list of those (make_tile)."""
     if isinstance(t, (Layout, ComposedLayout)) or t is None:
         return t
+    if type(t) is Tile:
+        return t.tiler
     if isinstance(t, (tuple, list)):
         return tuple(as_tiler(e) for e in t)
     return int_leaf(t, "tiler")
@@ -160,9 +87,9 @@ def unwrap_single_mode(layout):
     """A slice that keeps one mode is that mode (FlyDSL's rule; CuTe keeps the rank-1 wrapper):
     ``slice(((8,24),(3,5)), (None, b))`` is ``(8,24)``, so the tile can be divided by a 2-mode tiler."""
     outer = layout.outer if isinstance(layout, ComposedLayout) else layout
-    if type(outer.shape) is not tuple or len(outer.shape) != 1:
+    if type(outer._shape) is not tuple or len(outer._shape) != 1:
         return layout
-    one = Layout._make(outer.shape[0], outer.stride[0])
+    one = Layout._make(outer._shape[0], outer._stride[0])
     return ComposedLayout(layout.inner, layout.offset, one) if isinstance(layout, ComposedLayout) else one
 
 
@@ -198,7 +125,7 @@ def offset_divisibility(crd, layout, ddiv) -> int:
     """What the offset of ``crd`` in ``layout`` is known to be a multiple of (0: it is exactly 0)."""
     if isinstance(layout, ComposedLayout):
         return 0
-    return divisibility(crd, layout.shape, layout.stride, ddiv)
+    return divisibility(crd, layout._shape, layout._stride, ddiv)
 
 
 def leaf_values(t, out: list) -> list:
@@ -231,7 +158,7 @@ def layout_leaves(layout) -> list:
     if isinstance(layout, ComposedLayout):
         inner = layout_leaves(layout.inner) if isinstance(layout.inner, (Layout, ComposedLayout)) else []
         return inner + leaf_values(layout.offset, []) + layout_leaves(layout.outer)
-    return leaf_values(layout.stride, leaf_values(layout.shape, []))
+    return leaf_values(layout._stride, leaf_values(layout._shape, []))
 
 
 def layout_rebuild(layout, it):
@@ -241,8 +168,8 @@ def layout_rebuild(layout, it):
             inner = layout_rebuild(inner, it)
         off = replace_leaves(layout.offset, it)
         return ComposedLayout(inner, off, layout_rebuild(layout.outer, it))
-    shape = replace_leaves(layout.shape, it)
-    return Layout._make(shape, replace_leaves(layout.stride, it))
+    shape = replace_leaves(layout._shape, it)
+    return Layout._make(shape, replace_leaves(layout._stride, it))
 
 
 def static_part(t):
@@ -257,4 +184,4 @@ def layout_key(layout):
     if isinstance(layout, ComposedLayout):
         inner = layout.inner if not isinstance(layout.inner, (Layout, ComposedLayout)) else layout_key(layout.inner)
         return ("composed", inner, static_part(layout.offset), layout_key(layout.outer))
-    return (static_part(layout.shape), static_part(layout.stride))
+    return (static_part(layout._shape), static_part(layout._stride))

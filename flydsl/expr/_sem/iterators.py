@@ -116,8 +116,8 @@ def runs(layout, n: int, ddiv):
 
     if not isinstance(layout, ComposedLayout):
         c = L.coalesce(layout)
-        shapes = list(L.flatten(c.shape)) if type(c.shape) is tuple else [c.shape]
-        strides = list(L.flatten(c.stride)) if type(c.stride) is tuple else [c.stride]
+        shapes = list(L.flatten(c._shape)) if type(c._shape) is tuple else [c._shape]
+        strides = list(L.flatten(c._stride)) if type(c._stride) is tuple else [c._stride]
         k = next((i for i, (s, d) in enumerate(zip(shapes, strides)) if type(d) is int and d == 1), None)
         if k is not None and all(type(s) is int for s in shapes) and shapes[k] > 1:
             sk = shapes[k]
@@ -136,9 +136,9 @@ def runs(layout, n: int, ddiv):
             return out
     out = []
     for i in range(n):
-        crd = L.idx2crd(i, layout.shape)
+        crd = L.idx2crd(i, layout._shape)
         off = L.crd2idx(crd, layout)
-        div = divisibility(crd, layout.shape, layout.stride, ddiv) if not isinstance(layout, ComposedLayout) else 1
+        div = divisibility(crd, layout._shape, layout._stride, ddiv) if not isinstance(layout, ComposedLayout) else 1
         out.append(([i], off, div))
     return out
 
@@ -484,7 +484,7 @@ class RegIter:
         self.store.set(self._index(off), x)
 
     def _offsets(self, layout, n) -> list:
-        return [self._index(L.crd2idx(L.idx2crd(i, layout.shape), layout)) for i in range(n)]
+        return [self._index(L.crd2idx(L.idx2crd(i, layout._shape), layout)) for i in range(n)]
 
     def read_all(self, layout, n, dtype, ddiv) -> Vector:
         return self.store.gather(self._offsets(layout, n))
@@ -598,7 +598,7 @@ class CoordIter:
     def read_all(self, layout, n, dtype, ddiv) -> Vector:
         """The coordinates as one Int32 Vector (colexicographic order), for tensors whose elements are
         integers (``make_view(int, layout)``); a tensor of tuple coordinates has no vector form."""
-        elems = [iadd(self.crd, L.crd2idx(L.idx2crd(i, layout.shape), layout)) for i in range(n)]
+        elems = [iadd(self.crd, L.crd2idx(L.idx2crd(i, layout._shape), layout)) for i in range(n)]
         if any(isinstance(e, tuple) for e in elems):
             raise TypeError(
                 "a coordinate tensor whose elements are tuples cannot be loaded as a Vector; index it "

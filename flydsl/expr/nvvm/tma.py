@@ -79,7 +79,7 @@ class TmaAtom:
 
     @property
     def tile_shape(self) -> tuple:
-        s = self.smem_layout.shape
+        s = self.smem_layout._shape
         return tuple(L.size(x) for x in s[:2])
 
     def tile(self, *tile_crd):
@@ -164,17 +164,17 @@ def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "
     lay = tensor.layout
     if isinstance(lay, ComposedLayout):
         raise ValueError("make_tma_atom: the global tensor must have a plain (unswizzled) layout")
-    rank = L.rank(lay.shape) if type(lay.shape) is tuple else 1
+    rank = L.rank(lay._shape) if type(lay._shape) is tuple else 1
     if not 2 <= rank <= 5:
         raise ValueError(f"make_tma_atom: a TMA tensor has 2 to 5 modes, got {rank} ({lay})")
-    shape = [lay.shape[i] for i in range(rank)]
-    stride = [lay.stride[i] for i in range(rank)]
+    shape = [lay._shape[i] for i in range(rank)]
+    stride = [lay._stride[i] for i in range(rank)]
     for s, d in zip(shape, stride):
         if type(s) is tuple or type(d) is tuple:
             raise ValueError(f"make_tma_atom: the tensor's modes must be flat, got {lay}")
     contig = next((i for i in (0, 1) if _static_int(stride[i]) == 1), None)
     if contig is None:
-        raise ValueError(f"make_tma_atom: mode 0 or 1 of the tensor must have stride 1, got strides {lay.stride}")
+        raise ValueError(f"make_tma_atom: mode 0 or 1 of the tensor must have stride 1, got strides {lay._stride}")
     bits = tensor.dtype.width
     plan = tma_box_plan(_two_modes(smem_layout), bits, contig)
     e = bits // 8
@@ -210,7 +210,7 @@ def _two_modes(layout):
     """Modes 0 and 1 of a tile layout (a trailing stage mode is dropped at index 0)."""
     sw, off, outer = split_swizzle(layout)
     if outer.rank > 2:
-        outer = Layout._make(tuple(outer.shape[:2]), tuple(outer.stride[:2]))
+        outer = Layout._make(tuple(outer._shape[:2]), tuple(outer._stride[:2]))
     return outer if sw is None else ComposedLayout(sw, off, outer)
 
 
@@ -229,8 +229,8 @@ def _smem_base(t, atom: TmaAtom, what: str) -> Pointer:
 
 
 def _first2(outer):
-    if type(outer.shape) is tuple and len(outer.shape) > 2:
-        return Layout._make(tuple(outer.shape[:2]), tuple(outer.stride[:2]))
+    if type(outer._shape) is tuple and len(outer._shape) > 2:
+        return Layout._make(tuple(outer._shape[:2]), tuple(outer._stride[:2]))
     return outer
 
 

@@ -209,13 +209,13 @@ def _operand_layout(t, rows: int, k: int):
     """``(swizzle-composed static layout over (rows, k), dynamic offset)`` of a shared operand view."""
     lay = t.layout
     sw, off, outer = (lay.inner, lay.offset, lay.outer) if isinstance(lay, ComposedLayout) else (None, 0, lay)
-    if type(outer.shape) is not tuple or len(outer.shape) != 2:
-        modes = list(outer) if type(outer.shape) is tuple else [outer]
-        if len(modes) == 1 and type(modes[0].shape) is tuple and len(modes[0].shape) == 2:
-            outer = Layout._make(modes[0].shape, modes[0].stride)  # one (rows, k) value mode from fx.gemm
+    if type(outer._shape) is not tuple or len(outer._shape) != 2:
+        modes = list(outer) if type(outer._shape) is tuple else [outer]
+        if len(modes) == 1 and type(modes[0]._shape) is tuple and len(modes[0]._shape) == 2:
+            outer = Layout._make(modes[0]._shape, modes[0]._stride)  # one (rows, k) value mode from fx.gemm
         else:
             raise GmmaLayoutError(f"a wgmma operand view is {rows}x{k} (two modes), got {lay}")
-    if L.size(outer.shape[0]) != rows or L.size(outer.shape[1]) != k:
+    if L.size(outer._shape[0]) != rows or L.size(outer._shape[1]) != k:
         raise GmmaLayoutError(f"a wgmma operand view is {rows}x{k}, got {lay}")
     static = outer if sw is None else ComposedLayout(sw, 0, outer)
     return static, off
@@ -230,12 +230,12 @@ def make_gmma_desc(t, major: str = "K", rows: int | None = None, k: int | None =
     """
     if not is_tensor(t) or t.memspace != "shared":
         raise TypeError(f"make_gmma_desc needs a shared-memory tensor view, got {t!r}")
-    shp = t.layout.shape
+    shp = t.layout._shape
     r = rows if rows is not None else L.size(shp[0] if type(shp) is tuple else shp)
     kk = k if k is not None else L.size(shp[1]) if type(shp) is tuple and len(shp) == 2 else None
     if kk is None:
         inner = t.layout.outer if isinstance(t.layout, ComposedLayout) else t.layout
-        kk = L.size(inner.shape[0][1])
+        kk = L.size(inner._shape[0][1])
     static, off = _operand_layout(t, r, kk)
     f = gmma_desc_fields(static, t.dtype.width, major)
     e = t.dtype.width // 8

@@ -126,7 +126,7 @@ def _typst_grid_block(
 def _shape_2d(layout: Layout) -> tuple[int, int]:
     if not layout.is_static:
         raise ValueError(f"print_typst draws static layouts, got {layout}")
-    shape = layout.shape
+    shape = layout._shape
     if type(shape) is not tuple:
         return 1, shape
     if len(shape) == 1:
@@ -138,12 +138,12 @@ def _shape_2d(layout: Layout) -> tuple[int, int]:
 
 def _tv_cells(tv: Layout, rows: int) -> dict:
     """``{(m, n): (fill, "T<t> V<v>")}`` of a (thread, value) -> column-major tile index layout."""
-    nthr = L.size(tv, 0) if type(tv.shape) is tuple else tv.shape
-    nval = L.size(tv, 1) if type(tv.shape) is tuple else 1
+    nthr = L.size(tv, 0) if type(tv._shape) is tuple else tv._shape
+    nval = L.size(tv, 1) if type(tv._shape) is tuple else 1
     cells = {}
     for t in range(nthr):
         for v in range(nval):
-            idx = L.crd2idx((t, v), tv) if type(tv.shape) is tuple else L.crd2idx(t, tv)
+            idx = L.crd2idx((t, v), tv) if type(tv._shape) is tuple else L.crd2idx(t, tv)
             cells.setdefault((idx % rows, idx // rows), (_color_tv(t, v), f"T{t} #linebreak() V{v}"))
     return cells
 
@@ -155,7 +155,7 @@ def _document(title: str, blocks: list[str]) -> str:
 
 def _typst_layout(layout: Layout) -> str:
     m, n = _shape_2d(layout)
-    rank2 = type(layout.shape) is tuple and len(layout.shape) == 2
+    rank2 = type(layout._shape) is tuple and len(layout._shape) == 2
     cells = {}
     for i in range(m):
         for j in range(n):
