@@ -40,6 +40,7 @@ import types
 
 import numpy as np
 
+from ..layout import Basis, ComposedLayout, Layout, StaticInt, Swizzle, Tile
 from . import errors as E
 from .errors import error
 from .frames import column_of, is_user_path
@@ -123,6 +124,8 @@ _PLAIN, _TYPED, _LEAF, _SEQ, _SET, _DICT, _NDARRAY, _NPSCALAR, _NUMERIC, _NAMESP
     "plain", "typed", "leaf", "seq", "set", "dict", "ndarray", "npscalar", "numeric", "namespace", "tuple_sub",
     "other",
 )  # fmt: skip
+_LAYOUT = "layout"  # a static layout-layer value (Layout, Tile, Swizzle …): its type and its text say it all
+LAYOUT_VALUE_TYPES = (Layout, ComposedLayout, Swizzle, Tile, Basis, StaticInt)
 _KINDS: dict[type, str] = {
     int: _PLAIN, str: _PLAIN, bool: _TYPED, float: _TYPED, bytes: _TYPED, type(None): _TYPED,
     list: _SEQ, tuple: _SEQ, set: _SET, frozenset: _SET, dict: _DICT, types.SimpleNamespace: _NAMESPACE,
@@ -136,6 +139,8 @@ def _kind_of(t: type) -> str:
         kind = _NDARRAY
     elif issubclass(t, np.generic):
         kind = _NPSCALAR
+    elif t in LAYOUT_VALUE_TYPES:
+        kind = _LAYOUT
     elif issubclass(t, type):
         kind = _OTHER  # a class: numeric classes are leaves, user classes namespaces (decided per value)
     elif getattr(t, "_is_numeric", False):
@@ -205,6 +210,11 @@ class Freezer:
             return (t, v)  # typed: 1, 1.0 and True compare equal but compile differently
         if kind is _LEAF:
             return v
+        if kind is _LAYOUT:
+            if not v.is_static:  # a run-time value exists only inside a trace
+                raise Untracked
+            self.count(1)
+            return (t, repr(v))
         if depth > _MAX_NESTING:
             raise Untracked
         if kind is _SEQ:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from . import errors as E
-from .deps import Freezer, Untracked, load_site
+from .deps import LAYOUT_VALUE_TYPES, Freezer, Untracked, load_site
 from .errors import error
 
 __all__ = ["snapshot_refs", "find_change", "drift_error", "UNTRACKED", "GONE"]
@@ -73,6 +73,8 @@ def _thaw(v):
     if isinstance(v, tuple):
         if len(v) == 2 and isinstance(v[0], type) and v[0] in (bool, float, bytes, type(None)):
             return v[1]  # a typed scalar
+        if len(v) == 2 and v[0] in LAYOUT_VALUE_TYPES:
+            return _Shown(v[1])  # a layout-layer value: its repr
         if len(v) == 3 and v[0] in ("list", "tuple") and isinstance(v[1], tuple) and isinstance(v[2], tuple):
             return list(v[1]) if v[0] == "list" else v[1]  # a flat sequence
         if len(v) == 2 and v[0] in ("list", "tuple") and isinstance(v[1], tuple):
@@ -81,6 +83,12 @@ def _thaw(v):
         if len(v) == 2 and v[0] == "dict":
             return {_hashable(_thaw(k)): _thaw(x) for k, x in v[1]}
     return v
+
+
+class _Shown(str):
+    """Text shown as it is (``repr`` without quotes)."""
+
+    __repr__ = str.__str__
 
 
 def _hashable(v):

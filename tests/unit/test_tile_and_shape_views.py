@@ -4,10 +4,15 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
+import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl import layout as L
+from flydsl.compiler import GlobalChangedError
 from flydsl.ir import i32
 from flydsl.layout import ComposedLayout, IntTuple, Layout, StaticInt, Swizzle, Tile
 from flydsl.testing import trace_kernel
@@ -223,3 +228,44 @@ def test_types_of_views_and_tiles_match_their_values():
     lay = fx.make_layout((4, 8), (8, 1))
     assert lay.shape.type == lay.type.shape and lay.stride.type == lay.type.stride
     assert isinstance(fx.make_tile(4).type, L.TileType) and Layout(4).shape.type == L.IntTupleType.get(4)
+
+
+# ---------------------------------------------------------------------------------------------------
+# compile-time globals: a tile or layout a kernel reads is part of its key
+# ---------------------------------------------------------------------------------------------------
+
+TILE = fx.make_tile(4, 8)
+SMEM = fx.make_layout((4, 8))
+
+
+@flyc.kernel
+def _tile_size_kernel(out: fx.Tensor):
+    if fx.thread_idx.x == 0:
+        out[0] = fx.size(fx.zipped_divide(out, TILE).layout[0]) * 100 + fx.size(SMEM)
+
+
+@flyc.jit
+def _tile_size(out: fx.Tensor):
+    _tile_size_kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize(
+    "name, new, shown",
+    [("TILE", fx.make_tile(2, 8), "Tile([4|8]) -> Tile([2|8])"), ("SMEM", fx.make_layout(16), "(4,8):(1,4)) -> ")],
+)
+def test_a_changed_global_tile_or_layout_is_fly229_or_a_retrace(name, new, shown, monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    out = np.zeros((8, 16), np.int32)
+    _tile_size(out)
+    assert out[0, 0] == 3232
+    old = globals()[name]
+    monkeypatch.setitem(globals(), name, new)
+    with pytest.raises(GlobalChangedError, match=re.escape(shown)):
+        _tile_size(out)
+    monkeypatch.setenv("FLYDSL_JIT_RETRACE_ON_GLOBAL_CHANGE", "1")
+    _tile_size(out)
+    assert out[0, 0] == (1632 if name == "TILE" else 3216)
+    monkeypatch.setitem(globals(), name, old)
+    _tile_size(out)
+    assert out[0, 0] == 3232
