@@ -29,6 +29,7 @@ import types
 import flydsl
 
 from ..ir import Type
+from ..layout import VALUE_TYPES as LAYOUT_VALUE_TYPES
 from ..utils.env import env
 from .frames import FLYDSL_DIR, warn_at_user
 
@@ -68,6 +69,8 @@ def canonical(x):
         return ["function", canonical(x.__code__), canonical(x.__defaults__)]
     if getattr(x, "_is_numeric", False) and x.is_static():
         return ["numeric", canonical(type(x)), canonical(x.value)]
+    if t in LAYOUT_VALUE_TYPES and x.is_static:  # a static layout, tile, swizzle …: its repr is its value
+        return ["layout", f"{t.__module__}.{t.__qualname__}", repr(x)]
     raise TypeError(f"no canonical form for {t.__qualname__} in a cache key")
 
 

@@ -40,7 +40,7 @@ import types
 
 import numpy as np
 
-from ..layout import Basis, ComposedLayout, Layout, StaticInt, Swizzle, Tile
+from ..layout import VALUE_TYPES as LAYOUT_VALUE_TYPES
 from . import errors as E
 from .errors import error
 from .frames import column_of, is_user_path
@@ -125,7 +125,6 @@ _PLAIN, _TYPED, _LEAF, _SEQ, _SET, _DICT, _NDARRAY, _NPSCALAR, _NUMERIC, _NAMESP
     "other",
 )  # fmt: skip
 _LAYOUT = "layout"  # a static layout-layer value (Layout, Tile, Swizzle …): its type and its text say it all
-LAYOUT_VALUE_TYPES = (Layout, ComposedLayout, Swizzle, Tile, Basis, StaticInt)
 _KINDS: dict[type, str] = {
     int: _PLAIN, str: _PLAIN, bool: _TYPED, float: _TYPED, bytes: _TYPED, type(None): _TYPED,
     list: _SEQ, tuple: _SEQ, set: _SET, frozenset: _SET, dict: _DICT, types.SimpleNamespace: _NAMESPACE,

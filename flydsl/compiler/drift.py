@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import sys
 
+from ..layout import VALUE_TYPES as LAYOUT_VALUE_TYPES
 from . import errors as E
-from .deps import LAYOUT_VALUE_TYPES, Freezer, Untracked, load_site
+from .deps import Freezer, Untracked, load_site
 from .errors import error
 
 __all__ = ["snapshot_refs", "find_change", "drift_error", "UNTRACKED", "GONE"]

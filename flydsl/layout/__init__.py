@@ -116,6 +116,10 @@ from .tile import Tile
 from .types import IntTupleType, LayoutType, TileType, parse_body, type_body
 from .views import IntTuple, StaticInt
 
+#: The immutable value types of this package (an IntTuple is a tuple). A static instance is a compile-time
+#: constant whose ``repr`` is its value, the same in every process (the jit keys them by it).
+VALUE_TYPES = (Layout, ComposedLayout, Swizzle, Tile, Basis, StaticInt)
+
 # FlyDSL spellings of the same functions.
 int_tuple_product = product
 int_tuple_product_each = product_each

@@ -13,6 +13,8 @@ import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl import layout as L
 from flydsl.compiler import GlobalChangedError
+from flydsl.compiler.cache import canonical
+from flydsl.expr.typing import Constexpr
 from flydsl.ir import i32
 from flydsl.layout import ComposedLayout, IntTuple, Layout, StaticInt, Swizzle, Tile
 from flydsl.testing import trace_kernel
@@ -269,3 +271,41 @@ def test_a_changed_global_tile_or_layout_is_fly229_or_a_retrace(name, new, shown
     monkeypatch.setitem(globals(), name, old)
     _tile_size(out)
     assert out[0, 0] == 3232
+
+
+@flyc.kernel
+def _divided_tile_kernel(out: fx.Tensor, tile: Constexpr):
+    if fx.thread_idx.x == 0:
+        out[0] = fx.size(fx.zipped_divide(out, tile).layout[0])
+
+
+@flyc.jit
+def _divided_tile(out: fx.Tensor, tile: Constexpr):
+    _divided_tile_kernel(out, tile).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_a_tile_is_a_compile_time_argument(monkeypatch, tmp_path):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
+    monkeypatch.setenv("FLYDSL_RUNTIME_CACHE_DIR", str(tmp_path))  # the disk key takes it too
+    out = np.zeros((8, 16), np.int32)
+    for tile, want in [
+        (fx.make_tile(4, 8), 32),
+        (fx.make_tile(2, 8), 16),
+        (fx.make_tile(fx.make_layout(4, 2), 8), 32),
+        ((fx.make_layout(2, 4), 8), 16),
+        (fx.make_tile(16), 16),
+    ]:
+        _divided_tile(out, tile)
+        assert out[0, 0] == want, tile
+
+
+def test_canonical_forms_of_layout_values():
+    forms = [
+        canonical(x)
+        for x in (fx.make_tile(4, 8), fx.make_tile((4, 8)), fx.make_tile(4), fx.make_layout(4), Swizzle(3, 4, 3))
+    ]
+    assert forms[0] == ["layout", "flydsl.layout.tile.Tile", "Tile([4|8])"] and forms[0] == forms[1]
+    assert len({str(f) for f in forms[1:]}) == 4  # a leaf tile is not a layout, nor a one-mode tile
+    with trace_kernel([i32]) as tr:
+        with pytest.raises(TypeError, match="no canonical form"):
+            canonical(fx.make_tile(fx.Int32(tr.args[0]), 8))
