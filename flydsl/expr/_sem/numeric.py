@@ -474,6 +474,11 @@ class Integer(Numeric):
     __slots__ = ()
     is_integer = True
 
+    def unpack(self):
+        """FlyDSL's int-tuple leaf helper: a size or leaf shape known only at run time is this value
+        (``fx.size(t).unpack()``, ``layout.shape.unpack()`` of a rank-1 layout), as a ``StaticInt`` is its int."""
+        return self
+
     @classmethod
     def from_py(cls, x):
         if isinstance(x, (float, np.floating)):
