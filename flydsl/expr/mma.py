@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import layout as L
-from ..layout import ComposedLayout, Layout
+from ..layout import ComposedLayout, Layout, Tile
 from .copy import CopyAtom, TiledCopy
 from .layout_api import IntTuple, StaticInt, is_tensor
 from .numeric import Float32, Numeric
@@ -285,8 +285,9 @@ class TiledMma:
         return self._vmnk
 
     @property
-    def permutation_mnk(self) -> tuple:
-        return self.permutation
+    def permutation_mnk(self) -> Tile:
+        """The permutation as FlyDSL's :class:`Tile` of the (M, N, K) modes (``None``: the atoms' own order)."""
+        return Tile(self.permutation)
 
     @property
     def tile_size_mnk(self) -> IntTuple:

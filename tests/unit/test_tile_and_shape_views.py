@@ -200,6 +200,9 @@ def test_tiled_mma_permutation_takes_a_tile():
     a = fx.make_tiled_mma(atom, fx.make_layout((2, 2, 1)), perm)
     b = fx.make_tiled_mma(atom, fx.make_layout((2, 2, 1)), (None, None, fx.make_layout((4, 2), (2, 1))))
     assert a == b and a.tile_size_mnk.unpack() == b.tile_size_mnk.unpack()
+    assert type(a.permutation_mnk) is Tile and a.permutation_mnk == perm
+    assert a.permutation_mnk.unpack() == (None, None, fx.make_layout((4, 2), (2, 1)))
+    assert fx.make_tiled_mma(atom, fx.make_layout((2, 2, 1))).permutation_mnk == (None, None, None)
 
 
 # ---------------------------------------------------------------------------------------------------
