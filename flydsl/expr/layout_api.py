@@ -166,7 +166,9 @@ def make_tile(*modes) -> Tile:
     the mode), a tuple of those (a nested tile) or a tile. One mode makes a leaf tile, applied to the whole
     layout as CuTe's non-tuple tiler (``make_tile(256).unpack() == 256``); a single tuple or list is the
     list of modes (``make_tile([l0, l1])`` is ``make_tile(l0, l1)``)."""
-    return Tile.make(*as_tiler(modes))
+    out = Tile.make(*as_tiler(modes))
+    flyir.tile(out)
+    return out
 
 
 def make_layout_tv(thr_layout, val_layout) -> tuple:

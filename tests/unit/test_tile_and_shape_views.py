@@ -11,6 +11,7 @@ import pytest
 
 import flydsl.compiler as flyc
 import flydsl.expr as fx
+from flydsl import ir
 from flydsl import layout as L
 from flydsl.compiler import GlobalChangedError
 from flydsl.compiler.cache import canonical
@@ -127,6 +128,16 @@ def test_tile_printing_and_type():
     assert str(t) == "[4|8:2|_]" and repr(t) == "Tile([4|8:2|_])"
     assert t.type == L.TileType.get([4, fx.make_layout(8, 2), None]) and str(t.type) == "!fly.tile<[4|8:2|_]>"
     assert str(fx.make_tile(256)) == "256" and t.is_static
+
+
+def test_make_tile_records_fly_static_in_a_trace():
+    with trace_kernel([i32]) as tr:
+        n = fx.Int32(tr.args[0])
+        fx.make_tile(4, fx.make_layout(8, 1))
+        fx.make_tile(n, 8)  # run-time modes: no type of its own in FlyDSL, not recorded
+    statics = [line for line in tr.text.splitlines() if "fly.static" in line]
+    assert len(statics) == 1 and "!fly.tile<[4|8:1]>" in statics[0]
+    assert "fly." not in ir.print_op(tr.module)  # the lowering erases the record
 
 
 def test_run_time_tile_modes_are_not_hashable():

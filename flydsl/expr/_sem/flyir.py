@@ -15,7 +15,7 @@ from ...ir import FlyType, Value, builder
 from ...layout import Basis, Layout, type_body
 from ...layout.inttuple import _leaves, format_int_tuple
 
-__all__ = ["recording", "int_tuple", "layout", "from_parts", "ordered_layout", "memref"]
+__all__ = ["recording", "int_tuple", "layout", "tile", "from_parts", "ordered_layout", "memref"]
 
 
 def recording() -> bool:
@@ -52,6 +52,14 @@ def layout(lay) -> Value | None:
     if lay.is_static:
         return _fly.static(result_types=[FlyType("layout", type_body(lay))])
     return from_parts("make_layout", lay, int_tuple(lay._shape), int_tuple(lay._stride))
+
+
+def tile(t) -> Value | None:
+    """Record the static tile ``t`` as ``fly.static : !fly.tile<[8|64]>`` (FlyDSL's ``make_tile``); a tile with
+    run-time modes has no type of its own in FlyDSL and is not recorded."""
+    if builder.current_block() is None or not t.is_static:
+        return None
+    return _fly.static(result_types=[FlyType("tile", str(t))])
 
 
 def from_parts(kind: str, result, *parts) -> Value | None:
