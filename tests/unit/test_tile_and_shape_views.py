@@ -123,6 +123,13 @@ def test_tile_reads_like_the_tuple_of_its_modes():
     assert hash(leaf) == hash(fx.make_tile(256))
 
 
+def test_a_tile_of_integer_modes_is_an_int_tuple():
+    assert fx.size(fx.make_tile(4, 8)) == 32 and fx.size(fx.make_tile(256)) == 256
+    assert fx.make_layout(fx.make_tile(4, (2, 8))) == fx.make_layout((4, (2, 8)))
+    with pytest.raises(TypeError, match="Layout.* is not an integer"):
+        fx.size(fx.make_tile(4, fx.make_layout(8, 1)))
+
+
 def test_tile_printing_and_type():
     t = fx.make_tile(4, fx.make_layout(8, 2), None)
     assert str(t) == "[4|8:2|_]" and repr(t) == "Tile([4|8:2|_])"

@@ -52,6 +52,8 @@ def int_leaf(x, what: str):
         return int(x)
     if hasattr(x, "__index__") and not hasattr(x, "__fly_values__"):
         return x.__index__()
+    if t is Tile:  # a tile of integer modes is the int tuple of its sizes (fx.size(make_tile(4, 8)) == 32)
+        return as_int_tuple(x.tiler, what)
     raise TypeError(f"{what}: {x!r} of type {type(x).__name__} is not an integer")
 
 
