@@ -172,6 +172,8 @@ def _immutable(v) -> bool:
         return all(_immutable(x) for x in v)
     if isinstance(v, type) and getattr(v, "_is_numeric", False):
         return True
+    if type(v) in LAYOUT_VALUE_TYPES:  # immutable objects; a static one is a compile-time constant
+        return v.is_static
     return bool(getattr(v, "_is_numeric", False)) and compile_time_value(v)
 
 
