@@ -7,6 +7,8 @@ traced integers. Output: sub-layouts, IntTuples, indices and coordinates.
 from __future__ import annotations
 
 from .inttuple import (
+    INTS,
+    TUPLES,
     Basis,
     _leaves,
     compact_col_major,
@@ -98,10 +100,10 @@ def stride(x, *path):
 
 
 def _get1(x, i):
-    if type(i) is not int:
+    if type(i) not in INTS:
         raise TypeError(f"mode index must be an int, got {i!r}")
     if isinstance(x, Layout):
-        if type(x._shape) is not tuple:
+        if type(x._shape) not in TUPLES:
             if i not in (0, -1):
                 raise IndexError(f"mode {i} out of range for a rank-1 layout {x}")
             return x
@@ -111,7 +113,7 @@ def _get1(x, i):
         return Layout._make(x._shape[i], x._stride[i])
     if isinstance(x, ComposedLayout):
         return ComposedLayout(x.inner, x.offset, _get1(x.outer, i))
-    if type(x) is tuple:
+    if type(x) in TUPLES:
         if not -len(x) <= i < len(x):
             raise IndexError(f"mode {i} out of range for {format_int_tuple(x)} of rank {len(x)}")
         return x[i]
@@ -122,7 +124,7 @@ def _get1(x, i):
 
 def get(x, *path):
     """Mode ``path`` of a tuple or layout: ``get(L, 1)``, ``get(L, 1, 0)`` or ``get(L, (1, 0))``."""
-    if len(path) == 1 and (type(path[0]) is tuple or isinstance(path[0], list)):
+    if len(path) == 1 and (type(path[0]) in TUPLES or isinstance(path[0], list)):
         path = tuple(path[0])
     for i in path:
         x = _get1(x, i)
@@ -137,10 +139,10 @@ def get_(x, mode):
 def _split(x):
     """(kind, modes) for structure operations; leaves count as rank-1."""
     if isinstance(x, Layout):
-        if type(x._shape) is tuple:
+        if type(x._shape) in TUPLES:
             return [Layout._make(s, d) for s, d in zip(x._shape, x._stride)]
         return [x]
-    if type(x) is tuple:
+    if type(x) in TUPLES:
         return list(x)
     return [x]
 
@@ -167,7 +169,7 @@ def _structural(fn):
 
 def _range(n, begin, end, what):
     end = n if end is None else end
-    if not (type(begin) is int and type(end) is int and 0 <= begin <= end <= n):
+    if not (type(begin) in INTS and type(end) in INTS and 0 <= begin <= end <= n):
         raise IndexError(f"{what}: range [{begin}, {end}) is not within the {n} modes")
     return end
 
@@ -186,10 +188,10 @@ def take(x, begin, end=None):
 def select(x, indices):
     """The modes at ``indices``, in that order (always a tuple / tuple-shaped layout)."""
     modes = _split(x)
-    if type(indices) is int:
+    if type(indices) in INTS:
         indices = (indices,)
     for i in indices:
-        if type(i) is not int or not -len(modes) <= i < len(modes):
+        if type(i) not in INTS or not -len(modes) <= i < len(modes):
             raise IndexError(f"select: mode {i!r} out of range for rank {len(modes)}")
     return _join([modes[i] for i in indices], x)
 
@@ -241,8 +243,8 @@ def prepend(x, elem=None, *, n=None):
 
 
 def _crd2idx(c, s, d):
-    if type(c) is tuple:
-        if type(s) is not tuple or len(c) != len(s):
+    if type(c) in TUPLES:
+        if type(s) not in TUPLES or len(c) != len(s):
             raise ValueError(f"crd2idx: coordinate {format_int_tuple(c)} does not match shape {format_int_tuple(s)}")
         acc = 0
         for ci, si, di in zip(c, s, d):
@@ -250,7 +252,7 @@ def _crd2idx(c, s, d):
         return acc
     if c is None:
         raise ValueError("crd2idx: None is a slicing wildcard, not a coordinate; use slice()")
-    if type(s) is tuple:
+    if type(s) in TUPLES:
         acc = 0
         n = len(s)
         for i in range(n - 1):
@@ -280,17 +282,17 @@ def crd2idx(crd, shape_or_layout, stride_=None):
         s = make_int_tuple(shape_or_layout)
         d = compact_col_major(s) if stride_ is None else make_int_tuple(stride_)
     r = _crd2idx(crd, s, d)
-    if type(r) is Basis or type(r) is tuple or any(type(x) is Basis for x in _leaves(d, [])):
+    if type(r) is Basis or type(r) in TUPLES or any(type(x) is Basis for x in _leaves(d, [])):
         r = iadd(_coprofile_of(d), r)
     return r
 
 
 def _idx2crd_shape(i, s):
-    if type(i) is tuple:
-        if type(s) is not tuple or len(i) != len(s):
+    if type(i) in TUPLES:
+        if type(s) not in TUPLES or len(i) != len(s):
             raise ValueError(f"idx2crd: index {format_int_tuple(i)} does not match shape {format_int_tuple(s)}")
         return tuple(_idx2crd_shape(a, b) for a, b in zip(i, s))
-    if type(s) is not tuple:
+    if type(s) not in TUPLES:
         return i
     out = []
     for k in range(len(s) - 1):
@@ -303,15 +305,15 @@ def _idx2crd_shape(i, s):
 
 
 def _idx2crd_stride(i, s, d):
-    if type(i) is tuple:
-        if type(s) is not tuple or len(i) != len(s):
+    if type(i) in TUPLES:
+        if type(s) not in TUPLES or len(i) != len(s):
             raise ValueError(f"idx2crd: index {format_int_tuple(i)} does not match shape {format_int_tuple(s)}")
         return tuple(_idx2crd_stride(a, b, c) for a, b, c in zip(i, s, d))
-    if type(s) is tuple:
+    if type(s) in TUPLES:
         return tuple(_idx2crd_stride(i, b, c) for b, c in zip(s, d))
     if type(d) is Basis:
         raise TypeError("idx2crd: basis strides (identity layouts) already produce coordinates; use crd2idx")
-    if (type(s) is int and s == 1) or (type(d) is int and d == 0):
+    if (type(s) in INTS and s == 1) or (type(d) in INTS and d == 0):
         return 0
     return imod(idiv(i, d), s)
 
@@ -350,7 +352,7 @@ def get_flat_coord(idx, layout):
     """
     h = idx2crd(idx, layout)
     s = layout._shape
-    if type(s) is not tuple:
+    if type(s) not in TUPLES:
         return h
     return tuple(_crd2idx(hc, sc, compact_col_major(sc)) for hc, sc in zip(h, s))
 
@@ -369,8 +371,8 @@ def get_1d_coord(idx, layout):
 def _lift(c, t, keep_none: bool):
     """The modes of ``t`` that coordinate ``c`` keeps, concatenated one level deep: where ``c`` is
     ``None`` (``keep_none``: :func:`slice`) or where it is not (:func:`dice`)."""
-    if type(c) is tuple:
-        if type(t) is not tuple or len(c) != len(t):
+    if type(c) in TUPLES:
+        if type(t) not in TUPLES or len(c) != len(t):
             what = "slice" if keep_none else "dice"
             raise ValueError(f"{what}: coordinate {format_int_tuple(c)} does not match {format_int_tuple(t)}")
         out = ()
@@ -383,7 +385,7 @@ def _lift(c, t, keep_none: bool):
 def _none_to_zero(c):
     if c is None:
         return 0
-    if type(c) is tuple:
+    if type(c) in TUPLES:
         return tuple(_none_to_zero(e) for e in c)
     return c
 
@@ -401,9 +403,9 @@ def _crd_and_target(a, b):
 
 
 def _zero_dynamic(c):
-    if type(c) is tuple:
+    if type(c) in TUPLES:
         return tuple(_zero_dynamic(x) for x in c)
-    return c if type(c) is int or c is None else 0
+    return c if type(c) in INTS or c is None else 0
 
 
 def swizzle_passthrough(inner, crd, outer) -> int:
@@ -417,7 +419,7 @@ def swizzle_passthrough(inner, crd, outer) -> int:
     if not isinstance(inner, Swizzle) or inner.bits == 0:
         return 0
     stat = crd2idx(_zero_dynamic(_none_to_zero(crd)), outer)
-    if type(stat) is not int:
+    if type(stat) not in INTS:
         return 0
     return stat - stat % inner.size()
 

@@ -16,6 +16,8 @@ from math import gcd
 
 from .access import append, get, size
 from .inttuple import (
+    INTS,
+    TUPLES,
     Basis,
     _leaves,
     ceil_div,
@@ -86,16 +88,16 @@ def _memo_static(fn):
 
 
 def _is1(x) -> bool:
-    return type(x) is int and x == 1
+    return type(x) in INTS and x == 1
 
 
 def _static_leaf(x) -> bool:
-    return type(x) is int or (type(x) is Basis and x.is_static)
+    return type(x) in INTS or (type(x) is Basis and x.is_static)
 
 
 def _known_eq(x, y) -> bool:
     """True only when ``x == y`` is decidable at trace time and holds."""
-    if type(x) is int and type(y) is int:
+    if type(x) in INTS and type(y) in INTS:
         return x == y
     if type(x) is Basis and type(y) is Basis and x.is_static and y.is_static:
         return x == y
@@ -111,7 +113,7 @@ def _coalesce_flat(shapes, strides):
         if out_s:
             ps, pd = out_s[-1], out_d[-1]
             # NOTE: merge only when every operand is static, so coalescing never creates run-time ops.
-            if type(ps) is int and type(s) is int and _static_leaf(pd) and _known_eq(imul(ps, pd), d):
+            if type(ps) in INTS and type(s) in INTS and _static_leaf(pd) and _known_eq(imul(ps, pd), d):
                 out_s[-1] = ps * s
                 continue
         out_s.append(s)
@@ -148,8 +150,8 @@ def coalesce(layout, profile=None, *, pattern=None):
     if isinstance(layout, ComposedLayout):
         return ComposedLayout(layout.inner, layout.offset, coalesce(layout.outer, profile))
     layout = _as_layout(layout, "coalesce")
-    if type(profile) is tuple:
-        modes = list(layout) if type(layout._shape) is tuple else [layout]
+    if type(profile) in TUPLES:
+        modes = list(layout) if type(layout._shape) in TUPLES else [layout]
         if len(profile) > len(modes):
             raise ValueError(f"coalesce: profile {format_int_tuple(profile)} has more modes than {layout}")
         parts = [coalesce(m, p) for m, p in zip(modes, profile)] + modes[len(profile) :]
@@ -178,7 +180,7 @@ def _compose_leaf(flat_s, flat_d, s, d, lhs):
     rest_shape, rest_stride = s, d
     for i in range(n - 1):
         a, b = flat_s[i], flat_d[i]
-        if type(a) is int and type(rest_stride) is int and a % rest_stride and rest_stride % a:
+        if type(a) in INTS and type(rest_stride) in INTS and a % rest_stride and rest_stride % a:
             raise ValueError(
                 f"composition: stride divisibility condition violated: stride {rest_stride} of the tiler "
                 f"neither divides nor is a multiple of mode size {a} of the layout {lhs}"
@@ -189,7 +191,7 @@ def _compose_leaf(flat_s, flat_d, s, d, lhs):
             # NOTE: CuTe's (and FlyDSL's) weak shape divisibility: what is left of the tiler must be a
             # multiple of what this mode takes; a tiler that ends inside a mode is fine
             # ((5,15):(19,51) o 3:1 == 3:19).
-            if type(take) is int and type(rest_shape) is int and rest_shape % take:
+            if type(take) in INTS and type(rest_shape) in INTS and rest_shape % take:
                 raise ValueError(
                     f"composition: shape divisibility condition violated: tiler size {s} does not fit "
                     f"the modes of the layout {lhs} (remaining size {rest_shape} vs mode size {new_a})"
@@ -207,12 +209,12 @@ def _compose_leaf(flat_s, flat_d, s, d, lhs):
 
 
 def _compose_rec(lhs, flat, s, d):
-    if type(s) is tuple:
+    if type(s) in TUPLES:
         parts = [_compose_rec(lhs, flat, si, di) for si, di in zip(s, d)]
         return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
     if type(d) is Basis:
         return _compose_rec(get(lhs, *d._modes), None, s, d.value)
-    if type(d) is int and d == 0:
+    if type(d) in INTS and d == 0:
         return s, 0
     if flat is None:
         c = coalesce(lhs)
@@ -232,7 +234,7 @@ def _compose_layouts(lhs, rhs):
 
 def _by_mode(fn, layout, tiler, what):
     """Apply ``fn(mode_i, tiler_i)`` to the first ``len(tiler)`` modes; keep the other modes."""
-    modes = list(layout) if type(layout._shape) is tuple else [layout]
+    modes = list(layout) if type(layout._shape) in TUPLES else [layout]
     if len(tiler) > len(modes):
         raise ValueError(f"{what}: the tiler has {len(tiler)} modes but the layout {layout} has {len(modes)}")
     parts = [fn(m, t) for m, t in zip(modes, tiler)] + modes[len(tiler) :]
@@ -258,7 +260,7 @@ def composition(lhs, rhs):
         rhs = rhs.tiler
     if rhs is None:
         return lhs
-    if type(rhs) is tuple or isinstance(rhs, list):
+    if type(rhs) in TUPLES or isinstance(rhs, list):
         return _by_mode(composition, lhs, tuple(rhs), "composition")
     if isinstance(rhs, ComposedLayout):
         if isinstance(rhs.inner, Swizzle):
@@ -282,7 +284,7 @@ def _coalesce_shape(shape_):
     for s in _leaves(shape_, []):
         if _is1(s):
             continue
-        if out and type(out[-1]) is int and type(s) is int:
+        if out and type(out[-1]) in INTS and type(s) in INTS:
             out[-1] *= s
         else:
             out.append(s)
@@ -295,10 +297,10 @@ def _coalesce_shape(shape_):
 def _complement(layout, cotarget, overlap_ok=False):
     f = filter(layout)
     fs, fd = _leaves(f._shape, []), _leaves(f._stride, [])
-    if len(fs) == 1 and type(fd[0]) is int and fd[0] == 0:
+    if len(fs) == 1 and type(fd[0]) in INTS and fd[0] == 0:
         rest = _coalesce_shape(cotarget)
         return Layout._make(rest, compact_col_major(rest))
-    if len(fs) > 1 and not all(type(d) is int for d in fd):
+    if len(fs) > 1 and not all(type(d) in INTS for d in fd):
         raise TypeError(
             f"complement: the strides of {layout} must be static when it has more than one mode "
             "(they are sorted at trace time)"
@@ -310,7 +312,7 @@ def _complement(layout, cotarget, overlap_ok=False):
     cur = 1
     for d, s in modes:
         new_shape = idiv(d, cur)
-        if type(new_shape) is int and new_shape == 0 and not overlap_ok:
+        if type(new_shape) in INTS and new_shape == 0 and not overlap_ok:
             raise ValueError(f"complement: {layout} is not injective (or its modes overlap), so it has no complement")
         res_s.append(new_shape)
         res_d.append(cur)
@@ -362,14 +364,14 @@ def right_inverse(layout):
     nxt = 1
     while True:
         for i, d in enumerate(fd):
-            if not used[i] and type(d) is int and abs(d) == nxt and not _is1(fs[i]):
+            if not used[i] and type(d) in INTS and abs(d) == nxt and not _is1(fs[i]):
                 break
         else:
             break
         used[i] = True
         out_s.append(fs[i])
         out_d.append(rstride[i] if fd[i] > 0 else -rstride[i])
-        if type(fs[i]) is not int:
+        if type(fs[i]) not in INTS:
             break
         nxt = fs[i] * nxt
     if not out_s:
@@ -417,22 +419,22 @@ def logical_divide(layout, tiler):
         tiler = tiler.tiler
     if tiler is None:
         return layout
-    if type(tiler) is tuple or isinstance(tiler, list):
+    if type(tiler) in TUPLES or isinstance(tiler, list):
         return _by_mode(logical_divide, layout, tuple(tiler), "logical_divide")
     return _logical_divide_1d(layout, _tiler_layout(tiler))
 
 
 def _unzip(layout, tiler):
     """Gather the first sub-modes ("tiles") into mode 0 and the rest into mode 1."""
-    if type(tiler) is not tuple and not isinstance(tiler, list):
+    if type(tiler) not in TUPLES and not isinstance(tiler, list):
         return layout
-    modes = list(layout) if type(layout._shape) is tuple else [layout]
+    modes = list(layout) if type(layout._shape) in TUPLES else [layout]
     firsts, seconds = [], []
     for m, t in zip(modes, tiler):
         if t is None:
             firsts.append(Layout._make(1, 0))
             seconds.append(m)
-        elif type(t) is tuple or isinstance(t, list):
+        elif type(t) in TUPLES or isinstance(t, list):
             u = _unzip(m, t)
             firsts.append(get(u, 0))
             seconds.append(get(u, 1))
@@ -462,7 +464,7 @@ def _spread(layout, levels):
     out = []
     for i in range(2):
         m = get(layout, i)
-        out += list(m) if (i in levels and type(m._shape) is tuple) else [m]
+        out += list(m) if (i in levels and type(m._shape) in TUPLES) else [m]
     return Layout._make(tuple(x._shape for x in out), tuple(x._stride for x in out))
 
 
@@ -513,7 +515,7 @@ def logical_product(block, tiler):
         tiler = tiler.tiler
     if tiler is None:
         return block
-    if type(tiler) is tuple or isinstance(tiler, list):
+    if type(tiler) in TUPLES or isinstance(tiler, list):
         return _by_mode(logical_product, block, tuple(tiler), "logical_product")
     return _logical_product_1d(block, _tiler_layout(tiler))
 
@@ -586,16 +588,16 @@ def tile_to_shape(block, trg_shape, ord_shape=None):
         return ComposedLayout(block.inner, block.offset, tile_to_shape(block.outer, trg_shape, ord_shape))
     block = _as_layout(block, "tile_to_shape")
     trg_shape = make_int_tuple(trg_shape)
-    r = len(trg_shape) if type(trg_shape) is tuple else 1
+    r = len(trg_shape) if type(trg_shape) in TUPLES else 1
     if block.rank > r:
         raise ValueError(f"tile_to_shape: {block} has more modes than the target shape {format_int_tuple(trg_shape)}")
     padded = append(block, n=r)
     block_shape = product_each(padded._shape)
     target = product_each(trg_shape)
-    bl = block_shape if type(block_shape) is tuple else (block_shape,)
-    tg = target if type(target) is tuple else (target,)
+    bl = block_shape if type(block_shape) in TUPLES else (block_shape,)
+    tg = target if type(target) in TUPLES else (target,)
     for b, t in zip(bl, tg):
-        if type(b) is int and type(t) is int and t % b:
+        if type(b) in INTS and type(t) in INTS and t % b:
             raise ValueError(
                 f"tile_to_shape: block {block} does not divide the target shape {format_int_tuple(trg_shape)}"
             )
@@ -612,7 +614,7 @@ def tile_to_shape(block, trg_shape, ord_shape=None):
 def _upcast_leaf(s, d, n):
     if type(d) is Basis:
         raise TypeError("upcast: basis strides are not supported")
-    if type(d) is int:
+    if type(d) in INTS:
         if d == 0:
             return s, 0
         ad = abs(d)
@@ -625,14 +627,14 @@ def _upcast_leaf(s, d, n):
 
 
 def _downcast_leaf(s, d, n):
-    if type(d) is int and abs(d) == 1:
+    if type(d) in INTS and abs(d) == 1:
         return imul(s, n), d
     return s, imul(d, n)
 
 
 def _map_layout(layout, fn):
     def rec(s, d):
-        if type(s) is tuple:
+        if type(s) in TUPLES:
             parts = [rec(a, b) for a, b in zip(s, d)]
             return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
         return fn(s, d)
@@ -641,7 +643,7 @@ def _map_layout(layout, fn):
 
 
 def _check_factor(n, what):
-    if type(n) is not int or n < 1:
+    if type(n) not in INTS or n < 1:
         raise TypeError(f"{what}: the factor must be a positive Python int, got {n!r}")
 
 
@@ -687,7 +689,7 @@ def recast_layout(layout, old_bits, new_bits):
     (``recast_layout((2,3,4):(1,2,4), 16, 32) == (1,3,4):(1,1,2)``).
     """
     for name, v in (("old_bits", old_bits), ("new_bits", new_bits)):
-        if type(v) is not int or v <= 0:
+        if type(v) not in INTS or v <= 0:
             raise TypeError(f"recast_layout: {name} must be a positive Python int, got {v!r}")
     g = gcd(old_bits, new_bits)
     num, den = new_bits // g, old_bits // g
@@ -718,8 +720,8 @@ def max_common_layout(a, b):
     """The largest layout ``R`` (a static stride-1 run) such that ``a(R(i))`` and ``b(R(i))`` are both ``i``."""
     inv_b = right_inverse(b)
     common = coalesce(composition(a, inv_b))
-    first = get(common, 0) if type(common._shape) is tuple else common
-    if type(first._shape) is int and type(first._stride) is int and first._stride == 1:
+    first = get(common, 0) if type(common._shape) in TUPLES else common
+    if type(first._shape) in INTS and type(first._stride) in INTS and first._stride == 1:
         return composition(inv_b, first)
     return Layout._make(1, 0)
 
@@ -727,4 +729,4 @@ def max_common_layout(a, b):
 def max_common_vector(a, b):
     """Number of elements that are contiguous in both ``a`` and ``b`` (a static int)."""
     n = size(max_common_layout(a, b))
-    return n if type(n) is int else 1
+    return n if type(n) in INTS else 1

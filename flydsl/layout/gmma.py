@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .algebra import tile_to_shape
-from .inttuple import flatten
+from .inttuple import INTS, TUPLES, flatten
 from .layout import ComposedLayout, Layout
 from .swizzle import Swizzle
 
@@ -101,7 +101,7 @@ def split_swizzle(layout):
         if not isinstance(inner, Swizzle):
             raise GmmaLayoutError(f"only swizzle compositions are supported, got {layout}")
         off = layout.offset
-        if type(off) is not int:
+        if type(off) not in INTS:
             raise GmmaLayoutError(f"the layout's offset must be static, got {layout}")
         return inner, off, layout.outer
     if isinstance(layout, Layout):
@@ -124,11 +124,11 @@ def swizzle_bytes_of(sw: Swizzle | None, e: int) -> int:
 def _mode_values(shape, stride) -> list[int]:
     """Values of one (hierarchical) mode for its colexicographic index 0, 1, …"""
     s, d = flatten(shape), flatten(stride)
-    s = s if type(s) is tuple else (s,)
-    d = d if type(d) is tuple else (d,)
+    s = s if type(s) in TUPLES else (s,)
+    d = d if type(d) in TUPLES else (d,)
     vals = [0]
     for n, st in zip(s, d):
-        if type(n) is not int or type(st) is not int:
+        if type(n) not in INTS or type(st) not in INTS:
             raise GmmaLayoutError("the shared-memory layout must be static")
         vals = [v + i * st for i in range(n) for v in vals]
     return vals

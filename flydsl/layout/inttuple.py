@@ -20,6 +20,13 @@ from __future__ import annotations
 import numbers
 import operator
 
+# The types the algebra treats as a tuple of modes: ``tuple`` and the user-facing view of one (views.IntTuple adds
+# itself on import), tested as ``type(x) in TUPLES`` (a set lookup, as fast as ``type(x) is tuple``), so a
+# ``layout.shape`` handed back to any function here computes as the plain tuple it views, never as a leaf.
+TUPLES: set = {tuple}
+# Likewise the types of a static integer leaf: ``int`` and views.StaticInt (a leaf shape handed to user code).
+INTS: set = {int}
+
 __all__ = [
     "Basis",
     "E",
@@ -94,7 +101,7 @@ class Basis:
         if not modes:
             raise ValueError("Basis needs at least one mode; a basis with no mode is the plain integer 1")
         for m in modes:
-            if type(m) is not int or m < 0:
+            if type(m) not in INTS or m < 0:
                 raise TypeError(f"Basis modes must be non-negative Python ints, got {modes!r}")
         value = _norm_leaf(value, "Basis value")
         if type(value) is Basis:
@@ -114,7 +121,7 @@ class Basis:
 
     @property
     def is_static(self) -> bool:
-        return type(self._value) is int
+        return type(self._value) in INTS
 
     @property
     def type(self):
@@ -127,9 +134,9 @@ class Basis:
         """``self * k`` for an integer (static or traced) ``k``; ``0`` collapses to the int ``0``."""
         if type(k) is Basis:
             raise TypeError(f"cannot multiply two basis elements ({self} * {k})")
-        if type(k) is tuple:
+        if type(k) in TUPLES:
             raise TypeError(f"cannot multiply basis element {self} by a tuple {format_int_tuple(k)}")
-        if type(k) is int:
+        if type(k) in INTS:
             if k == 0:
                 return 0
             if k == 1:
@@ -140,7 +147,7 @@ class Basis:
     __rmul__ = scale
 
     def __floordiv__(self, k):
-        if type(k) is Basis or type(k) is tuple:
+        if type(k) is Basis or type(k) in TUPLES:
             raise TypeError(f"cannot divide basis element {self} by {k!r}")
         return Basis(idiv(self._value, k), self._modes)
 
@@ -162,15 +169,15 @@ class Basis:
         if self._modes != other._modes:
             return False
         a, b = self._value, other._value
-        return a == b if type(a) is int and type(b) is int else a is b
+        return a == b if type(a) in INTS and type(b) in INTS else a is b
 
     def __hash__(self):
-        if type(self._value) is not int:
+        if type(self._value) not in INTS:
             raise TypeError(f"basis element {self} with a run-time coefficient is not hashable")
         return hash(("Basis", self._value, self._modes))
 
     def __str__(self):
-        v = self._value if type(self._value) is int else "?"
+        v = self._value if type(self._value) in INTS else "?"
         return f"{v}" + "".join(f"E{m}" for m in self._modes)
 
     __repr__ = __str__
@@ -192,7 +199,7 @@ def E(*modes):
 
 def is_tuple(x) -> bool:
     """True for a (nested) tuple, i.e. a non-leaf IntTuple."""
-    return type(x) is tuple
+    return type(x) in TUPLES
 
 
 def is_dynamic(x) -> bool:
@@ -215,7 +222,7 @@ def is_static(x) -> bool:
     if t is tuple:
         return all(is_static(e) for e in x)
     if t is Basis:
-        return type(x.value) is int
+        return type(x.value) in INTS
     st = getattr(x, "is_static", None)
     if isinstance(st, bool):
         return st
@@ -224,14 +231,14 @@ def is_static(x) -> bool:
 
 def static_value(x):
     """``x`` if it is a static int, else ``None``."""
-    return x if type(x) is int else None
+    return x if type(x) in INTS else None
 
 
 def has_none(x) -> bool:
     """True if a coordinate contains a ``None`` wildcard anywhere."""
     if x is None:
         return True
-    if type(x) is tuple:
+    if type(x) in TUPLES:
         return any(has_none(e) for e in x)
     return False
 
@@ -267,7 +274,7 @@ def _norm_leaf(x, what, allow_none=False):
 
 
 def _norm(x, what, allow_none):
-    if type(x) is tuple or type(x) is list or isinstance(x, tuple):  # tuple subclasses: views (IntTuple)
+    if type(x) in TUPLES or type(x) is list or isinstance(x, tuple):  # tuple subclasses: views (IntTuple)
         return tuple(_norm(e, what, allow_none) for e in x)
     return _norm_leaf(x, what, allow_none)
 
@@ -325,7 +332,7 @@ def _arith_add(a, b, op):
 
 
 def _no_tuple(a, b, name):
-    if type(a) is tuple or type(b) is tuple:
+    if type(a) in TUPLES or type(b) in TUPLES:
         raise TypeError(f"{name}: expected integers, got {format_int_tuple(a)} and {format_int_tuple(b)}")
 
 
@@ -453,7 +460,7 @@ def _select(cond, a, b):
 
 def imin(a, b):
     """``min(a, b)``; traced operands use ``(a < b).select(a, b)`` or ``b + (a - b) * (a < b)``."""
-    if type(a) is int and type(b) is int:
+    if type(a) in INTS and type(b) in INTS:
         return a if a <= b else b
     if a is b:
         return a
@@ -462,7 +469,7 @@ def imin(a, b):
 
 def imax(a, b):
     """``max(a, b)``; traced operands as in :func:`imin`."""
-    if type(a) is int and type(b) is int:
+    if type(a) in INTS and type(b) in INTS:
         return a if a >= b else b
     if a is b:
         return a
@@ -475,7 +482,7 @@ def imax(a, b):
 
 
 def _leaves(x, out):
-    if type(x) is tuple:
+    if type(x) in TUPLES:
         for e in x:
             _leaves(e, out)
     else:
@@ -485,18 +492,18 @@ def _leaves(x, out):
 
 def flatten(x):
     """Leaves of a nested tuple as a flat tuple; a leaf is returned unchanged (CuTe)."""
-    if type(x) is not tuple:
+    if type(x) not in TUPLES:
         return x
     return tuple(_leaves(x, []))
 
 
 def unflatten(flat, profile):
     """Rebuild the nesting of ``profile`` from the flat sequence ``flat`` (inverse of flatten)."""
-    flat = tuple(flat) if type(flat) is tuple or isinstance(flat, list) else (flat,)
+    flat = tuple(flat) if type(flat) in TUPLES or isinstance(flat, list) else (flat,)
     it = iter(flat)
 
     def build(p):
-        if type(p) is tuple:
+        if type(p) in TUPLES:
             return tuple(build(e) for e in p)
         try:
             return next(it)
@@ -514,19 +521,19 @@ _SENTINEL = object()
 
 def rank(x) -> int:
     """Number of top-level modes: ``len`` of a tuple, 1 for a leaf."""
-    return len(x) if type(x) is tuple else 1
+    return len(x) if type(x) in TUPLES else 1
 
 
 def depth(x) -> int:
     """Nesting depth: 0 for a leaf, 1 for a flat tuple, ..."""
-    if type(x) is not tuple:
+    if type(x) not in TUPLES:
         return 0
     return 1 + max((depth(e) for e in x), default=0)
 
 
 def product(x):
     """Product of all leaves (``1`` for an empty tuple)."""
-    if type(x) is not tuple:
+    if type(x) not in TUPLES:
         return x
     r = 1
     for e in x:
@@ -536,15 +543,15 @@ def product(x):
 
 def product_each(x):
     """Product of each top-level mode: ``((2,3),4) -> (6,4)``; a leaf is returned unchanged."""
-    if type(x) is not tuple:
+    if type(x) not in TUPLES:
         return x
     return tuple(product(e) for e in x)
 
 
 def product_like(x, guide):
     """Products of ``x`` taken at the leaves of ``guide``: ``product_like(((2,3),(4,5)), (0,(0,0))) -> (6,(4,5))``."""
-    if type(guide) is tuple:
-        if type(x) is not tuple or len(x) < len(guide):
+    if type(guide) in TUPLES:
+        if type(x) not in TUPLES or len(x) < len(guide):
             raise ValueError(f"product_like: {format_int_tuple(x)} does not match {format_int_tuple(guide)}")
         return tuple(product_like(x[i], g) for i, g in enumerate(guide))
     return product(x)
@@ -552,21 +559,21 @@ def product_like(x, guide):
 
 def inner_product(a, b):
     """``sum(a_i * b_i)`` over the leaves of two congruent tuples."""
-    if type(a) is tuple:
-        if type(b) is not tuple or len(a) != len(b):
+    if type(a) in TUPLES:
+        if type(b) not in TUPLES or len(a) != len(b):
             raise ValueError(f"inner_product: {format_int_tuple(a)} and {format_int_tuple(b)} are not congruent")
         r = 0
         for x, y in zip(a, b):
             r = iadd(r, inner_product(x, y))
         return r
-    if type(b) is tuple:
+    if type(b) in TUPLES:
         raise ValueError(f"inner_product: {format_int_tuple(a)} and {format_int_tuple(b)} are not congruent")
     return imul(a, b)
 
 
 def prefix_product(x, init=1):
     """Exclusive colexicographic prefix product with the nesting of ``x``: ``(4,(2,3)) -> (1,(4,8))``."""
-    if type(x) is not tuple:
+    if type(x) not in TUPLES:
         return init
     out = []
     cur = init
@@ -579,7 +586,7 @@ def prefix_product(x, init=1):
 
 def suffix_product(x, init=1):
     """Exclusive lexicographic (right-to-left) prefix product: ``(4,(2,3)) -> (6,(3,1))``."""
-    if type(x) is not tuple:
+    if type(x) not in TUPLES:
         return init
     out = [None] * len(x)
     cur = init
@@ -598,12 +605,12 @@ def _compact(shape, cur, reverse):
     last = order[-1] if n else None
     for i in order:
         s = leaves[i]
-        if type(s) is int and s == 1:
+        if type(s) in INTS and s == 1:
             continue
         strides[i] = cur
         if i != last:  # NOTE: no product after the last mode, so no dead run-time op.
             cur = imul(cur, s)
-    return unflatten(strides, shape) if type(shape) is tuple else strides[0]
+    return unflatten(strides, shape) if type(shape) in TUPLES else strides[0]
 
 
 def compact_col_major(shape, start=1):
@@ -618,8 +625,8 @@ def compact_row_major(shape, start=1):
 
 def shape_div(a, b):
     """CuTe ``shape_div``: divide ``a`` by ``b`` left to right (``(6,2) / 3 -> (2,2)``)."""
-    if type(a) is tuple:
-        if type(b) is tuple:
+    if type(a) in TUPLES:
+        if type(b) in TUPLES:
             if len(a) != len(b):
                 raise ValueError(f"shape_div: ranks of {format_int_tuple(a)} and {format_int_tuple(b)} differ")
             return tuple(shape_div(x, y) for x, y in zip(a, b))
@@ -629,15 +636,15 @@ def shape_div(a, b):
             if k + 1 < len(a):
                 b = shape_div(b, product(e))
         return tuple(out)
-    if type(b) is tuple:
+    if type(b) in TUPLES:
         return shape_div(a, product(b))
     return ishape_div(a, b)
 
 
 def ceil_div(a, b):
     """CuTe ``ceil_div``: ``ceil(a / b)``, folded left to right over a tuple ``a``."""
-    if type(a) is tuple:
-        if type(b) is tuple:
+    if type(a) in TUPLES:
+        if type(b) in TUPLES:
             if len(b) > len(a):
                 raise ValueError(f"ceil_div: {format_int_tuple(b)} has more modes than {format_int_tuple(a)}")
             return tuple(ceil_div(x, b[i] if i < len(b) else 1) for i, x in enumerate(a))
@@ -647,7 +654,7 @@ def ceil_div(a, b):
             if k + 1 < len(a):
                 b = ceil_div(b, product(e))
         return tuple(out)
-    if type(b) is tuple:
+    if type(b) in TUPLES:
         return ceil_div(a, product(b))
     return iceil_div(a, b)
 
@@ -657,8 +664,8 @@ def elem_less(a, b):
 
     Static leaves fold; traced comparisons are combined with ``&`` into one traced boolean.
     """
-    if type(a) is tuple:
-        if type(b) is not tuple or len(a) > len(b):
+    if type(a) in TUPLES:
+        if type(b) not in TUPLES or len(a) > len(b):
             raise ValueError(f"elem_less: {format_int_tuple(a)} does not match {format_int_tuple(b)}")
         acc = True
         for x, y in zip(a, b):
@@ -668,15 +675,15 @@ def elem_less(a, b):
             if r is not True:
                 acc = r if acc is True else acc & r
         return acc
-    if type(b) is tuple:
+    if type(b) in TUPLES:
         raise ValueError(f"elem_less: {format_int_tuple(a)} does not match {format_int_tuple(b)}")
     return a < b
 
 
 def elem_scale(a, b):
     """CuTe ``elem_scale``: ``a_i * product(b_i)`` mode by mode."""
-    if type(a) is tuple:
-        if type(b) is not tuple or len(a) != len(b):
+    if type(a) in TUPLES:
+        if type(b) not in TUPLES or len(a) != len(b):
             raise ValueError(f"elem_scale: {format_int_tuple(a)} and {format_int_tuple(b)} differ in rank")
         return tuple(elem_scale(x, y) for x, y in zip(a, b))
     return imul(a, product(b))
@@ -684,39 +691,39 @@ def elem_scale(a, b):
 
 def congruent(a, b) -> bool:
     """Same nesting (profile): ``congruent((2,(3,4)), (5,(6,7)))``."""
-    if type(a) is tuple:
-        return type(b) is tuple and len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
-    return type(b) is not tuple
+    if type(a) in TUPLES:
+        return type(b) in TUPLES and len(a) == len(b) and all(congruent(x, y) for x, y in zip(a, b))
+    return type(b) not in TUPLES
 
 
 def weakly_congruent(a, b) -> bool:
     """``a``'s nesting is a coarsening of ``b``'s: a leaf of ``a`` may stand for a subtree of ``b``."""
-    if type(a) is tuple:
-        return type(b) is tuple and len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
+    if type(a) in TUPLES:
+        return type(b) in TUPLES and len(a) == len(b) and all(weakly_congruent(x, y) for x, y in zip(a, b))
     return True
 
 
 def _static_eq(x, y):
     if x is y:
         return True
-    if type(x) is int and type(y) is int:
+    if type(x) in INTS and type(y) in INTS:
         return x == y
     raise TypeError("cannot decide equality of run-time integers at trace time; this check needs static shapes")
 
 
 def compatible(a, b) -> bool:
     """Every coordinate of shape ``a`` is a coordinate of shape ``b`` (same sizes, ``a`` coarser)."""
-    if type(a) is tuple:
-        return type(b) is tuple and len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
+    if type(a) in TUPLES:
+        return type(b) in TUPLES and len(a) == len(b) and all(compatible(x, y) for x, y in zip(a, b))
     return _static_eq(a, product(b))
 
 
 def weakly_compatible(a, b) -> bool:
     """Like :func:`compatible` but the sizes of ``a``'s leaves need only divide those of ``b``."""
-    if type(a) is tuple:
-        return type(b) is tuple and len(a) == len(b) and all(weakly_compatible(x, y) for x, y in zip(a, b))
+    if type(a) in TUPLES:
+        return type(b) in TUPLES and len(a) == len(b) and all(weakly_compatible(x, y) for x, y in zip(a, b))
     pa, pb = a, product(b)
-    if type(pa) is int and type(pb) is int:
+    if type(pa) in INTS and type(pb) in INTS:
         return pa != 0 and pb % pa == 0
     return _static_eq(pa, pb)
 
@@ -725,9 +732,9 @@ def equal(a, b) -> bool:
     """Structural equality; traced leaves compare by identity (never through ``==``)."""
     ta = type(a)
     if ta is tuple:
-        return type(b) is tuple and len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
+        return type(b) in TUPLES and len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
     if ta is int:
-        return type(b) is int and a == b
+        return type(b) in INTS and a == b
     if ta is Basis:
         return type(b) is Basis and a == b
     return a is b
@@ -736,9 +743,9 @@ def equal(a, b) -> bool:
 def transform_leaf(fn, *trees):
     """Apply ``fn`` leaf by leaf to congruent trees (the first tree gives the nesting)."""
     t0 = trees[0]
-    if type(t0) is tuple:
+    if type(t0) in TUPLES:
         for t in trees[1:]:
-            if type(t) is not tuple or len(t) != len(t0):
+            if type(t) not in TUPLES or len(t) != len(t0):
                 raise ValueError(f"transform_leaf: {format_int_tuple(t)} is not congruent to {format_int_tuple(t0)}")
         return tuple(transform_leaf(fn, *parts) for parts in zip(*trees))
     return fn(*trees)
@@ -746,7 +753,7 @@ def transform_leaf(fn, *trees):
 
 def repeat_like(x, value):
     """A tuple congruent to ``x`` with every leaf replaced by ``value``."""
-    if type(x) is tuple:
+    if type(x) in TUPLES:
         return tuple(repeat_like(e, value) for e in x)
     return value
 
@@ -754,13 +761,13 @@ def repeat_like(x, value):
 def _elementwise(a, b, op, name):
     a = make_int_tuple(a)
     b = make_int_tuple(b)
-    if type(a) is tuple and type(b) is tuple:
+    if type(a) in TUPLES and type(b) in TUPLES:
         if len(a) != len(b):
             raise ValueError(f"{name}: {format_int_tuple(a)} and {format_int_tuple(b)} differ in rank")
         return tuple(_elementwise(x, y, op, name) for x, y in zip(a, b))
-    if type(a) is tuple:
+    if type(a) in TUPLES:
         return tuple(_elementwise(x, b, op, name) for x in a)
-    if type(b) is tuple:
+    if type(b) in TUPLES:
         return tuple(_elementwise(a, y, op, name) for y in b)
     return op(a, b)
 

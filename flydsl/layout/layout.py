@@ -13,6 +13,8 @@ the last mode takes the remainder). The algebra (composition, divides, products)
 from __future__ import annotations
 
 from .inttuple import (
+    INTS,
+    TUPLES,
     Basis,
     _leaves,
     compact_col_major,
@@ -57,7 +59,7 @@ __all__ = [
 def _check_shape_leaf(s):
     if type(s) is Basis:
         raise TypeError(f"a shape cannot contain the basis element {s}; basis elements are strides")
-    if type(s) is int and s < 0:
+    if type(s) in INTS and s < 0:
         raise ValueError(f"shape entries must be >= 0, got {s}")
     return s
 
@@ -125,7 +127,7 @@ class Layout:
 
     @property
     def is_leaf(self) -> bool:
-        return type(self._shape) is not tuple
+        return type(self._shape) not in TUPLES
 
     @property
     def is_static(self) -> bool:
@@ -204,7 +206,7 @@ class Layout:
 def _has_none(x):
     if x is None:
         return True
-    if type(x) is tuple:
+    if type(x) in TUPLES:
         return any(_has_none(e) for e in x)
     return False
 
@@ -331,12 +333,12 @@ def _compact_order(shape, order):
         if type(o) is Basis or o is None:
             raise TypeError(f"order entries must be integers, got {o}")
     ref_shape = _leaves(product_like(shape, order), [])
-    top = max((o for o in flat_order if type(o) is int), default=0)
+    top = max((o for o in flat_order if type(o) in INTS), default=0)
     # NOTE: run-time order entries rank after every static one, left to right (CuTe's rule).
-    ref_order = [o if type(o) is int else top + 1 + i for i, o in enumerate(flat_order)]
+    ref_order = [o if type(o) in INTS else top + 1 + i for i, o in enumerate(flat_order)]
 
     def build(s, o):
-        if type(o) is tuple:
+        if type(o) in TUPLES:
             return tuple(build(si, oi) for si, oi in zip(s, o))
         start = 1
         for rs, ro in zip(ref_shape, ref_order):
@@ -361,7 +363,7 @@ def make_ordered_layout(shape, order=None):
 
 
 def _basis_like(shape):
-    if type(shape) is not tuple:
+    if type(shape) not in TUPLES:
         return 1
     out = []
     for i, s in enumerate(shape):
@@ -375,7 +377,7 @@ def _basis_like(shape):
 
 
 def _map_leaves(fn, t):
-    if type(t) is tuple:
+    if type(t) in TUPLES:
         return tuple(_map_leaves(fn, e) for e in t)
     return fn(t)
 
@@ -394,13 +396,13 @@ def filter_zeros(layout):
     """Replace the shape of every static stride-0 mode by 1 (CuTe ``filter_zeros``)."""
 
     def fz(s, d):
-        return 1 if type(d) is int and d == 0 else s
+        return 1 if type(d) in INTS and d == 0 else s
 
     return Layout._make(_map2(fz, layout._shape, layout._stride), layout._stride)
 
 
 def _map2(fn, a, b):
-    if type(a) is tuple:
+    if type(a) in TUPLES:
         return tuple(_map2(fn, x, y) for x, y in zip(a, b))
     return fn(a, b)
 
@@ -431,7 +433,7 @@ def make_tile(*modes):
     for m in modes:
         if isinstance(m, (Layout, ComposedLayout)) or m is None:
             out.append(m)
-        elif type(m) is tuple or isinstance(m, list):
+        elif type(m) in TUPLES or isinstance(m, list):
             out.append(make_tile(*m))
         else:
             out.append(make_int_tuple(m))
@@ -459,9 +461,9 @@ def coprofile(layout):
 
 
 def _abs(d):
-    if type(d) is int:
+    if type(d) in INTS:
         return -d if d < 0 else d
-    if type(d) is Basis and type(d.value) is int and d.value < 0:
+    if type(d) is Basis and type(d.value) in INTS and d.value < 0:
         return Basis(-d.value, d._modes)
     return d
 

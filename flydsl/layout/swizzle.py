@@ -5,6 +5,8 @@ Input: an offset (static int or traced integer). Output: the swizzled offset.
 
 from __future__ import annotations
 
+from .inttuple import INTS
+
 __all__ = ["Swizzle"]
 
 
@@ -28,7 +30,7 @@ class Swizzle:
 
     def __init__(self, bits: int, base: int, shift: int):
         for name, v in (("bits", bits), ("base", base), ("shift", shift)):
-            if type(v) is not int:
+            if type(v) not in INTS:
                 raise TypeError(f"Swizzle {name} must be a Python int, got {v!r}")
         if bits < 0 or base < 0:
             raise ValueError(f"Swizzle(bits={bits}, base={base}, shift={shift}): bits and base must be >= 0")
@@ -62,7 +64,7 @@ class Swizzle:
         """Swizzle an offset; a traced offset needs ``& ^ >> <<`` operators."""
         if self._bits == 0:
             return offset
-        if type(offset) is not int and not hasattr(offset, "__xor__"):
+        if type(offset) not in INTS and not hasattr(offset, "__xor__"):
             raise TypeError(f"cannot swizzle {offset!r}: it does not support bitwise operators")
         picked = offset & self.yyy_mask
         moved = picked >> self._shift if self._shift >= 0 else picked << -self._shift

@@ -15,8 +15,8 @@ FlyDSL's helpers:
 
 from __future__ import annotations
 
+from .inttuple import INTS, TUPLES, format_int_tuple
 from .inttuple import depth as _depth
-from .inttuple import format_int_tuple
 from .inttuple import is_static as _is_static
 
 __all__ = ["IntTuple", "StaticInt", "wrap", "plain"]
@@ -68,6 +68,9 @@ class IntTuple(tuple):
         return f"IntTuple{format_int_tuple(plain(self))}"
 
 
+TUPLES.add(IntTuple)  # the algebra computes on a view as on the plain tuple (inttuple.TUPLES)
+
+
 class StaticInt(int):
     """A compile-time integer result (``fx.size``, a static leaf shape): a plain ``int`` that also answers
     FlyDSL's IntTuple helpers (``fx.size(t).unpack()``, ``layout.shape.unpack()`` of a rank-1 layout)."""
@@ -90,6 +93,9 @@ class StaticInt(int):
         from .types import IntTupleType  # cycle: the types describe these values
 
         return IntTupleType(int(self))
+
+
+INTS.add(StaticInt)  # a static leaf view is an int to the algebra (inttuple.INTS)
 
 
 def wrap(x):

@@ -36,8 +36,6 @@ from flydsl.layout import (
     unflatten,
     zipped_divide,
 )
-from flydsl.layout import shape as L_shape
-from flydsl.layout import stride as L_stride
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MEDIUM = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -98,7 +96,7 @@ def injective_layouts(draw, dims=st.integers(1, 4), gaps=st.sampled_from([1, 1, 
 def injective_modulo_zeros(layout):
     """Distinct images once the stride-0 (broadcast) modes are ignored: composition distributes."""
     zero = 1
-    for s, d in zip(leaves(L_shape(layout)), leaves(L_stride(layout))):
+    for s, d in zip(leaves(layout.shape), leaves(layout.stride)):
         if d == 0:
             zero *= s
     return len(set(table(layout))) * zero == size(layout)
@@ -106,7 +104,7 @@ def injective_modulo_zeros(layout):
 
 def span(layout):
     """Smallest M with every mode's extent d*s dividing... the top of the nested stride chain."""
-    return max([d * s for s, d in zip(leaves(L_shape(layout)), leaves(L_stride(layout))) if d] + [1])
+    return max([d * s for s, d in zip(leaves(layout.shape), leaves(layout.stride)) if d] + [1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,7 +128,7 @@ def test_composition_is_function_composition_pow2(a, b):
         return
     r = composition(a, b)  # powers of two always satisfy the divisibility conditions
     ca = coalesce(a)
-    assert compatible(L_shape(b), L_shape(r))
+    assert compatible(b.shape, r.shape)
     for i in range(size(b)):
         assert r(i) == ca(b(i))
         if b(i) < size(a):
@@ -149,15 +147,15 @@ def test_composition_general_when_defined(a, b):
         assert "divisibility condition violated" in str(e)
         return
     ca = coalesce(a)
-    assert compatible(L_shape(b), L_shape(r))
+    assert compatible(b.shape, r.shape)
     # CuTe's composition is by mode of the tiler (left-distributive by definition), and under the weak shape
     # divisibility condition a mode may end inside a mode of `a`: each mode is then function composition,
     # but sums across modes need not be (a∘(2,3):(3,2) with a = (6,2):(0,1): a(3) + a(4) != a(7)).
-    for s, d in zip(leaves(L_shape(b)), leaves(L_stride(b))):
+    for s, d in zip(leaves(b.shape), leaves(b.stride)):
         mode = Layout(s, d)
         rm = composition(a, mode)
         assert [rm(i) for i in range(s)] == [ca(mode(i)) for i in range(s)]
-    if len(leaves(L_shape(coalesce(b)))) == 1:
+    if len(leaves(coalesce(b).shape)) == 1:
         assert [r(i) for i in range(size(b))] == [ca(b(i)) for i in range(size(b))]
 
 
@@ -342,14 +340,14 @@ def test_tile_to_shape_covers_the_target(data):
 @FAST
 @given(layouts(max_leaves=3), st.data())
 def test_slice_and_offset(layout, data):
-    shape_ = L_shape(layout)
+    shape_ = layout.shape
     if not isinstance(shape_, tuple):
         return
     crd = tuple(data.draw(st.one_of(st.none(), st.integers(0, size(m) - 1))) for m in layout)
     sub, off = slice_and_offset(crd, layout)
     free = [i for i, c in enumerate(crd) if c is None]
     for sub_i in range(size(sub)):
-        sub_crd = idx2crd(sub_i, L_shape(sub))
+        sub_crd = idx2crd(sub_i, sub.shape)
         full = list(crd)
         for k, mode in enumerate(free):
             full[mode] = sub_crd[k]

@@ -91,6 +91,41 @@ def test_the_algebra_still_reads_plain_tuples():
     assert type(L.coalesce(lay).shape) is StaticInt and L.coalesce(lay).shape == 32  # results: views
 
 
+_LAYOUTS = [((4, (2, 8)), (16, (1, 2))), ((3, 5), (5, 1)), (16, 1), (((2, 2), 4), ((1, 8), 2))]
+_UNARY = ["flatten", "rank", "depth", "product", "product_each", "prefix_product", "suffix_product",
+          "compact_col_major", "compact_row_major", "is_static", "is_tuple"]  # fmt: skip
+_BINARY = ["congruent", "weakly_congruent", "compatible", "weakly_compatible", "inner_product", "elem_less",
+           "int_tuple_add", "int_tuple_max", "equal", "repeat_like"]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape, stride", _LAYOUTS)
+def test_flydsl_layout_functions_compute_on_views_as_on_the_plain_tuples(shape, stride):
+    """A view handed back to ``flydsl.layout`` is the tuple it views (never a leaf): every function of the
+    int-tuple algebra and the layout algebra gives the plain tuples' result."""
+    lay = fx.make_layout(shape, stride)
+    vs, vd = lay.shape, lay.stride
+    ps, pd = L.shape(lay), L.stride(lay)
+    assert type(vs) in (IntTuple, StaticInt) and type(ps) in (tuple, int)
+    for name in _UNARY:
+        fn = getattr(L, name)
+        assert fn(vs) == fn(ps) and fn(vd) == fn(pd), name
+    for name in _BINARY:
+        fn = getattr(L, name, None)
+        if fn is not None:
+            assert fn(vs, vs) == fn(ps, ps) and fn(vs, vd) == fn(ps, pd), name
+    assert L.make_layout(vs, vd) == lay and L.make_layout(vs) == L.make_layout(ps)
+    assert L.unflatten(L.flatten(vs), vs) == ps
+    for i in range(L.size(vs)):
+        assert L.idx2crd(i, vs) == L.idx2crd(i, ps) and L.crd2idx(L.idx2crd(i, ps), vs, vd) == lay(i)
+    flat = L.make_layout(L.product(vs))
+    assert L.composition(flat, L.make_layout(vs, L.compact_col_major(vs))) == L.composition(
+        flat, L.make_layout(ps, L.compact_col_major(ps))
+    )
+    first = L.flatten(vs)[0] if type(vs) is IntTuple else vs  # a tiler that always divides: the first leaf
+    assert L.logical_divide(lay, L.make_layout(first)) == L.logical_divide(L.make_layout(ps, pd), L.make_layout(first))
+    assert L.coalesce(L.make_layout(vs, vd)) == L.coalesce(lay)
+
+
 # ---------------------------------------------------------------------------------------------------
 # Tile
 # ---------------------------------------------------------------------------------------------------
