@@ -71,12 +71,28 @@ VARIANTS = {
     "p32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024},
     "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
+    # softmax (issue 12, 32K/64K rows): the (max, sum) reduction with one ex2 per stage, not two per level
+    "lr": {"light_reduce": True},
+    # softmax's stream plan (kernels/norm/softmax_stream.py): a persistent block per SM, the next row's chunks
+    # loaded into each kept chunk's registers and staged slot as soon as this row's output frees them, and its
+    # first staged chunks copied into spare slots while this row is reduced; chunks of 8 or 16 values per
+    # thread, 32 or 16 values per thread in registers (the rest staged in a ring of shared-memory slots)
+    "s8": {"stream": True, "stream_values": 8, "stream_kept": 32, "cache_hint": ""},
+    "s8cs": {"stream": True, "stream_values": 8, "stream_kept": 32, "cache_hint": "cs"},
+    "s16": {"stream": True, "stream_values": 16, "stream_kept": 32, "cache_hint": ""},
+    "s8k16": {"stream": True, "stream_values": 8, "stream_kept": 16, "cache_hint": ""},
+    "s8k0": {"stream": True, "stream_values": 8, "stream_kept": 0, "cache_hint": ""},
+    "again": {},  # the default plan timed a second time, last: the run's own noise
 }
 
 
 def applicable(name: str, M: int, N: int) -> bool:
     if name == "r3":
         return N >= 16384
+    if name in ("lr", "s8", "s8cs", "s16", "s8k16", "again"):
+        return N > 16384
+    if name == "s8k0":  # everything staged (64K f32, 256 KB, does not fit)
+        return 16384 < N <= 32768
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name == "persist_b32":

@@ -37,6 +37,7 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
+from kernels.norm.softmax_stream import max_sum_reduce, plan_stream, stream_rows
 
 __all__ = ["build_softmax_module"]
 
@@ -56,6 +57,11 @@ LONG_ROWS: list = [
 ]
 
 
+# ``stream=True``: these options go to softmax_stream.plan_stream (under its names), the others are not used
+STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "threads", "stream_kept": "kept_values",
+                  "ring": "ring", "sms": "sms", "cache_hint": "cache_hint"}  # fmt: skip
+
+
 def plan_defaults(N: int, dtype_str: str) -> dict:
     """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
     return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
@@ -71,12 +77,25 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
     )
+    streamed = plan_options.pop("stream", False)  # the stream plan (softmax_stream), with its options
+    stream_options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if streamed and o in plan_options}
+    light = plan_options.pop("light_reduce", False)
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
+    def reduce_max_sum(m, s, plan, parity=0):
+        if fx.const_expr(light):
+            return max_sum_reduce(m, s, plan, parity)
+        return row_reduce((m, s), combine_max_sum, plan, parity)
+
+    def make_plan(vec):
+        if streamed:
+            return plan_stream(N, dtype.width // 8, vec, **stream_options)
+        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+
     @flyc.kernel
     def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = make_plan(vec)
 
         def row_body(groups, after_stats):
             """Softmax of the rows of ``groups``; ``after_stats()`` runs once every value has been read and
@@ -92,7 +111,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         parts.append((m, e, tree_sum(e)))
                     after_stats()
                     for f, (m, e, s) in zip(groups, parts):
-                        big_m, s = row_reduce((m, s), combine_max_sum, plan, f.parity)
+                        big_m, s = reduce_max_sum(m, s, plan, f.parity)
                         scale = fx.exp2((m - big_m) * LOG2E) / s
                         f.store(C, 0, e * scale)
                 elif fx.const_expr(plan.onchip):
@@ -109,7 +128,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                             m = m_new
                             held.append(frag.keep(c, raw))
                     after_stats()
-                    big_m, s = row_reduce((m, s), combine_max_sum, plan, frag.parity)
+                    big_m, s = reduce_max_sum(m, s, plan, frag.parity)
                     inv_s = 1.0 / s
                     for c in fx.range_constexpr(plan.chunks):
                         x = frag.recall(c, held[c]).to(fx.Float32)
@@ -124,19 +143,23 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         e = fx.exp2(x * LOG2E - m_new * LOG2E)
                         s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
                         m = m_new
-                    big_m, s = row_reduce((m, s), combine_max_sum, plan)
+                    big_m, s = reduce_max_sum(m, s, plan)
                     inv_s = 1.0 / s
                     for c in range(plan.chunks):
                         x = frag.load(A, c).to(fx.Float32)
                         frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
 
-        each_row(plan, dtype, rows, (A,), row_body)
-        finish_rows(plan)
+        if fx.const_expr(streamed):
+            stream_rows(plan, dtype, rows, A, C, masked_min, FAST)
+        else:
+            each_row(plan, dtype, rows, (A,), row_body)
+            finish_rows(plan)
 
     @flyc.jit
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = make_plan(vec)
+        plan = plan.row if streamed else plan
         softmax_kernel(A.iterator, C.iterator, M, vec).launch(
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),

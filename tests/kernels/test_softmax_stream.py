@@ -1,0 +1,96 @@
+"""Softmax's stream plan (``kernels/norm/softmax_stream.py``) and its (max, sum) reduction, against float64.
+
+On the CPU interpreter: the stream plan at small N (chunks of one or two warps) with kept chunks in registers,
+staged chunks in a ring of shared-memory slots (every ring size from one spare slot to two sets), rows that do
+not fill the last chunk, blocks looping over several rows (a grid over fewer SMs than rows), a grid wider than
+the rows, bf16; ``light_reduce`` (max first, sums rescaled once) on the in-register, onchip and persistent plans.
+The interpreter completes ``cp.async`` copies only at a wait (as the hardware may), so a slot read before its
+copy's group was waited for reads stale data and fails. Marked ``gpu``: the same plans against the interpreter,
+and the plans the benchmarks time at 32K/64K against the reference.
+"""
+
+from __future__ import annotations
+
+import pytest
+from _arrays import randn
+from norm_cases import ATOL, check_parity
+from test_softmax import check, run
+
+from kernels.norm.softmax_stream import plan_stream
+
+# chunks of 64 threads x 8 values (512 columns): 2500 columns make 5 chunks, the last ragged
+S64 = {"stream": True, "stream_threads": 64, "stream_values": 8}
+CPU_CASES = [
+    (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "ring": 4}),  # 2 kept, 3 staged, 1 spare slot
+    (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 1, "ring": 5}),  # one block, 5 rows, 2 spare slots
+    (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2}),  # ring of 6: the next row's staged chunks all early
+    (7, 2500, "f32", {**S64, "stream_kept": 0, "sms": 3}),  # everything staged
+    (5, 2500, "f32", {**S64, "stream_kept": 48, "sms": 2}),  # everything in registers (refilled in the output)
+    (2, 2500, "f32", {**S64, "stream_kept": 16, "sms": 4}),  # more blocks than rows
+    (4, 2000, "f32", {"stream": True, "stream_threads": 32, "stream_values": 16, "stream_kept": 16, "sms": 1,
+                      "ring": 4}),  # fmt: skip
+    (5, 4100, "bf16", {**S64, "stream_kept": 16, "sms": 2, "ring": 9}),  # 8 bf16 per access, 9 chunks, 7 staged
+    (3, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "cache_hint": "cs"}),
+    # the light reduction on the plans of softmax_kernel: in registers (rows of 4 warps), onchip, persistent
+    (9, 2000, "f32", {"light_reduce": True, "block_threads": 512}),
+    (3, 2500, "f32", {"light_reduce": True, "register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8,
+                      "kept_values": 16}),  # fmt: skip
+    (5, 2500, "f32", {"light_reduce": True, "register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8,
+                      "kept_values": 16, "persist": 1, "sms": 2}),  # fmt: skip
+    (37, 64, "bf16", {"light_reduce": True}),  # rows of 8 threads, 16 rows to a block
+]
+CPU_IDS = [f"{m}x{n}-{d}-" + "-".join(f"{k}{v}" for k, v in p.items() if k != "stream") for m, n, d, p in CPU_CASES]
+
+
+@pytest.mark.parametrize("M,N,dtype,plan", CPU_CASES, ids=CPU_IDS)
+def test_softmax_stream_interpreter(M, N, dtype, plan, interpreter):
+    a = randn((M, N), dtype, seed=M * N + 1, scale=2.0)
+    check(run("cpu", a, dtype, **plan), a, dtype)
+
+
+def test_stream_plan_shapes():
+    """The 64K f32 row: 8 chunks of 1024 threads x 8 values, 4 in registers, 4 staged, a ring of 7 slots (224 KB):
+    3 of the next row's 4 staged chunks are copied while this row is reduced."""
+    p = plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=32)
+    assert (p.row.chunks, p.row.kept, p.staged, p.ring, p.early) == (8, 4, 4, 7, 3)
+    assert p.staging_bytes(4) == 7 * 32768
+    p = plan_stream(65536, 2, 8, elems_per_thread=8, kept_values=32)  # bf16: 8 chunks of 16 KB, two sets
+    assert (p.row.chunks, p.row.kept, p.staged, p.ring, p.early) == (8, 4, 4, 8, 4)
+    with pytest.raises(ValueError, match="do not fit in shared memory"):
+        plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=0)  # 256 KB staged
+    with pytest.raises(ValueError, match="ring=4 must lie in"):
+        plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=32, ring=4)
+
+
+# -- GPU ----------------------------------------------------------------------------------------------
+
+STREAM_64K = {"stream": True, "stream_values": 8, "stream_kept": 32}
+GPU_CASES = [
+    (256, 65536, "f32", STREAM_64K),
+    (37, 65536, "f32", {**STREAM_64K, "cache_hint": "cs"}),
+    (512, 65536, "bf16", STREAM_64K),
+    (300, 32768, "f32", {**STREAM_64K, "stream_kept": 16}),
+    (100, 65536, "bf16", {**STREAM_64K, "stream_kept": 16}),
+    (5, 70001, "f32", STREAM_64K),  # odd rows: scalar accesses, ragged last chunk
+    (256, 65536, "f32", {"light_reduce": True}),
+    (1024, 32768, "bf16", {"light_reduce": True}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,dtype,plan", GPU_CASES, ids=[f"{m}x{n}-{d}-{len(p)}" for m, n, d, p in GPU_CASES])
+def test_softmax_stream_gpu(M, N, dtype, plan, monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    a = randn((M, N), dtype, seed=M + N, scale=2.0)
+    check(run("cuda", a, dtype, **plan), a, dtype, atol=ATOL[dtype])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,dtype,plan", CPU_CASES, ids=CPU_IDS)
+def test_softmax_stream_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
+    a = randn((M, N), dtype, seed=7, scale=2.0)
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    gpu = run("cuda", a, dtype, **plan)
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
+    cpu = run("cpu", a, dtype, **plan)
+    check_parity(gpu, cpu, dtype)
