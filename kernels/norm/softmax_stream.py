@@ -172,9 +172,10 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
         staging = alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
     step, first = fx.grid_dim.x, fx.block_idx.x
     head = RowFragments(p, dtype, first, rows - first)
-    for k in fx.range_constexpr(S):  # the first row's staged chunks: slots 0 .. S-1
+    for k in fx.range_constexpr(S):  # the first row's staged chunks: slots 0 .. S-1, in the groups of every row's
         _copy_to_slot(head, A, K + k, staging, plan, k)
-    fx.nvvm.cp_async_commit_group()
+        if fx.const_expr(k == E - 1 or k == S - 1):  # (early ones, then the others)
+            fx.nvvm.cp_async_commit_group()
     kept = [_load(head, A, c, masked_min) for c in range(K)]
     base = fx.Int32(0)  # slot of this row's first staged chunk: (i * S) % R for the block's i-th row
     parity = fx.Int32(0)
@@ -188,9 +189,14 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
         with fx.fastmath(fastmath):
             m = fx.Float32(masked_min)
             s = fx.Float32(0.0)
-            for c in fx.range_constexpr(K + S):
-                if fx.const_expr(c == K):
-                    fx.nvvm.cp_async_wait_group(1)  # this row's copies (not the next row's, just started)
+            # what landed first first: the early staged chunks (copied during the last row's reduction), the kept
+            # ones (loaded during its output), the other staged ones (copied last). Groups pending here: this
+            # row's early copies, its others (where there are any), the next row's early ones (just started)
+            for c in [K + k for k in range(E)] + list(range(K)) + [K + k for k in range(E, S)]:
+                if fx.const_expr(c == K and E):
+                    fx.nvvm.cp_async_wait_group(2 if S > E else 1)
+                if fx.const_expr(c == K + E and S > E):
+                    fx.nvvm.cp_async_wait_group(1)
                 if fx.const_expr(c < K):
                     x = kept[c].to(fx.Float32)
                 else:

@@ -20,6 +20,8 @@ from kernels.norm.softmax_stream import plan_stream
 
 # chunks of 64 threads x 8 values (512 columns): 2500 columns make 5 chunks, the last ragged
 S64 = {"stream": True, "stream_threads": 64, "stream_values": 8}
+S32 = {"stream": True, "stream_threads": 32, "stream_values": 16}  # one warp x 16 values: 2000 columns in 4 chunks
+ONCHIP = {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}  # softmax_kernel's
 CPU_CASES = [
     (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "ring": 4}),  # 2 kept, 3 staged, 1 spare slot
     (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 1, "ring": 5}),  # one block, 5 rows, 2 spare slots
@@ -27,16 +29,13 @@ CPU_CASES = [
     (7, 2500, "f32", {**S64, "stream_kept": 0, "sms": 3}),  # everything staged
     (5, 2500, "f32", {**S64, "stream_kept": 48, "sms": 2}),  # everything in registers (refilled in the output)
     (2, 2500, "f32", {**S64, "stream_kept": 16, "sms": 4}),  # more blocks than rows
-    (4, 2000, "f32", {"stream": True, "stream_threads": 32, "stream_values": 16, "stream_kept": 16, "sms": 1,
-                      "ring": 4}),  # fmt: skip
+    (4, 2000, "f32", {**S32, "stream_kept": 16, "sms": 1, "ring": 4}),  # 1 kept, 3 staged
     (5, 4100, "bf16", {**S64, "stream_kept": 16, "sms": 2, "ring": 9}),  # 8 bf16 per access, 9 chunks, 7 staged
     (3, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "cache_hint": "cs"}),
     # the light reduction on the plans of softmax_kernel: in registers (rows of 4 warps), onchip, persistent
     (9, 2000, "f32", {"light_reduce": True, "block_threads": 512}),
-    (3, 2500, "f32", {"light_reduce": True, "register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8,
-                      "kept_values": 16}),  # fmt: skip
-    (5, 2500, "f32", {"light_reduce": True, "register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8,
-                      "kept_values": 16, "persist": 1, "sms": 2}),  # fmt: skip
+    (3, 2500, "f32", {**ONCHIP, "light_reduce": True}),
+    (5, 2500, "f32", {**ONCHIP, "light_reduce": True, "persist": 1, "sms": 2}),
     (37, 64, "bf16", {"light_reduce": True}),  # rows of 8 threads, 16 rows to a block
 ]
 CPU_IDS = [f"{m}x{n}-{d}-" + "-".join(f"{k}{v}" for k, v in p.items() if k != "stream") for m, n, d, p in CPU_CASES]
