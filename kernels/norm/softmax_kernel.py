@@ -14,6 +14,11 @@ f32/f16/bf16 in and out, f32 arithmetic. ``build_softmax_module(M, N, dtype_str)
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 * ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
   (max, sum) partials merged through distributed shared memory (``norm_common``).
+* ``stream=True`` (long rows; ``softmax_stream``): a persistent block per SM that loads the next row into each
+  chunk's registers or shared-memory slot as soon as this row's output frees it, and copies the next row's first
+  staged chunks into spare slots while this row is reduced (options ``stream_values``, ``stream_kept``, ``ring``).
+* ``light_reduce=True``: the (max, sum) reduction takes the max first and rescales each sum once per stage (two
+  ``ex2`` per thread instead of two per butterfly level); the stream plan always reduces so.
 """
 
 from __future__ import annotations
