@@ -93,3 +93,13 @@ def test_softmax_stream_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
     cpu = run("cpu", a, dtype, **plan)
     check_parity(gpu, cpu, dtype)
+
+
+def test_sweep_times_the_stream_variants_on_softmax_long_rows_only():
+    from benchmarks.cases import norm_sweep
+
+    assert norm_sweep.applicable("s8", 256, 65536, "f32", "softmax")
+    assert not norm_sweep.applicable("s8", 256, 65536, "f32", "rmsnorm")  # not a plan of the other kernels
+    assert not norm_sweep.applicable("s8", 2048, 16384, "bf16", "softmax")
+    assert norm_sweep.applicable("s8k48", 512, 65536, "bf16") and not norm_sweep.applicable("s8k48", 256, 65536, "f32")
+    assert norm_sweep.applicable("s8k0", 1024, 32768, "bf16") and not norm_sweep.applicable("s8k0", 256, 65536, "f32")
