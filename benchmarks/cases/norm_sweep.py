@@ -83,11 +83,13 @@ VARIANTS = {
     "s8k16": {"stream": True, "stream_values": 8, "stream_kept": 16, "cache_hint": ""},
     "s8k0": {"stream": True, "stream_values": 8, "stream_kept": 0, "cache_hint": ""},
     "s8k48": {"stream": True, "stream_values": 8, "stream_kept": 48, "cache_hint": ""},
+    # f32: each chunk's exps replace its values (one ex2 per element); 24 in registers (32 spill)
+    "s8x": {"stream": True, "stream_values": 8, "stream_kept": 24, "stream_exps": True, "cache_hint": ""},
     "again": {},  # the default plan timed a second time, last: the run's own noise
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s8k16", "s8k0", "s8k48")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s8k16", "s8k0", "s8k48", "s8x")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -102,6 +104,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return 16384 < N <= 32768
     if name == "s8k48":  # 48 values in registers: 16-bit rows (f32 ones spill)
         return N > 32768 and dt in (None, "bf16", "f16")
+    if name == "s8x":  # exps in place of the values: f32 rows
+        return N > 16384 and dt in (None, "f32")
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name == "persist_b32":

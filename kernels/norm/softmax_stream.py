@@ -36,6 +36,7 @@ SMEM_LIMIT = 227 * 1024 - 2048  # sm_90's opt-in shared memory per block, less t
 class StreamPlan:
     row: RowPlan  # one row per block (rows = 1), onchip chunks: the first ``row.kept`` in registers
     ring: int  # shared-memory slots (of one chunk each) for the staged chunks of this row and the next
+    exps: bool = False  # f32 rows: the stats replace each chunk's values by their exps (one ex2 per element)
 
     @property
     def staged(self) -> int:
@@ -61,11 +62,15 @@ def plan_stream(
     ring: int = 0,
     sms: int = 0,
     cache_hint: str = "",
+    exps: bool = False,
 ) -> StreamPlan:
     """Rows of ``n`` elements over ``threads`` threads, in chunks of ``elems_per_thread`` values per thread;
     about ``kept_values`` values per thread (of the row's type) in registers, the rest staged; ``ring`` slots
     (0: as many as fit :data:`SMEM_LIMIT`, at most two per staged chunk); a persistent grid over ``sms`` SMs
-    (0: :data:`NUM_SMS`)."""
+    (0: :data:`NUM_SMS`). ``exps`` (f32 rows): each chunk's exps (to the running max after it) replace its values
+    in registers or in its slot, so the output scales them (one ``ex2`` per chunk) instead of recomputing them."""
+    if exps and elem_bytes != 4:
+        raise ValueError("stream plan: exps=True holds f32 exps in place of the values: f32 rows only")
     vecs = max(1, elems_per_thread // vec)
     chunk_cols = threads * vecs * vec
     chunks = -(-n // chunk_cols)
@@ -82,7 +87,7 @@ def plan_stream(
         raise ValueError(f"stream plan: ring={ring} must lie in ({staged}, {fit}] for {staged} staged chunks")
     row = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, persist=1, sms=sms or NUM_SMS,
                   cache=cache_hint)  # fmt: skip
-    return StreamPlan(row, ring if staged else 0)
+    return StreamPlan(row, ring if staged else 0, exps)
 
 
 def _butterfly(v, width, op):
@@ -152,6 +157,21 @@ def _read_slot(frag: RowFragments, c, staging, plan: StreamPlan, slot, fill):
     return v if mask is None else mask.select(v, fill)
 
 
+def _write_slot(frag: RowFragments, staging, plan: StreamPlan, slot, values):
+    """Overwrite this thread's vectors of ring slot ``slot`` (read back by this thread only: no barrier)."""
+    dst = frag.thr.partition_D(_slot(staging, plan, slot))
+    regs = fx.make_fragment_like(dst)
+    regs.store(values)
+    fx.copy(frag.tiled, regs, dst)
+
+
+def _output(v, chunk_max, big_m, inv_s):
+    """A chunk's softmax from its values ``v`` or, where ``chunk_max`` is given (exps plans), from its exps to it."""
+    if chunk_max is None:
+        return fx.exp2(v.to(fx.Float32) * LOG2E - big_m * LOG2E) * inv_s
+    return v * (fx.exp2((chunk_max - big_m) * LOG2E) * inv_s)
+
+
 def _load(frag: RowFragments, t, c, fill):
     """This thread's values of chunk ``c`` of ``t`` from global memory, the row checked (it may lie past the last:
     a next row that does not exist reads nothing); ``fill`` where nothing is read."""
@@ -165,7 +185,7 @@ def _load(frag: RowFragments, t, c, fill):
 def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
     """Softmax of rows ``block, block + grid, ...`` of ``A`` into ``C`` (the module docstring's schedule)."""
     p = plan.row
-    K, S, R, E = p.kept, plan.staged, plan.ring, plan.early
+    K, S, R, E, X = p.kept, plan.staged, plan.ring, plan.early, plan.exps
     staging = None
     if S:
         alloc = fx.SharedAllocator(static=False)
@@ -192,6 +212,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
             # what landed first first: the early staged chunks (copied during the last row's reduction), the kept
             # ones (loaded during its output), the other staged ones (copied last). Groups pending here: this
             # row's early copies, its others (where there are any), the next row's early ones (just started)
+            held, maxes = list(kept), [None] * (K + S)  # exps plans: each chunk's exps and the max they are to
             for c in [K + k for k in range(E)] + list(range(K)) + [K + k for k in range(E, S)]:
                 if fx.const_expr(c == K and E):
                     fx.nvvm.cp_async_wait_group(2 if S > E else 1)
@@ -202,19 +223,25 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
                 else:
                     x = _read_slot(frag, c, staging, plan, (base + c - K) % R, masked_min).to(fx.Float32)
                 m_new = fx.max(m, x.reduce("max"))
-                s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(fx.exp2(x * LOG2E - m_new * LOG2E))
+                e = fx.exp2(x * LOG2E - m_new * LOG2E)
+                s = s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e)
                 m = m_new
+                if fx.const_expr(X):
+                    maxes[c] = m_new
+                    if fx.const_expr(c < K):
+                        held[c] = e
+                    else:
+                        _write_slot(frag, staging, plan, (base + c - K) % R, e)
             big_m, s = max_sum_reduce(m, s, p, parity)
             inv_s = 1.0 / s
             nxt_kept = []
             for c in fx.range_constexpr(K):
-                x = kept[c].to(fx.Float32)
-                frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+                frag.store(C, c, _output(held[c], maxes[c], big_m, inv_s))
                 nxt_kept.append(_load(nxt, A, c, masked_min))  # this chunk's registers, refilled
             for k in fx.range_constexpr(S):
                 slot = (base + k) % R
-                x = _read_slot(frag, K + k, staging, plan, slot, masked_min).to(fx.Float32)
-                frag.store(C, K + k, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
+                v = _read_slot(frag, K + k, staging, plan, slot, masked_min)
+                frag.store(C, K + k, _output(v, maxes[K + k], big_m, inv_s))
                 if fx.const_expr(k < S - E):  # the slot is free: a later staged chunk of the next row
                     _copy_to_slot(nxt, A, K + E + k, staging, plan, slot)
             if fx.const_expr(S > E):
