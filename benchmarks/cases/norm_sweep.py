@@ -35,6 +35,8 @@ FEW = [(1, 8192, "bf16"), (32, 8192, "bf16"), (132, 8192, "bf16"), (132, 4096, "
 QUICK = [(1024, 32768, "bf16"), (65536, 512, "bf16"), (32, 8192, "bf16")]
 COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles for seconds
 
+# softmax's stream plan (kernels/norm/softmax_stream.py), chunks of 8 values per thread, no cache hint
+_S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -77,19 +79,21 @@ VARIANTS = {
     # loaded into each kept chunk's registers and staged slot as soon as this row's output frees them, and its
     # first staged chunks copied into spare slots while this row is reduced; chunks of 8 or 16 values per
     # thread, 32 or 16 values per thread in registers (the rest staged in a ring of shared-memory slots)
-    "s8": {"stream": True, "stream_values": 8, "stream_kept": 32, "cache_hint": ""},
-    "s8cs": {"stream": True, "stream_values": 8, "stream_kept": 32, "cache_hint": "cs"},
-    "s16": {"stream": True, "stream_values": 16, "stream_kept": 32, "cache_hint": ""},
-    "s8k16": {"stream": True, "stream_values": 8, "stream_kept": 16, "cache_hint": ""},
-    "s8k0": {"stream": True, "stream_values": 8, "stream_kept": 0, "cache_hint": ""},
-    "s8k48": {"stream": True, "stream_values": 8, "stream_kept": 48, "cache_hint": ""},
+    "s8": {**_S8, "stream_kept": 32},
+    "s8cs": {**_S8, "stream_kept": 32, "cache_hint": "cs"},
+    "s16": {**_S8, "stream_values": 16, "stream_kept": 32},
+    "s8k16": {**_S8, "stream_kept": 16},
+    "s8k0": {**_S8, "stream_kept": 0},
+    "s8k48": {**_S8, "stream_kept": 48},
     # f32: each chunk's exps replace its values (one ex2 per element); 24 in registers (32 spill)
-    "s8x": {"stream": True, "stream_values": 8, "stream_kept": 24, "stream_exps": True, "cache_hint": ""},
+    "s8x": {**_S8, "stream_kept": 24, "stream_exps": True},
+    # two streaming blocks of 512 threads per SM (half of the shared memory each): one's reduction, the other's loads
+    "s8b2": {**_S8, "stream_kept": 32, "stream_threads": 512, "stream_blocks": 2},
     "again": {},  # the default plan timed a second time, last: the run's own noise
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s8k16", "s8k0", "s8k48", "s8x")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s8k16", "s8k0", "s8k48", "s8x", "s8b2")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -106,6 +110,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N > 32768 and dt in (None, "bf16", "f16")
     if name == "s8x":  # exps in place of the values: f32 rows
         return N > 16384 and dt in (None, "f32")
+    if name == "s8b2":  # half of the shared memory: not 64K f32 (192 KB staged per block)
+        return N > 16384 and not (N > 32768 and dt == "f32")
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name == "persist_b32":
@@ -347,6 +353,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
 
 
 GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384]}
+GROUPS["long64"] = sorted(GROUPS["long32"], key=lambda s: (-s[1], s[2] != "f32"))  # 64K f32 first, then 64K bf16
 
 
 def _shapes(quick: bool) -> list[tuple]:

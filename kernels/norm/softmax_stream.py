@@ -30,6 +30,7 @@ from kernels.norm.norm_common import LOG2E, NUM_SMS, WARP, RowFragments, RowPlan
 __all__ = ["StreamPlan", "plan_stream", "stream_rows", "max_sum_reduce"]
 
 SMEM_LIMIT = 227 * 1024 - 2048  # sm_90's opt-in shared memory per block, less the reduction's partials
+SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (1 KB of it reserved per block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,12 +64,15 @@ def plan_stream(
     sms: int = 0,
     cache_hint: str = "",
     exps: bool = False,
+    blocks: int = 1,
 ) -> StreamPlan:
     """Rows of ``n`` elements over ``threads`` threads, in chunks of ``elems_per_thread`` values per thread;
     about ``kept_values`` values per thread (of the row's type) in registers, the rest staged; ``ring`` slots
     (0: as many as fit :data:`SMEM_LIMIT`, at most two per staged chunk); a persistent grid over ``sms`` SMs
     (0: :data:`NUM_SMS`). ``exps`` (f32 rows): each chunk's exps (to the running max after it) replace its values
-    in registers or in its slot, so the output scales them (one ``ex2`` per chunk) instead of recomputing them."""
+    in registers or in its slot, so the output scales them (one ``ex2`` per chunk) instead of recomputing them.
+    ``blocks``: persistent blocks per SM (2 of 512 threads: each gets half of the SM's shared memory, 64 registers
+    per thread), each streaming its own rows, so one block's reduction overlaps the other's memory traffic."""
     if exps and elem_bytes != 4:
         raise ValueError("stream plan: exps=True holds f32 exps in place of the values: f32 rows only")
     vecs = max(1, elems_per_thread // vec)
@@ -76,7 +80,8 @@ def plan_stream(
     chunks = -(-n // chunk_cols)
     kept = min(chunks, max(0, kept_values // (vecs * vec)))
     staged = chunks - kept
-    fit = SMEM_LIMIT // (chunk_cols * elem_bytes)
+    limit = min(SMEM_LIMIT, SMEM_PER_SM // blocks - 1024 - 2048)
+    fit = limit // (chunk_cols * elem_bytes)
     if staged > fit:
         raise ValueError(
             f"stream plan: {staged} staged chunks of {chunk_cols * elem_bytes} bytes do not fit in shared memory; "
@@ -85,7 +90,7 @@ def plan_stream(
     ring = ring or min(fit, 2 * staged)
     if staged and not staged < ring <= fit:
         raise ValueError(f"stream plan: ring={ring} must lie in ({staged}, {fit}] for {staged} staged chunks")
-    row = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, persist=1, sms=sms or NUM_SMS,
+    row = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, persist=blocks, sms=sms or NUM_SMS,
                   cache=cache_hint)  # fmt: skip
     return StreamPlan(row, ring if staged else 0, exps)
 
