@@ -89,11 +89,16 @@ VARIANTS = {
     "s8x": {**_S8, "stream_kept": 24, "stream_exps": True},
     # two streaming blocks of 512 threads per SM (half of the shared memory each): one's reduction, the other's loads
     "s8b2": {**_S8, "stream_kept": 32, "stream_threads": 512, "stream_blocks": 2},
+    "s16cs": {**_S8, "stream_values": 16, "stream_kept": 32, "cache_hint": "cs"},
+    # whole rows through the ring (where chunks + staged slots fit: not 64K f32): the kept chunks read into registers
+    # at a row's start, all of the next row copied then; swx: the kept chunks' exps in registers (computed once)
+    "sw": {**_S8, "stream_kept": 32, "stream_whole": True},
+    "swx": {**_S8, "stream_kept": 32, "stream_whole": True, "stream_exps": True},
     "again": {},  # the default plan timed a second time, last: the run's own noise
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s8k16", "s8k0", "s8k48", "s8x", "s8b2")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8b2", "sw", "swx")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -102,7 +107,7 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return False
     if name == "r3":
         return N >= 16384
-    if name in ("lr", "s8", "s8cs", "s16", "s8k16", "again"):
+    if name in ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "again"):
         return N > 16384
     if name == "s8k0":  # everything staged (64K f32, 256 KB, does not fit)
         return 16384 < N <= 32768
@@ -110,7 +115,7 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N > 32768 and dt in (None, "bf16", "f16")
     if name == "s8x":  # exps in place of the values: f32 rows
         return N > 16384 and dt in (None, "f32")
-    if name == "s8b2":  # half of the shared memory: not 64K f32 (192 KB staged per block)
+    if name in ("s8b2", "sw", "swx"):  # not 64K f32: 192 KB staged per block of 512; no room for whole rows
         return N > 16384 and not (N > 32768 and dt == "f32")
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384

@@ -65,7 +65,7 @@ LONG_ROWS: list = [
 # ``stream=True``: these options go to softmax_stream.plan_stream (under its names), the others are not used
 STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "threads", "stream_kept": "kept_values",
                   "ring": "ring", "sms": "sms", "cache_hint": "cache_hint", "stream_exps": "exps",
-                  "stream_blocks": "blocks"}  # fmt: skip
+                  "stream_blocks": "blocks", "stream_whole": "whole"}  # fmt: skip
 
 
 def plan_defaults(N: int, dtype_str: str) -> dict:
