@@ -66,6 +66,7 @@ LONG_ROWS: list = [
 STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "threads", "stream_kept": "kept_values",
                   "ring": "ring", "sms": "sms", "cache_hint": "cache_hint", "stream_exps": "exps",
                   "stream_blocks": "blocks", "stream_whole": "whole"}  # fmt: skip
+SHARED_OPTIONS = {"sms", "cache_hint"}  # options of both plan_stream and plan_rows
 
 
 def plan_defaults(N: int, dtype_str: str) -> dict:
@@ -84,7 +85,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
         with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
     )
     streamed = plan_options.pop("stream", False)  # the stream plan (softmax_stream), with its options
-    stream_options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if streamed and o in plan_options}
+    stream_options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if o in plan_options}
+    for o in STREAM_OPTIONS.keys() - SHARED_OPTIONS:  # the stream plan's own (left over when it is switched off)
+        plan_options.pop(o, None)
     light = plan_options.pop("light_reduce", False)
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
