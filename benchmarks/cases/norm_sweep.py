@@ -90,6 +90,9 @@ VARIANTS = {
     # two streaming blocks of 512 threads per SM (half of the shared memory each): one's reduction, the other's loads
     "s8b2": {**_S8, "stream_kept": 32, "stream_threads": 512, "stream_blocks": 2},
     "s16cs": {**_S8, "stream_values": 16, "stream_kept": 32, "cache_hint": "cs"},
+    # s8 with a ring of 5 (160 KB of shared memory, one chunk early): does the L1 left beside the ring matter (the
+    # kept chunks' loads go through it)? s8 takes 224 KB (28 KB of L1 left), s16 192 KB
+    "s8r5": {**_S8, "stream_kept": 32, "ring": 5},
     # whole rows through the ring (where chunks + staged slots fit: not 64K f32): the kept chunks read into registers
     # at a row's start, all of the next row copied then; swx: the kept chunks' exps in registers (computed once)
     "sw": {**_S8, "stream_kept": 32, "stream_whole": True},
@@ -98,7 +101,7 @@ VARIANTS = {
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8b2", "sw", "swx")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8b2", "sw", "swx", "s8r5")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -113,6 +116,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return 16384 < N <= 32768
     if name == "s8k48":  # 48 values in registers: 16-bit rows (f32 ones spill)
         return N > 32768 and dt in (None, "bf16", "f16")
+    if name == "s8r5":  # 64K f32 (4 staged chunks of 32 KB)
+        return N > 32768 and dt in (None, "f32")
     if name == "s8x":  # exps in place of the values: f32 rows
         return N > 16384 and dt in (None, "f32")
     if name in ("s8b2", "sw", "swx"):  # not 64K f32: 192 KB staged per block of 512; no room for whole rows
