@@ -98,10 +98,14 @@ VARIANTS = {
     "sw": {**_S8, "stream_kept": 32, "stream_whole": True},
     "swx": {**_S8, "stream_kept": 32, "stream_whole": True, "stream_exps": True},
     "again": {},  # the default plan timed a second time, last: the run's own noise
+    "before": {"before": True},  # softmax: the per-shape plans before the stream plan and the light reduction
+    # 64K bf16: persistent at chunks of 8 values (the whole schedule's chunks, the next row copied after the stats)
+    "p8lr": {"persist": 2, "elems_per_thread": 8, "light_reduce": True},
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8b2", "sw", "swx", "s8r5")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8b2", "sw", "swx", "s8r5",
+                "before", "p8lr")  # fmt: skip
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -115,6 +119,10 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
     if name == "s8k0":  # everything staged (64K f32, 256 KB, does not fit)
         return 16384 < N <= 32768
     if name == "s8k48":  # 48 values in registers: 16-bit rows (f32 ones spill)
+        return N > 32768 and dt in (None, "bf16", "f16")
+    if name == "before":
+        return N >= 16384
+    if name == "p8lr":
         return N > 32768 and dt in (None, "bf16", "f16")
     if name == "s8r5":  # 64K f32 (4 staged chunks of 32 KB)
         return N > 32768 and dt in (None, "f32")

@@ -51,14 +51,22 @@ FAST = "afn,contract"  # ex2.approx; x * log2e - m * log2e as one fma
 # rows of more than 512 threads reduce too slowly (1024 threads: 30% slower)
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
-# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2 and "margin")
 LONG_ROWS: list = [
     # 2048 x 16K bf16: a 64-register cap (ptxas schedules it better: 37.0 vs 39.5 us; 2 blocks per SM either way)
     ((12289, 24576, ("bf16", "f16")), {"max_registers": 64}),
     # 32K: in registers, 1024 threads x 32 values (each exp once), persistent with the next row prefetched
     ((24577, 49152, None), {"persist": 2, "register_limit": 32768, "max_row_threads": 1024}),
-    ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),  # 64K bf16: persistent, the whole next row prefetched
-    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),  # 64K f32: only a quarter of a row fits to prefetch: streaming
+    # 64K bf16: persistent, the whole next row prefetched; the light reduction (40.7 -> 39.9 us, two rounds)
+    ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2, "light_reduce": True}),
+    # 64K f32: the stream plan, chunks of 16 values, 32 in registers (41.3-43.3 -> 38.8-39.4 us, two rounds)
+    ((49153, 1 << 31, ("f32",)), {"stream": True, "stream_values": 16, "stream_kept": 32}),
+]
+# the rules before the stream plan and the light reduction (main at 039f7a2): ``before=True`` measures against them
+LONG_ROWS_BEFORE: list = [
+    *LONG_ROWS[:2],
+    ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),
+    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),  # only a quarter of a row fits to prefetch: streaming hints
 ]
 
 
@@ -67,22 +75,31 @@ STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "thread
                   "ring": "ring", "sms": "sms", "cache_hint": "cache_hint", "stream_exps": "exps",
                   "stream_blocks": "blocks", "stream_whole": "whole"}  # fmt: skip
 SHARED_OPTIONS = {"sms", "cache_hint"}  # options of both plan_stream and plan_rows
+# options that do not ask for a plan_rows plan: any other one given switches a stream default off
+NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "light_reduce", "shape_defaults", "max_registers"}
 
 
-def plan_defaults(N: int, dtype_str: str) -> dict:
-    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
-    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
+def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
+    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own (``before``:
+    under :data:`LONG_ROWS_BEFORE`)."""
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str)}
 
 
 def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options):
     """A launcher for softmax over rows of ``N`` elements of ``dtype_str`` (``M`` is not baked in).
 
     ``plan_options`` go to :func:`kernels.norm.norm_common.plan_rows` (``elems_per_thread``,
-    ``block_threads``, ``register_limit``...).
+    ``block_threads``, ``register_limit``...) or, with ``stream=True``, to
+    :func:`kernels.norm.softmax_stream.plan_stream` (:data:`STREAM_OPTIONS`); ``light_reduce``; ``before=True``:
+    the per-shape defaults of :data:`LONG_ROWS_BEFORE`. Options of a ``plan_rows`` plan (``persist``,
+    ``long_rows``...) without ``stream`` switch a stream default off: the caller gets the plan they describe.
     """
     del M  # the row count is a run-time argument
+    before = plan_options.pop("before", False)
+    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
+        plan_options["stream"] = False  # options of another plan (persist, long_rows...): not a stream default
     plan_options, kernel_options = split_options(
-        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
+        with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options)
     )
     streamed = plan_options.pop("stream", False)  # the stream plan (softmax_stream), with its options
     stream_options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if o in plan_options}

@@ -11,11 +11,15 @@ and the plans the benchmarks time at 32K/64K against the reference.
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 from _arrays import randn
 from norm_cases import ATOL, check_parity
 from test_softmax import check, run
 
+from kernels.norm.softmax_kernel import build_softmax_module
 from kernels.norm.softmax_stream import plan_stream
 
 # chunks of 64 threads x 8 values (512 columns): 2500 columns make 5 chunks, the last ragged
@@ -128,3 +132,32 @@ def test_sweep_times_the_stream_variants_on_softmax_long_rows_only():
     assert not norm_sweep.applicable("s8", 2048, 16384, "bf16", "softmax")
     assert norm_sweep.applicable("s8k48", 512, 65536, "bf16") and not norm_sweep.applicable("s8k48", 256, 65536, "f32")
     assert norm_sweep.applicable("s8k0", 1024, 32768, "bf16") and not norm_sweep.applicable("s8k0", 256, 65536, "f32")
+
+
+def test_long_row_defaults_and_the_plans_before():
+    from kernels.norm import softmax_kernel as sk
+
+    assert sk.plan_defaults(65536, "f32")["stream"] and sk.plan_defaults(65536, "bf16")["light_reduce"]
+    assert sk.plan_defaults(65536, "f32", before=True) == {**sk.PLAN_DEFAULTS, "cache_hint": "cs"}
+    assert sk.plan_defaults(65536, "bf16", before=True) == {**sk.PLAN_DEFAULTS, "persist": 2}
+    for n, dt in ((16384, "bf16"), (32768, "f32"), (32768, "bf16"), (8192, "f32")):  # the others: unchanged
+        assert sk.plan_defaults(n, dt) == sk.plan_defaults(n, dt, before=True)
+
+
+def test_options_of_another_plan_switch_the_stream_default_off(interpreter, tmp_path):
+    """64K f32 defaults to the stream plan; ``persist``/``long_rows`` ask for a plan_rows plan, which they get (only
+    the stream plan waits with a group of copies left pending: the next row's, in flight)."""
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    interpreter.setenv("COMPILE_ONLY", "1")
+    a = np.zeros((2, 65536), np.float32)
+
+    def ptx(**plan):
+        build_softmax_module(2, 65536, "f32", **plan)(a, a, 2)
+        (path,) = (tmp_path / "dump").glob("*/*.ptx")
+        text = path.read_text()
+        path.unlink()
+        return text
+
+    assert re.search(r"cp\.async\.wait_group\s+1;", ptx())  # the stream plan
+    assert not re.search(r"cp\.async\.wait_group\s+1;", ptx(persist=1, sms=1))  # the persistent onchip plan
+    assert "cp.async" not in ptx(long_rows="two_pass")
