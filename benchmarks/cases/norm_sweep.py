@@ -120,8 +120,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return 16384 < N <= 32768
     if name == "s8k48":  # 48 values in registers: 16-bit rows (f32 ones spill)
         return N > 32768 and dt in (None, "bf16", "f16")
-    if name == "before":
-        return N >= 16384
+    if name == "before":  # where the rules differ (64K)
+        return N > 32768
     if name == "p8lr":
         return N > 32768 and dt in (None, "bf16", "f16")
     if name == "s8r5":  # 64K f32 (4 staged chunks of 32 KB)
