@@ -16,8 +16,8 @@ import re
 import numpy as np
 import pytest
 from _arrays import randn
-from norm_cases import ATOL, check_parity
-from test_softmax import check, run
+from norm_cases import ATOL
+from test_softmax import check, check_gpu_matches_interpreter, run
 
 from kernels.norm.softmax_kernel import build_softmax_module
 from kernels.norm.softmax_stream import plan_stream
@@ -116,12 +116,7 @@ def test_softmax_stream_gpu(M, N, dtype, plan, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,dtype,plan", CPU_CASES, ids=CPU_IDS)
 def test_softmax_stream_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
-    a = randn((M, N), dtype, seed=7, scale=2.0)
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
-    gpu = run("cuda", a, dtype, **plan)
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
-    cpu = run("cpu", a, dtype, **plan)
-    check_parity(gpu, cpu, dtype)
+    check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch)
 
 
 def test_sweep_times_the_stream_variants_on_softmax_long_rows_only():
