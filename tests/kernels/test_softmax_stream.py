@@ -47,6 +47,8 @@ CPU_CASES = [
     (7, 2500, "f32", {**S64, "stream_kept": 0, "sms": 3, "stream_exps": True}),
     (5, 2500, "f32", {**S64, "stream_kept": 48, "sms": 2, "stream_exps": True}),
     (5, 4100, "bf16", {**S64, "stream_kept": 16, "sms": 2, "ring": 9, "stream_exps": True}),  # kept exps only
+    (3, 65535, "f32", {}),  # the 64K f32 default (the stream plan) on odd rows: 4-byte copies, the last chunk ragged
+    (133, 65536, "f32", {"sms": 1}),  # the default over one SM's block: 133 rows in a loop
     # the light reduction on the plans of softmax_kernel: in registers (rows of 4 warps), onchip, persistent
     (9, 2000, "f32", {"light_reduce": True, "block_threads": 512}),
     (3, 2500, "f32", {**ONCHIP, "light_reduce": True}),
@@ -135,7 +137,8 @@ def test_long_row_defaults_and_the_plans_before():
     assert sk.plan_defaults(65536, "f32")["stream"] and sk.plan_defaults(65536, "bf16")["light_reduce"]
     assert sk.plan_defaults(65536, "f32", before=True) == {**sk.PLAN_DEFAULTS, "cache_hint": "cs"}
     assert sk.plan_defaults(65536, "bf16", before=True) == {**sk.PLAN_DEFAULTS, "persist": 2}
-    for n, dt in ((16384, "bf16"), (32768, "f32"), (32768, "bf16"), (8192, "f32")):  # the others: unchanged
+    for n, dt in ((16384, "bf16"), (32768, "f32"), (32768, "bf16"), (8192, "f32"), (65537, "f32")):  # unchanged
+        # (f32 rows over 64K: the stream plan's ring does not hold their staged chunks)
         assert sk.plan_defaults(n, dt) == sk.plan_defaults(n, dt, before=True)
 
 
