@@ -159,3 +159,23 @@ def test_options_of_another_plan_switch_the_stream_default_off(interpreter, tmp_
     assert re.search(r"cp\.async\.wait_group\s+1;", ptx())  # the stream plan
     assert not re.search(r"cp\.async\.wait_group\s+1;", ptx(persist=1, sms=1))  # the persistent onchip plan
     assert "cp.async" not in ptx(long_rows="two_pass")
+
+
+def test_the_ftz_diagnostic_patches_only_the_kernels_compiled_inside(interpreter):
+    """``benchmarks.softmax_ftz_diag.ftz_exp2``: a measurement's kernels get ``ex2.approx.ftz.f32``, no other."""
+    from benchmarks.softmax_ftz_diag import ftz_exp2
+
+    interpreter.setenv("COMPILE_ONLY", "1")
+    interpreter.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    a = np.zeros((2, 4096), np.float32)
+
+    def ptx():
+        launcher = build_softmax_module(2, 4096, "f32")
+        launcher(a, a, 2)
+        return launcher._last[1].artifact.ptx
+
+    with ftz_exp2():
+        inside = ptx()
+    outside = ptx()
+    assert "ex2.approx.ftz.f32" in inside and "ex2.approx.f32" not in inside
+    assert "ex2.approx.f32" in outside and "ftz" not in outside
