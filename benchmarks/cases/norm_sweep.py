@@ -87,25 +87,18 @@ VARIANTS = {
     "s8k48": {**_S8, "stream_kept": 48},
     # f32: each chunk's exps replace its values (one ex2 per element); 24 in registers (32 spill)
     "s8x": {**_S8, "stream_kept": 24, "stream_exps": True},
-    # two streaming blocks of 512 threads per SM (half of the shared memory each): one's reduction, the other's loads
-    "s8b2": {**_S8, "stream_kept": 32, "stream_threads": 512, "stream_blocks": 2},
     "s16cs": {**_S8, "stream_values": 16, "stream_kept": 32, "cache_hint": "cs"},
     # s8 with a ring of 5 (160 KB of shared memory, one chunk early): does the L1 left beside the ring matter (the
     # kept chunks' loads go through it)? s8 takes 224 KB (28 KB of L1 left), s16 192 KB
     "s8r5": {**_S8, "stream_kept": 32, "ring": 5},
-    # whole rows through the ring (where chunks + staged slots fit: not 64K f32): the kept chunks read into registers
-    # at a row's start, all of the next row copied then; swx: the kept chunks' exps in registers (computed once)
-    "sw": {**_S8, "stream_kept": 32, "stream_whole": True},
-    "swx": {**_S8, "stream_kept": 32, "stream_whole": True, "stream_exps": True},
     "again": {},  # the default plan timed a second time, last: the run's own noise
     "before": {"before": True},  # softmax: the per-shape plans before the stream plan and the light reduction
-    # 64K bf16: persistent at chunks of 8 values (the whole schedule's chunks, the next row copied after the stats)
+    # 64K bf16: persistent at chunks of 8 values (those of round 2's whole-row schedule, since removed)
     "p8lr": {"persist": 2, "elems_per_thread": 8, "light_reduce": True},
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8b2", "sw", "swx", "s8r5",
-                "before", "p8lr")  # fmt: skip
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8r5", "before", "p8lr")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -128,8 +121,6 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N > 32768 and dt in (None, "f32")
     if name == "s8x":  # exps in place of the values: f32 rows
         return N > 16384 and dt in (None, "f32")
-    if name in ("s8b2", "sw", "swx"):  # not 64K f32: 192 KB staged per block of 512; no room for whole rows
-        return N > 16384 and not (N > 32768 and dt == "f32")
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
         return N > 16384
     if name == "persist_b32":

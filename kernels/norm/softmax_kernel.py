@@ -74,8 +74,7 @@ LONG_ROWS_BEFORE: list = [
 
 # ``stream=True``: these options go to softmax_stream.plan_stream (under its names), the others are not used
 STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "threads", "stream_kept": "kept_values",
-                  "ring": "ring", "sms": "sms", "cache_hint": "cache_hint", "stream_exps": "exps",
-                  "stream_blocks": "blocks", "stream_whole": "whole"}  # fmt: skip
+                  "ring": "ring", "sms": "sms", "cache_hint": "cache_hint", "stream_exps": "exps"}  # fmt: skip
 SHARED_OPTIONS = {"sms", "cache_hint"}  # options of both plan_stream and plan_rows
 # options that do not ask for a plan_rows plan: any other one given switches a stream default off
 NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "light_reduce", "shape_defaults", "max_registers"}

@@ -30,7 +30,6 @@ from kernels.norm.norm_common import LOG2E, NUM_SMS, WARP, RowFragments, RowPlan
 __all__ = ["StreamPlan", "plan_stream", "stream_rows", "max_sum_reduce"]
 
 SMEM_LIMIT = 227 * 1024 - 2048  # sm_90's opt-in shared memory per block, less the reduction's partials
-SMEM_PER_SM = 228 * 1024  # sm_90's shared memory per SM (1 KB of it reserved per block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +37,6 @@ class StreamPlan:
     row: RowPlan  # one row per block (rows = 1), onchip chunks: the first ``row.kept`` in registers
     ring: int  # shared-memory slots (of one chunk each) for the staged chunks of this row and the next
     exps: bool = False  # the stats replace kept chunks' values (and, f32 rows, staged ones') by their exps
-    whole: bool = False  # every chunk through the ring, all of the next row copied at this row's start
 
     @property
     def staged(self) -> int:
@@ -47,7 +45,7 @@ class StreamPlan:
     @property
     def early(self) -> int:
         """Staged chunks of the next row copied at the start of this one (into the spare slots)."""
-        return self.staged if self.whole else min(self.staged, self.ring - self.staged)
+        return min(self.staged, self.ring - self.staged)
 
     def staging_bytes(self, elem_bytes: int) -> int:
         return self.ring * self.row.chunk_cols * elem_bytes
@@ -65,42 +63,30 @@ def plan_stream(
     sms: int = 0,
     cache_hint: str = "",
     exps: bool = False,
-    blocks: int = 1,
-    whole: bool = False,
 ) -> StreamPlan:
     """Rows of ``n`` elements over ``threads`` threads, in chunks of ``elems_per_thread`` values per thread;
     about ``kept_values`` values per thread (of the row's type) in registers, the rest staged; ``ring`` slots
     (0: as many as fit :data:`SMEM_LIMIT`, at most two per staged chunk); a persistent grid over ``sms`` SMs
     (0: :data:`NUM_SMS`). ``exps``: each kept chunk's exps (to the running max after it; f32, in registers) replace
     its values, and f32 rows' staged chunks' exps their slot's values, so the output scales them (one ``ex2`` per
-    chunk) instead of recomputing them. ``whole``: where ``chunks + staged`` slots fit, every chunk of a row comes
-    through the ring: the kept ones are read into registers at the row's start, which frees their slots, and the
-    whole next row is copied at once, before this row's stats (:func:`_whole_rows`; else the ring of staged chunks).
-    ``blocks``: persistent blocks per SM (2 of 512 threads: each gets half of the SM's shared memory, 64 registers
-    per thread), each streaming its own rows, so one block's reduction overlaps the other's memory traffic."""
+    chunk) instead of recomputing them."""
     vecs = max(1, elems_per_thread // vec)
     chunk_cols = threads * vecs * vec
     chunks = -(-n // chunk_cols)
     kept = min(chunks, max(0, kept_values // (vecs * vec)))
     staged = chunks - kept
-    limit = min(SMEM_LIMIT, SMEM_PER_SM // blocks - 1024 - 2048)
-    fit = limit // (chunk_cols * elem_bytes)
+    fit = SMEM_LIMIT // (chunk_cols * elem_bytes)
     if staged > fit:
         raise ValueError(
             f"stream plan: {staged} staged chunks of {chunk_cols * elem_bytes} bytes do not fit in shared memory; "
             f"keep more values in registers (kept_values={kept_values})"
         )
-    whole = whole and kept > 0 and chunks + staged <= fit
-    if whole:
-        ring = ring or chunks + staged
-        if not chunks + staged <= ring <= fit:
-            raise ValueError(f"stream plan: ring={ring} must lie in [{chunks + staged}, {fit}] for whole rows")
     ring = ring or min(fit, 2 * staged)
-    if staged and not whole and not staged < ring <= fit:
+    if staged and not staged < ring <= fit:
         raise ValueError(f"stream plan: ring={ring} must lie in ({staged}, {fit}] for {staged} staged chunks")
-    row = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, persist=blocks, sms=sms or NUM_SMS,
+    row = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, persist=1, sms=sms or NUM_SMS,
                   cache=cache_hint)  # fmt: skip
-    return StreamPlan(row, ring if staged or whole else 0, exps, whole)
+    return StreamPlan(row, ring if staged else 0, exps)
 
 
 def _butterfly(v, width, op):
@@ -202,56 +188,6 @@ def _online(m, s, x):
     return m_new, s * fx.exp2((m - m_new) * LOG2E) + tree_sum(e), e
 
 
-def _whole_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
-    """The ``whole`` schedule: chunk ``c`` of the block's ``i``-th row lives in slot ``(i * chunks + c) % ring``.
-    At a row's start (its copies waited for) the kept chunks are read into registers; their slots and the spare ones
-    (``ring >= chunks + staged``) then hold all of the next row, copied at once, so the next row's reads overlap
-    all of this row's stats, reduction and output; the staged chunks stay in their slots until the output."""
-    p = plan.row
-    K, R, N = p.kept, plan.ring, p.chunks
-    X, XS = plan.exps, plan.exps and dtype.width == 32  # exps held: kept chunks; staged ones too (f32 rows)
-    alloc = fx.SharedAllocator(static=False)
-    staging = alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
-    step, first = fx.grid_dim.x, fx.block_idx.x
-    head = RowFragments(p, dtype, first, rows - first)
-    for c in fx.range_constexpr(N):
-        _copy_to_slot(head, A, c, staging, plan, c)
-    fx.nvvm.cp_async_commit_group()
-    base = fx.Int32(0)  # slot of this row's first chunk: (i * chunks) % ring for the block's i-th row
-    parity = fx.Int32(0)
-    for r in range(first, rows, step):
-        frag = RowFragments(p, dtype, r, rows - r)
-        nxt = RowFragments(p, dtype, r + step, rows - r - step)
-        fx.nvvm.cp_async_wait_group(0)  # this row's copies, started a row ago
-        held = [_read_slot(frag, c, staging, plan, (base + c) % R, masked_min) for c in range(K)]
-        for c in fx.range_constexpr(N):  # the next row: the kept chunks' slots (just read) and the spare ones
-            _copy_to_slot(nxt, A, c, staging, plan, (base + N + c) % R)
-        fx.nvvm.cp_async_commit_group()
-        with fx.fastmath(fastmath):
-            m = fx.Float32(masked_min)
-            s = fx.Float32(0.0)
-            maxes = [None] * N  # exps plans: the max each chunk's held exps are to
-            for c in fx.range_constexpr(N):
-                if fx.const_expr(c < K):
-                    x = held[c].to(fx.Float32)
-                else:
-                    x = _read_slot(frag, c, staging, plan, (base + c) % R, masked_min).to(fx.Float32)
-                m, s, e = _online(m, s, x)
-                if fx.const_expr(X and c < K):
-                    held[c], maxes[c] = e, m
-                if fx.const_expr(XS and c >= K):
-                    _write_slot(frag, staging, plan, (base + c) % R, e)
-                    maxes[c] = m
-            big_m, s = max_sum_reduce(m, s, p, parity)
-            inv_s = 1.0 / s
-            for c in fx.range_constexpr(N):
-                v = held[c] if c < K else _read_slot(frag, c, staging, plan, (base + c) % R, masked_min)
-                frag.store(C, c, _output(v, maxes[c], big_m, inv_s))
-        base = (base + N) % R
-        parity = 1 - parity
-    fx.nvvm.cp_async_wait_group(0)  # no copy (of a row past the last: zeros) outlives the block
-
-
 def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
     """Softmax of rows ``block, block + grid, ...`` of ``A`` into ``C`` (the module docstring's schedule)."""
     p = plan.row
@@ -320,11 +256,5 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
         fx.nvvm.cp_async_wait_group(0)  # no copy (of a row past the last: zeros) outlives the block
 
 
-# the row loops are run-time loops: the helpers' control flow is rewritten as a kernel body's is
-_ring_rows = ASTRewriter.transform(_stream_rows)
-_whole = ASTRewriter.transform(_whole_rows)
-
-
-def stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
-    """Softmax of the block's rows of ``A`` into ``C`` under ``plan`` (its ``whole`` schedule or the ring)."""
-    (_whole if plan.whole else _ring_rows)(plan, dtype, rows, A, C, masked_min, fastmath)
+# the row loop is a run-time loop: the helper's control flow is rewritten as a kernel body's is
+stream_rows = ASTRewriter.transform(_stream_rows)

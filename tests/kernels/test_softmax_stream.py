@@ -36,12 +36,6 @@ CPU_CASES = [
     (4, 2000, "f32", {**S32, "stream_kept": 16, "sms": 1, "ring": 4}),  # 1 kept, 3 staged
     (5, 4100, "bf16", {**S64, "stream_kept": 16, "sms": 2, "ring": 9}),  # 8 bf16 per access, 9 chunks, 7 staged
     (3, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "cache_hint": "cs"}),
-    (9, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "stream_blocks": 2}),  # 2 blocks per SM: a grid of 4
-    # whole rows through the ring: 2 kept + 3 staged (8 slots, then 9), all kept, bf16 (exps of the kept chunks)
-    (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "stream_whole": True}),
-    (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 1, "stream_whole": True, "ring": 9, "stream_exps": True}),
-    (4, 2500, "f32", {**S64, "stream_kept": 40, "sms": 1, "stream_whole": True, "stream_exps": True}),
-    (5, 4100, "bf16", {**S64, "stream_kept": 32, "sms": 2, "stream_whole": True, "stream_exps": True}),
     # exps in place of the values: in registers and in the slots (rescaled per chunk at the output)
     (5, 2500, "f32", {**S64, "stream_kept": 16, "sms": 2, "ring": 4, "stream_exps": True}),
     (7, 2500, "f32", {**S64, "stream_kept": 0, "sms": 3, "stream_exps": True}),
@@ -74,16 +68,6 @@ def test_stream_plan_shapes():
     assert (p.row.chunks, p.row.kept, p.staged, p.ring, p.early) == (8, 4, 4, 8, 4)
     with pytest.raises(ValueError, match="do not fit in shared memory"):
         plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=0)  # 256 KB staged
-    p = plan_stream(32768, 4, 4, elems_per_thread=8, kept_values=32, threads=512, blocks=2)  # half the smem each
-    assert (p.row.chunks, p.staged, p.ring, p.row.persist, p.row.block_threads) == (8, 4, 6, 2, 512)
-    # whole rows: bf16 64K, 8 chunks (4 kept) + 4 staged = 12 slots of 16 KB; 64K f32 needs 12 of 32 KB: the ring
-    p = plan_stream(65536, 2, 8, elems_per_thread=8, kept_values=32, whole=True)
-    assert (p.whole, p.ring, p.early, p.staging_bytes(2)) == (True, 12, 4, 12 * 16384)
-    assert not plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=32, whole=True).whole
-    p = plan_stream(32768, 4, 4, elems_per_thread=8, kept_values=32, whole=True)  # 32K f32: all kept, 4 slots
-    assert (p.whole, p.staged, p.ring) == (True, 0, 4)
-    with pytest.raises(ValueError, match="ring=5 must lie in"):
-        plan_stream(65536, 2, 8, elems_per_thread=8, kept_values=32, whole=True, ring=5)
     with pytest.raises(ValueError, match="ring=4 must lie in"):
         plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=32, ring=4)
 
@@ -99,9 +83,6 @@ GPU_CASES = [
     (100, 65536, "bf16", {**STREAM_64K, "stream_kept": 16}),
     (5, 70001, "f32", STREAM_64K),  # odd rows: scalar accesses, ragged last chunk
     (256, 65536, "f32", {**STREAM_64K, "stream_kept": 24, "stream_exps": True}),
-    (1024, 32768, "bf16", {**STREAM_64K, "stream_threads": 512, "stream_blocks": 2}),
-    (512, 65536, "bf16", {**STREAM_64K, "stream_whole": True, "stream_exps": True}),
-    (512, 32768, "f32", {**STREAM_64K, "stream_whole": True, "stream_exps": True}),
     (256, 65536, "f32", {"light_reduce": True}),
     (1024, 32768, "bf16", {"light_reduce": True}),
 ]
