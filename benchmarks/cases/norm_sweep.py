@@ -71,6 +71,15 @@ VARIANTS = {
     "p32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024},
     "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
+    # LayerNorm: two rows per block of 1024 threads, each thread the same columns of both, so each W and B chunk is
+    # read once for the two rows (rows of at most 128 KB, where both rows' staged chunks fit); no register cap
+    "pair": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0},
+    "pair_cs": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"},
+    "pair_k1": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "kept_values": 16},  # f32: 1 kept
+    # persistent: one pair-block per SM looping over pairs, the next pair's staged chunks copied in (cp.async)
+    # while this pair is written
+    "pair_p": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1},
+    "pair_pcs": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "cache_hint": "cs"},
 }
 
 
@@ -78,6 +87,8 @@ def applicable(name: str, M: int, N: int) -> bool:
     if name == "r3":
         return N >= 16384
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
+        return N > 16384
+    if name.startswith("pair"):
         return N > 16384
     if name == "persist_b32":
         return N > 32768

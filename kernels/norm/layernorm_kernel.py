@@ -14,6 +14,10 @@
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 * ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
   (count, mean, M2) partials merged through distributed shared memory (``norm_common``).
+* ``pair_rows=True`` (onchip rows of up to 128 KB: 64K bf16, 32K f32): two rows per block, each thread the
+  same columns of both; each W and B chunk is read once for the two rows (the long rows' weights are as many
+  L2 bytes as the row: paired, half of them), and one reduction serves both. With ``persist``: a persistent
+  grid over the pairs, the next pair's staged chunks copied in during this pair's output (``pair_rows.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from kernels.norm.norm_common import (
     defaults_for,
     each_row,
     finish_rows,
+    per_row,
     plan_rows,
     row_reduce,
     split_options,
@@ -35,6 +40,7 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
+from kernels.norm.pair_rows import each_pair
 
 __all__ = ["build_layernorm_module"]
 
@@ -63,7 +69,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     ``norm_common.plan_rows``."""
     dtype = DTYPES[dtype_str]
     plan_options, kernel_options = split_options(
-        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
+        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options), pairs=True
     )
     plan_options["weight_tensors"] = 2  # W and B
 
@@ -107,19 +113,30 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         # and ran 3% slower.
                         output(f, 0, x, mean, fx.rsqrt(m2 * (1.0 / N) + eps))
                 elif fx.const_expr(plan.onchip):
-                    (frag,) = groups
-                    stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
-                    held = []
+                    # one row, or two paired rows (``pair_rows``: each thread the same columns of both, so each
+                    # W and B chunk is read once for the two rows, and one reduction serves both)
+                    zero = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
+                    stats = [zero for _ in groups]
+                    held = [[] for _ in groups]
                     for batch in plan.batches():
-                        raws = [frag.fetch(X, c) for c in batch]  # the batch's loads, issued together
-                        for c, raw in zip(batch, raws):
-                            stats = combine_mean_m2(stats, chunk_stats(frag, raw.to(fx.Float32), c))
-                            held.append(frag.keep(c, raw))
+                        raws = [[f.fetch(X, c) for c in batch] for f in groups]  # the batch's loads, together
+                        for g, f in enumerate(groups):
+                            for c, raw in zip(batch, raws[g]):
+                                stats[g] = combine_mean_m2(stats[g], chunk_stats(f, raw.to(fx.Float32), c))
+                                held[g].append(f.keep(c, raw))
                     after_stats()
-                    _, mean, m2 = row_reduce(stats, combine_mean_m2, plan, frag.parity)
-                    rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
+                    red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
+                    means = red[1::3]
+                    rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
                     for c in fx.range_constexpr(plan.chunks):
-                        output(frag, c, frag.recall(c, held[c]).to(fx.Float32), mean, rstd)
+                        if fx.const_expr(len(groups) == 1):
+                            output(groups[0], c, groups[0].recall(c, held[0][c]).to(fx.Float32), means[0], rstds[0])
+                        else:  # W and B once; each row's values read back (converted) only as its turn comes
+                            w = groups[0].load(W, c, broadcast=True).to(fx.Float32)
+                            b = groups[0].load(B, c, broadcast=True).to(fx.Float32)
+                            for g, f in enumerate(groups):
+                                x = f.recall(c, held[g][c]).to(fx.Float32)
+                                f.store(Y, c, (x - means[g]) * rstds[g] * w + b)
                 else:
                     (frag,) = groups
                     stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
@@ -130,7 +147,10 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        each_row(plan, dtype, rows, (X,), row_body, (W, B))
+        if fx.const_expr(plan.persist and plan.iters > 1):
+            each_pair(plan, dtype, rows, (X,), row_body)  # paired rows, the next pair copied in during the output
+        else:
+            each_row(plan, dtype, rows, (X,), row_body, (W, B))
         finish_rows(plan)
 
     @flyc.jit

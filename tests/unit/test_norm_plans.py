@@ -225,3 +225,46 @@ def test_16k_half_rows_cap_registers_for_two_blocks_per_sm():
         for dt in ("bf16", "f16"):
             assert mod.plan_defaults(16384, dt)["max_registers"] == 64
         assert "max_registers" not in mod.plan_defaults(8192, "bf16")
+
+
+@pytest.mark.parametrize(
+    "n, eb, kw, vecs, chunks, kept, smem_kb",
+    [
+        (65536, 2, {}, 1, 8, 2, 192),  # 64K bf16: 8 values per thread and chunk, 2 kept and 6 staged per row
+        (32768, 4, {}, 2, 4, 2, 128),  # 32K f32: 2 kept and 2 staged per row
+        (32768, 4, {"kept_values": 16}, 2, 4, 1, 192),  # 1 kept, 3 staged per row
+        (32768, 2, {}, 1, 4, 2, 64),
+    ],
+)
+def test_paired_rows_share_a_block_and_each_have_their_own_slots(n, eb, kw, vecs, chunks, kept, smem_kb):
+    p = plan_rows(n, eb, vector_width(n, eb), pair_rows=True, **kw)
+    assert (p.iters, p.rows, p.threads, p.vecs, p.chunks, p.kept) == (2, 1, 1024, vecs, chunks, kept)
+    assert p.staging_bytes(eb) == 2 * p.slots * p.chunk_cols * eb == smem_kb * 1024 <= SMEM_BUDGET
+    assert p.batch * p.vecs * p.vec * 2 == 64  # load_values: the loads of a batch cover both rows
+    assert p.grid(7) == 4 and p.persist == 0  # two rows to a block; the last block's second row is past the end
+
+
+def test_rows_that_do_not_pair():
+    assert plan_rows(65536, 4, 4, pair_rows=True).iters == 1  # 64K f32: two rows' staging is 2 x 192 KB
+    assert plan_rows(65536, 2, 8, pair_rows=True, onchip_threads=512).iters == 1  # 7 of 8 chunks staged per row
+    assert plan_rows(8192, 2, 8, pair_rows=True).iters == 1  # rows in registers: no staging to pair
+    assert plan_rows(40000, 2, 2, pair_rows=True).iters == 1  # 4-byte accesses: a predicate per value
+    assert plan_rows(65536, 2, 8, pair_rows=False) == plan_rows(65536, 2, 8)
+
+
+def test_persistent_paired_rows_take_one_block_per_sm():
+    p = plan_rows(65536, 2, 8, pair_rows=True, persist=2)
+    assert (p.iters, p.persist, p.prefetch, p.weights) == (2, 1, 0, 0)
+    assert p.grid(512) == NUM_SMS and p.grid(7) == 4 and p.func_attrs == {"min_blocks_per_sm": 1}
+    assert plan_rows(65536, 2, 8, pair_rows=True, persist=2, weights_smem=True, weight_tensors=2).weights == 0
+
+
+def test_only_layernorm_pairs_rows():
+    from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
+    from kernels.norm.softmax_kernel import build_softmax_module
+
+    with pytest.raises(ValueError, match="only LayerNorm pairs rows"):
+        build_softmax_module(0, 65536, "bf16", pair_rows=True)
+    with pytest.raises(ValueError, match="only LayerNorm pairs rows"):
+        build_rmsnorm_module(65536, "bf16", pair_rows=True)
+    assert norm_sweep.applicable("pair", 512, 65536) and not norm_sweep.applicable("pair_p", 2048, 16384)

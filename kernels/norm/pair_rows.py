@@ -1,0 +1,102 @@
+"""Paired rows on a persistent grid (``pair_rows=True`` with ``persist``): the loop over a block's row pairs.
+
+A paired onchip plan (:func:`norm_common.plan_rows` with ``pair_rows``: ``iters=2``) gives each thread the same
+columns of two rows, so a kernel reads each weight chunk once for both (LayerNorm: W and B are as many bytes as
+the row; paired, the L2 serves half of them). Its two rows fill an SM (64K bf16 or 32K f32: 2 x 128 KB, a
+chunk of each row in registers and the rest staged in shared memory), so a second block cannot cover one
+block's reduction and its ramp-up. Persistent, each block loops over pairs ``p = block, block + grid, ...``
+(rows ``2p`` and ``2p + 1``) and the next pair's staged chunks are copied in by ``cp.async`` *while this pair
+is written*: once a thread has stored its values of chunk ``c`` (read back from that chunk's slot), it starts
+the copy of the next pair's chunk ``c`` into the same slot. Each thread copies and reads back only its own
+vectors, and its store of chunk ``c`` consumes what it read from the slot before the copy that overwrites the
+slot is issued, so no barrier is needed. The kept chunks (registers) are loaded from global memory at the top
+of each iteration, beside the copies still in flight; then the thread waits for its copies.
+"""
+
+from __future__ import annotations
+
+import flydsl.expr as fx
+from flydsl.compiler.ast_rewriter import ASTRewriter
+from kernels.norm.norm_common import RowFragments, RowPlan, staging_buffer
+
+__all__ = ["PairFragments", "each_pair"]
+
+
+class PairFragments(RowFragments):
+    """One row of a pair: :class:`RowFragments` whose staged chunks arrive in their slots by ``cp.async``
+    (started by :meth:`copy_staged`: the first pair before the loop, later ones by the previous pair's
+    :meth:`store`) and whose kept chunks are loaded by :meth:`start`; ``next_row`` is this row's successor in the
+    block's next pair (the same slots), ``None`` for a row whose successor the caller copies itself."""
+
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging, parity, check_row, next_row=None):
+        super().__init__(plan, dtype, row0, rows_left, staging, parity=parity, check_row=check_row)
+        self.next_row = next_row
+        self.source = None
+        self.kept_values = []
+
+    def start(self, t):
+        """Issue this row's loads of its kept chunks of ``t`` (the tensor its staged copies read too)."""
+        self.source = t
+        self.kept_values = [self.load(t, c) for c in range(self.plan.kept)]
+
+    def copy_staged(self, t, c):
+        """Start copying this row's chunk ``c`` of ``t`` into its slot (one ``cp.async`` group); a row past the
+        last copies zeros."""
+        p = self.plan
+        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
+        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
+        src = thr.partition_S(self._view(t, c))
+        base = self.staging + p.slot(c) * (p.rows * p.chunk_cols)
+        dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
+        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+        fx.nvvm.cp_async_commit_group()
+
+    def fetch(self, t, c=0, fill=None, region=0):
+        p = self.plan
+        v = self.kept_values[c] if c < p.kept else self._from_slot(c)  # copies waited for by each_pair
+        mask = self.lane_mask(c)
+        if fill is not None and mask is not None:
+            v = mask.select(v, fill)
+        return v
+
+    def keep(self, c, values, fetched=True):
+        return values if c < self.plan.kept else None  # a staged chunk is in its slot already
+
+    def store(self, t, c, values):
+        super().store(t, c, values)
+        if c >= self.plan.kept and self.next_row is not None:
+            self.next_row.copy_staged(self.source, c)  # this slot's values are consumed: refill it
+
+
+def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body):
+    """Run ``row_body(groups, after_stats)`` over the block's row pairs (``groups``: the pair's two
+    :class:`PairFragments`; ``after_stats`` does nothing), the next pair's staged chunks of ``inputs[0]`` copied
+    during this pair's output (module docstring)."""
+    x = inputs[0]
+    staging = staging_buffer(plan, dtype)
+    slots = plan.slots * plan.rows * plan.chunk_cols  # elements of one row's slots
+    bufs = [staging, staging + slots]
+    first, step = fx.block_idx.x, fx.grid_dim.x
+    for g in fx.range_constexpr(2):
+        r = first * 2 + g
+        head = PairFragments(plan, dtype, r, rows - r, bufs[g], 0, True)
+        for c in fx.range_constexpr(plan.kept, plan.chunks):
+            head.copy_staged(x, c)
+    parity = fx.Int32(0)
+    for p in range(first, (rows + 1) // 2, step):
+        groups = []
+        for g in fx.range_constexpr(2):
+            r = p * 2 + g
+            nr = r + step * 2
+            nxt = PairFragments(plan, dtype, nr, rows - nr, bufs[g], 1 - parity, True)
+            groups.append(PairFragments(plan, dtype, r, rows - r, bufs[g], parity, g > 0, nxt))
+        for f in groups:
+            f.start(x)
+        fx.nvvm.cp_async_wait_group(0)  # this pair's staged chunks (copied during the previous pair's output)
+        row_body(groups, lambda: None)
+        parity = 1 - parity
+    fx.nvvm.cp_async_wait_group(0)  # the last copies (of no row: zeros) land before the block exits
+
+
+# the pair loop is a run-time loop: the helper's control flow is rewritten as a kernel body's is
+each_pair = ASTRewriter.transform(_each_pair)
