@@ -128,12 +128,18 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
                     means = red[1::3]
                     rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
-                    for c in fx.range_constexpr(plan.chunks):
-                        if fx.const_expr(len(groups) == 1):
+                    if fx.const_expr(len(groups) == 1):
+                        for c in fx.range_constexpr(plan.chunks):
                             output(groups[0], c, groups[0].recall(c, held[0][c]).to(fx.Float32), means[0], rstds[0])
-                        else:  # W and B once; each row's values read back (converted) only as its turn comes
-                            w = groups[0].load(W, c, broadcast=True).to(fx.Float32)
-                            b = groups[0].load(B, c, broadcast=True).to(fx.Float32)
+                    else:
+                        # W and B once per chunk for both rows, loaded a chunk ahead: a store to Y may alias W and
+                        # B for all the compiler knows, so a load after it waits; with one block per SM nothing
+                        # would cover that latency. Each row's values read back (converted) only as its turn comes.
+                        wb = [f.load(t, 0, broadcast=True) for f in groups[:1] for t in (W, B)]
+                        for c in fx.range_constexpr(plan.chunks):
+                            w, b = (v.to(fx.Float32) for v in wb)
+                            if fx.const_expr(c + 1 < plan.chunks):
+                                wb = [groups[0].load(t, c + 1, broadcast=True) for t in (W, B)]
                             for g, f in enumerate(groups):
                                 x = f.recall(c, held[g][c]).to(fx.Float32)
                                 f.store(Y, c, (x - means[g]) * rstds[g] * w + b)

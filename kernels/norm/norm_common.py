@@ -294,8 +294,8 @@ def plan_rows(
     block instead of once per row: the L2 serves the rows' own traffic too).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
     ``pair_rows`` (onchip rows, accesses of 8 bytes or more): each block holds two rows, every thread the same
-    columns of both (``iters=2``; chunks of ``elems_per_thread / 4`` values per thread and row, ``kept_values / 2``
-    of each row kept in registers, the rest of each row in its own staged slots, loads in batches of
+    columns of both (``iters=2``; chunks of one access per thread and row, ``kept_values / 2`` values of each row
+    kept in registers, the rest of each row in its own staged slots, loads in batches of
     ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
     two rows' staged chunks do not fit :data:`SMEM_BUDGET`, the plan is not paired. With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
@@ -337,9 +337,9 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
     if narrow:
         threads, kept_values = min(threads, 512), min(kept_values, 16)
     for pair in (2, 1) if pair_rows and not narrow else (1,):
-        # paired rows: a quarter of the values per chunk and row (chunks of 8 values at 1024 threads: each
-        # converted chunk of the two rows fits the 64 registers), the kept values shared by the two rows
-        vecs, kept_for = (max(1, vecs_target // 4), kept_values // 2) if pair > 1 else (vecs_target, kept_values)
+        # paired rows: chunks of one access per thread and row (at 1024 threads, both rows' values of a chunk, W and
+        # B of this chunk and the next fit the 64 registers), the kept values shared by the two rows
+        vecs, kept_for = (1, kept_values // 2) if pair > 1 else (vecs_target, kept_values)
         chunks = -(-n_vecs // (threads * vecs))
         kept = min(chunks, max(1, kept_for // (vecs * vec)))
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
@@ -415,11 +415,8 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(
-        self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=(), check_row=False
-    ):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=()):
         self.plan = plan
-        self.check_row = check_row  # a block's row group that may lie past the last row (``pred`` checks it)
         self.weights = weights  # persistent plans with ``plan.weights``: the weight tensors held in shared memory
         self.dtype = dtype
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
@@ -455,7 +452,7 @@ class RowFragments:
         them where only the row can be out of bounds and ``rows_checked``: a prefetch of a row past the last)."""
         p = self.plan
         if p.rows == 1 and not p.ragged:
-            return self.rows_left > 0 if rows_checked or self.check_row else None
+            return self.rows_left > 0 if rows_checked else None
         pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
         cols_left = p.n - c * p.chunk_cols if self.col0 is None else p.n - self.col0
         for i in fx.range_constexpr(fx.size(pred)):
@@ -581,8 +578,8 @@ def staging_buffer(plan: RowPlan, dtype):
 
 def row_groups(plan: RowPlan, dtype, rows):
     """The RowFragments of each of the block's ``plan.iters`` row groups (one staging buffer, each group its own
-    slots: paired onchip rows; cluster plans: this block's slice of its cluster's row). Groups after the first
-    may lie past the last row (their accesses are predicated on it)."""
+    slots: paired onchip rows; cluster plans: this block's slice of its cluster's row). A group of one row past
+    the last row is the last row again; groups of several rows predicate their accesses on the row count."""
     if plan.cluster > 1:
         bid = fx.block_idx.x
         row0 = bid // plan.cluster
@@ -591,8 +588,10 @@ def row_groups(plan: RowPlan, dtype, rows):
     out = []
     for i in fx.range_constexpr(plan.iters):
         row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
+        if plan.rows == 1 and i > 0:  # past the last row: the last row again (the same values stored twice),
+            row0 = fx.min(row0, rows - 1)  # not a predicate on every access (a branch around every store)
         base = staging + i * plan.slots * plan.rows * plan.chunk_cols if plan.slots and i else staging
-        out.append(RowFragments(plan, dtype, row0, rows - row0, base, check_row=i > 0))
+        out.append(RowFragments(plan, dtype, row0, rows - row0, base))
     return out
 
 

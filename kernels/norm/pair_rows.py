@@ -23,13 +23,15 @@ __all__ = ["PairFragments", "each_pair"]
 
 
 class PairFragments(RowFragments):
-    """One row of a pair: :class:`RowFragments` whose staged chunks arrive in their slots by ``cp.async``
-    (started by :meth:`copy_staged`: the first pair before the loop, later ones by the previous pair's
-    :meth:`store`) and whose kept chunks are loaded by :meth:`start`; ``next_row`` is this row's successor in the
-    block's next pair (the same slots), ``None`` for a row whose successor the caller copies itself."""
+    """Row ``group`` (0 or 1) of a pair: :class:`RowFragments` whose staged chunks arrive in their slots by
+    ``cp.async`` (:meth:`copy_staged`: the first pair's before the loop, later pairs' from the previous pair's
+    :meth:`store`) and whose kept chunks are loaded by :meth:`start`. ``next_row``: this row's successor in the
+    block's next pair (the same slots). Every pair commits one copy group per staged chunk and row, chunk by chunk
+    and row A before row B, so :meth:`fetch` knows how many younger groups may still be in flight."""
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging, parity, check_row, next_row=None):
-        super().__init__(plan, dtype, row0, rows_left, staging, parity=parity, check_row=check_row)
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging, parity, group, next_row=None):
+        super().__init__(plan, dtype, row0, rows_left, staging, parity=parity)
+        self.group = group
         self.next_row = next_row
         self.source = None
         self.kept_values = []
@@ -40,8 +42,8 @@ class PairFragments(RowFragments):
         self.kept_values = [self.load(t, c) for c in range(self.plan.kept)]
 
     def copy_staged(self, t, c):
-        """Start copying this row's chunk ``c`` of ``t`` into its slot (one ``cp.async`` group); a row past the
-        last copies zeros."""
+        """Start copying this row's chunk ``c`` of ``t`` into its slot (one ``cp.async`` group); nothing is read
+        where the pair lies past the last row (the slot gets zeros)."""
         p = self.plan
         atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
         thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
@@ -53,7 +55,11 @@ class PairFragments(RowFragments):
 
     def fetch(self, t, c=0, fill=None, region=0):
         p = self.plan
-        v = self.kept_values[c] if c < p.kept else self._from_slot(c)  # copies waited for by each_pair
+        if c < p.kept:
+            v = self.kept_values[c]
+        else:  # wait for this chunk's copy only: the groups committed after it may stay in flight
+            fx.nvvm.cp_async_wait_group(2 * (p.chunks - 1 - c) + 1 - self.group)
+            v = self._from_slot(c)
         mask = self.lane_mask(c)
         if fill is not None and mask is not None:
             v = mask.select(v, fill)
@@ -68,31 +74,35 @@ class PairFragments(RowFragments):
             self.next_row.copy_staged(self.source, c)  # this slot's values are consumed: refill it
 
 
+def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None):
+    """The two :class:`PairFragments` of pair ``p`` (rows ``2p`` and ``2p + 1``; a second row past the last is
+    the last row again: the same values stored twice, no predicate on every access). ``rows_left`` counts from the
+    pair's first row, so a pair past the last row reads nothing."""
+    out = []
+    for g in range(2):
+        r = p * 2 + g
+        r = fx.min(r, rows - 1) if g else r
+        out.append(PairFragments(plan, dtype, r, rows - p * 2, bufs[g], parity, g, nxt[g] if nxt else None))
+    return out
+
+
 def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body):
     """Run ``row_body(groups, after_stats)`` over the block's row pairs (``groups``: the pair's two
     :class:`PairFragments`; ``after_stats`` does nothing), the next pair's staged chunks of ``inputs[0]`` copied
     during this pair's output (module docstring)."""
     x = inputs[0]
     staging = staging_buffer(plan, dtype)
-    slots = plan.slots * plan.rows * plan.chunk_cols  # elements of one row's slots
-    bufs = [staging, staging + slots]
+    bufs = [staging, staging + plan.slots * plan.rows * plan.chunk_cols]  # each row its own slots
     first, step = fx.block_idx.x, fx.grid_dim.x
-    for g in fx.range_constexpr(2):
-        r = first * 2 + g
-        head = PairFragments(plan, dtype, r, rows - r, bufs[g], 0, True)
-        for c in fx.range_constexpr(plan.kept, plan.chunks):
-            head.copy_staged(x, c)
+    head = _pair(plan, dtype, rows, first, bufs, 0)
+    for c in fx.range_constexpr(plan.kept, plan.chunks):
+        for h in head:
+            h.copy_staged(x, c)
     parity = fx.Int32(0)
     for p in range(first, (rows + 1) // 2, step):
-        groups = []
-        for g in fx.range_constexpr(2):
-            r = p * 2 + g
-            nr = r + step * 2
-            nxt = PairFragments(plan, dtype, nr, rows - nr, bufs[g], 1 - parity, True)
-            groups.append(PairFragments(plan, dtype, r, rows - r, bufs[g], parity, g > 0, nxt))
+        groups = _pair(plan, dtype, rows, p, bufs, parity, _pair(plan, dtype, rows, p + step, bufs, 1 - parity))
         for f in groups:
             f.start(x)
-        fx.nvvm.cp_async_wait_group(0)  # this pair's staged chunks (copied during the previous pair's output)
         row_body(groups, lambda: None)
         parity = 1 - parity
     fx.nvvm.cp_async_wait_group(0)  # the last copies (of no row: zeros) land before the block exits

@@ -230,9 +230,9 @@ def test_16k_half_rows_cap_registers_for_two_blocks_per_sm():
 @pytest.mark.parametrize(
     "n, eb, kw, vecs, chunks, kept, smem_kb",
     [
-        (65536, 2, {}, 1, 8, 2, 192),  # 64K bf16: 8 values per thread and chunk, 2 kept and 6 staged per row
-        (32768, 4, {}, 2, 4, 2, 128),  # 32K f32: 2 kept and 2 staged per row
-        (32768, 4, {"kept_values": 16}, 2, 4, 1, 192),  # 1 kept, 3 staged per row
+        (65536, 2, {}, 1, 8, 2, 192),  # 64K bf16: one access (8 values) per thread, chunk and row; 2 kept, 6 staged
+        (32768, 4, {}, 1, 8, 4, 128),  # 32K f32: 4 values per chunk, 4 kept and 4 staged per row
+        (32768, 4, {"kept_values": 16}, 1, 8, 2, 192),  # 2 kept, 6 staged per row
         (32768, 2, {}, 1, 4, 2, 64),
     ],
 )
