@@ -119,12 +119,16 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     stats = [zero for _ in groups]
                     held = [[] for _ in groups]
                     for batch in plan.batches():
-                        raws = [[f.fetch(X, c) for c in batch] for f in groups]  # the batch's loads, together
-                        for g, f in enumerate(groups):
-                            for c, raw in zip(batch, raws[g]):
-                                stats[g] = combine_mean_m2(stats[g], chunk_stats(f, raw.to(fx.Float32), c))
-                                held[g].append(f.keep(c, raw))
+                        # the batch's loads together; chunk by chunk, each chunk of both rows (a persistent pair's
+                        # kept chunks of the second row are then used, so loaded, as early as the first row's)
+                        raws = {(g, c): f.fetch(X, c) for c in batch for g, f in enumerate(groups)}
+                        for c in batch:
+                            for g, f in enumerate(groups):
+                                stats[g] = combine_mean_m2(stats[g], chunk_stats(f, raws[g, c].to(fx.Float32), c))
+                                held[g].append(f.keep(c, raws[g, c]))
                     after_stats()
+                    if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunk in flight through the reduction
+                        wb = [groups[0].load(t, 0, broadcast=True) for t in (W, B)]
                     red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
                     means = red[1::3]
                     rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
@@ -135,7 +139,6 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         # W and B once per chunk for both rows, loaded a chunk ahead: a store to Y may alias W and
                         # B for all the compiler knows, so a load after it waits; with one block per SM nothing
                         # would cover that latency. Each row's values read back (converted) only as its turn comes.
-                        wb = [f.load(t, 0, broadcast=True) for f in groups[:1] for t in (W, B)]
                         for c in fx.range_constexpr(plan.chunks):
                             w, b = (v.to(fx.Float32) for v in wb)
                             if fx.const_expr(c + 1 < plan.chunks):

@@ -34,12 +34,16 @@ class PairFragments(RowFragments):
         self.group = group
         self.next_row = next_row
         self.source = None
-        self.kept_values = []
+        self.kept_values = {}  # chunk -> this row's values (loaded by the previous pair's output, or load_kept)
 
-    def start(self, t):
-        """Issue this row's loads of its kept chunks of ``t`` (the tensor its staged copies read too)."""
-        self.source = t
-        self.kept_values = [self.load(t, c) for c in range(self.plan.kept)]
+    def load_kept(self, t, c):
+        """Load this row's kept chunk ``c`` of ``t`` into registers (nothing where the pair lies past the last
+        row: its values are never used)."""
+        src = self.thr.partition_S(self._view(t, c))
+        regs = fx.make_fragment_like(src)
+        fx.copy(self.tiled, src, regs, pred=self.pred(c, rows_checked=True))
+        self.kept_values[c] = regs.load()
+        return self.kept_values[c]
 
     def copy_staged(self, t, c):
         """Start copying this row's chunk ``c`` of ``t`` into its slot (one ``cp.async`` group); nothing is read
@@ -55,6 +59,7 @@ class PairFragments(RowFragments):
 
     def fetch(self, t, c=0, fill=None, region=0):
         p = self.plan
+        self.source = t
         if c < p.kept:
             v = self.kept_values[c]
         else:  # wait for this chunk's copy only: the groups committed after it may stay in flight
@@ -98,12 +103,17 @@ def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body):
     for c in fx.range_constexpr(plan.kept, plan.chunks):
         for h in head:
             h.copy_staged(x, c)
+    kept = [h.load_kept(x, c) for c in range(plan.kept) for h in head]  # carried: each pair's kept chunks
     parity = fx.Int32(0)
     for p in range(first, (rows + 1) // 2, step):
-        groups = _pair(plan, dtype, rows, p, bufs, parity, _pair(plan, dtype, rows, p + step, bufs, 1 - parity))
-        for f in groups:
-            f.start(x)
-        row_body(groups, lambda: None)
+        nxt = _pair(plan, dtype, rows, p + step, bufs, 1 - parity)
+        groups = _pair(plan, dtype, rows, p, bufs, parity, nxt)
+        for i, v in enumerate(kept):
+            groups[i % 2].kept_values[i // 2] = v
+        row_body(groups, lambda: None)  # its stores copy the next pair's staged chunks in
+        # the next pair's kept chunks: issued here, before the next iteration's waits for its copies (loaded at
+        # the top of an iteration, ptxas sinks the second row's loads below those waits)
+        kept = [n.load_kept(x, c) for c in range(plan.kept) for n in nxt]
         parity = 1 - parity
     fx.nvvm.cp_async_wait_group(0)  # the last copies (of no row: zeros) land before the block exits
 

@@ -102,9 +102,10 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
 
 
 def test_layernorm_pair_rows_ptx_reads_weights_once_per_pair(interpreter, tmp_path):
-    """64K bf16 paired (1024 threads, 8 chunks of 8 values per thread and row, 2 kept): X's kept chunks loaded,
-    its 6 staged ones per row copied by cp.async (the first pair before the loop, the next during the output),
-    W and B read once per chunk for both rows; one barrier (both rows' statistics reduced together)."""
+    """64K bf16 paired (1024 threads, 8 chunks of 8 values per thread and row, 2 kept): X's 2 kept chunks per row
+    loaded (the first pair's before the loop, the next pair's at the end of each iteration), its 6 staged ones per
+    row copied by cp.async (the first pair's before the loop, the next pair's during the output), W and B read
+    once per chunk for both rows; one barrier (both rows' statistics reduced together)."""
     interpreter.setenv("FLYDSL_DUMP_IR", "1")
     interpreter.setenv("COMPILE_ONLY", "1")
     x = full((64, 65536), 0, "bf16", "cpu")
@@ -112,7 +113,7 @@ def test_layernorm_pair_rows_ptx_reads_weights_once_per_pair(interpreter, tmp_pa
         x, x[0], x[1], x, 64
     )
     (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
-    assert ptx.count("ld.global.v4.b32") == 2 * 2 + 2 * 8 and ptx.count("st.global.v4.b32") == 2 * 8, ptx
+    assert ptx.count("ld.global.v4.b32") == 2 * (2 * 2) + 2 * 8 and ptx.count("st.global.v4.b32") == 2 * 8, ptx
     assert ptx.count("cp.async.cg.shared.global") == 2 * 2 * 6 and ptx.count("bar.sync") == 1
     assert ".reqntid 1024, 1, 1" in ptx and ".local" not in ptx
 
