@@ -79,8 +79,10 @@ VARIANTS = {
     # while this pair is written
     "pair_p": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1},
     "pair_pcs": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "cache_hint": "cs"},
-    # 8 values of each row kept in registers, not 16 (f32: 2 chunks of 4; bf16 then needs 224 KB: not paired)
+    # fewer values of each row kept in registers, more staged: 8 (f32: 2 chunks of 4, 192 KB; bf16: 1 chunk of 8,
+    # 224 KB), 4 (f32: 1 chunk, 224 KB)
     "pair_pk8": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "kept_values": 16},
+    "pair_pk4": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "kept_values": 8},
 }
 
 
@@ -329,7 +331,8 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
     return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
 
 
-GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384]}
+GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384],
+          "rows128k": [s for s in LONG if s[1] * (4 if s[2] == "f32" else 2) == 131072]}  # fmt: skip
 
 
 def _shapes(quick: bool) -> list[tuple]:

@@ -45,6 +45,7 @@ __all__ = [
     "finish_rows",
     "staging_buffer",
     "SMEM_BUDGET",
+    "PAIR_SMEM_BUDGET",
     "NUM_SMS",
     "vector_width",
     "RowFragments",
@@ -195,6 +196,7 @@ class RowPlan:
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
+PAIR_SMEM_BUDGET = 224 * 1024  # paired rows: a block alone on its SM (its reduction's partials take 1.5 KB more)
 # threads an SM holds at 64 registers each (65536 registers): the row kernels take 33-64, so no more fit
 THREADS_PER_SM = 1024
 NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
@@ -297,7 +299,7 @@ def plan_rows(
     columns of both (``iters=2``; chunks of one access per thread and row, ``kept_values / 2`` values of each row
     kept in registers, the rest of each row in its own staged slots, loads in batches of
     ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
-    two rows' staged chunks do not fit :data:`SMEM_BUDGET`, the plan is not paired. With ``persist``: a
+    two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired. With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
     (``pair_rows.py``).
     """
@@ -343,7 +345,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         chunks = -(-n_vecs // (threads * vecs))
         kept = min(chunks, max(1, kept_for // (vecs * vec)))
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
-        if pair == 1 or 0 < pair * staged <= SMEM_BUDGET:  # both rows' staged chunks fit
+        if pair == 1 or 0 < pair * staged <= PAIR_SMEM_BUDGET:  # both rows' staged chunks fit
             break
     while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cases import norm_sweep
-from kernels.norm.norm_common import NUM_SMS, SMEM_BUDGET, plan_rows, vector_width
+from kernels.norm.norm_common import NUM_SMS, PAIR_SMEM_BUDGET, SMEM_BUDGET, plan_rows, vector_width
 
 
 def plan(n, elem_bytes, **kw):
@@ -246,7 +246,8 @@ def test_paired_rows_share_a_block_and_each_have_their_own_slots(n, eb, kw, vecs
 
 def test_rows_that_do_not_pair():
     assert plan_rows(65536, 4, 4, pair_rows=True).iters == 1  # 64K f32: two rows' staging is 2 x 192 KB
-    assert plan_rows(65536, 2, 8, pair_rows=True, onchip_threads=512).iters == 1  # 7 of 8 chunks staged per row
+    # 512 threads, one chunk of 8 values kept per row: 2 x 15 staged chunks of 8 KB, more than PAIR_SMEM_BUDGET
+    assert plan_rows(65536, 2, 8, pair_rows=True, onchip_threads=512, kept_values=8).iters == 1
     assert plan_rows(8192, 2, 8, pair_rows=True).iters == 1  # rows in registers: no staging to pair
     assert plan_rows(40000, 2, 2, pair_rows=True).iters == 1  # 4-byte accesses: a predicate per value
     assert plan_rows(65536, 2, 8, pair_rows=False) == plan_rows(65536, 2, 8)
@@ -268,3 +269,10 @@ def test_only_layernorm_pairs_rows():
     with pytest.raises(ValueError, match="only LayerNorm pairs rows"):
         build_rmsnorm_module(65536, "bf16", pair_rows=True)
     assert norm_sweep.applicable("pair", 512, 65536) and not norm_sweep.applicable("pair_p", 2048, 16384)
+
+
+def test_fewer_kept_values_pair_with_up_to_224_kb_of_slots(monkeypatch):
+    p = plan_rows(65536, 2, 8, pair_rows=True, kept_values=16)  # 64K bf16: 1 chunk of 8 kept, 7 staged per row
+    assert (p.iters, p.kept, p.staging_bytes(2)) == (2, 1, PAIR_SMEM_BUDGET)
+    monkeypatch.setenv("FLYDSL_NORM_SHAPES", "rows128k")  # the shapes whose rows pair (128 KB each)
+    assert norm_sweep._shapes(False) == [(512, 65536, "bf16"), (512, 32768, "f32")]
