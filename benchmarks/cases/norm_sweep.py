@@ -83,6 +83,8 @@ VARIANTS = {
     # 224 KB), 4 (f32: 1 chunk, 224 KB)
     "pair_pk8": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "kept_values": 16},
     "pair_pk4": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "kept_values": 8},
+    # 512 threads with up to 128 registers each (the block still alone on its SM): 32 values of each row kept
+    "pair_p512": {"pair_rows": True, "onchip_threads": 512, "max_registers": 128, "persist": 1, "kept_values": 64},
 }
 
 
