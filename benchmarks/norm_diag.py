@@ -4,7 +4,8 @@ what the weights' reads cost), RMSNorm (one weight) and torch's copy of the same
 
 ``python -m benchmarks.norm_diag`` (GPU; ~20 s). Prints one line per shape: µs and copy time / time.
 ``python -m benchmarks.norm_diag VARIANT ...`` (names of ``norm_sweep.VARIANTS``, e.g. ``pair_p``) adds LayerNorm
-with each variant's plan, with and without its weights' reads, to every line.
+with each variant's plan, with and without its weights' reads, to every line; ``--rows128k``: only the shapes of
+128 KB rows (512 x 64K bf16, 512 x 32K f32).
 """
 
 from __future__ import annotations
@@ -68,8 +69,11 @@ def _row(M: int, N: int, dt: str, variants=()) -> str:
 
 
 def main() -> None:
-    variants = sys.argv[1:]
-    for M, N, dt in SHAPES:
+    variants = [a for a in sys.argv[1:] if not a.startswith("--")]
+    shapes = SHAPES
+    if "--rows128k" in sys.argv[1:]:
+        shapes = [(M, N, dt) for M, N, dt in SHAPES if N * (4 if dt == "f32" else 2) == 131072]
+    for M, N, dt in shapes:
         print(f"diag {M}x{N} {dt:4s} {_row(M, N, dt, variants)}", flush=True)
 
 
