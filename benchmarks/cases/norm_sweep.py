@@ -86,6 +86,10 @@ VARIANTS = {
     "pair_pk4": {**_PAIR_PCS, "kept_values": 8},
     # 512 threads with up to 128 registers each (the block still alone on its SM): 32 values of each row kept
     "pair_p512": {**_PAIR_PCS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
+    # the next pair's staged chunks also reduced during this pair's output, 2 chunks after their copies started
+    # (the memory idles only through the kept chunks' statistics and the reduction, not every chunk's)
+    "pair_pl": {**_PAIR_PCS, "pair_lag": 2},
+    "pair_pk8l": {**_PAIR_PCS, "kept_values": 16, "pair_lag": 2},
 }
 
 

@@ -59,6 +59,13 @@ LONG_ROWS: list = [
 ]
 
 
+def reduced_ahead(frag, empty):
+    """The partial statistics a fragment starts from: those of the chunks a persistent pair reduced ahead
+    (``pair_rows.PairFragments.ahead_stats``), else ``empty``."""
+    stats = getattr(frag, "ahead_stats", None)
+    return empty if stats is None else stats
+
+
 def plan_defaults(N: int, dtype_str: str) -> dict:
     """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
     return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
@@ -116,16 +123,23 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     # one row, or two paired rows (``pair_rows``: each thread the same columns of both, so each
                     # W and B chunk is read once for the two rows, and one reduction serves both)
                     zero = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
-                    stats = [zero for _ in groups]
+                    # a persistent pair with ``pair_lag``: some staged chunks were reduced during the previous
+                    # pair's output (pair_rows.py): start from their partial, leave them out here
+                    stats = [reduced_ahead(f, zero) for f in groups]
+                    ahead = [getattr(f, "ahead", ()) for f in groups]
                     held = [[] for _ in groups]
                     for batch in plan.batches():
                         # the batch's loads together; chunk by chunk, each chunk of both rows (a persistent pair's
                         # kept chunks of the second row are then used, so loaded, as early as the first row's)
-                        raws = {(g, c): f.fetch(X, c) for c in batch for g, f in enumerate(groups)}
+                        raws = {(g, c): f.fetch(X, c) for c in batch for g, f in enumerate(groups) if c not in ahead[g]}
                         for c in batch:
                             for g, f in enumerate(groups):
-                                stats[g] = combine_mean_m2(stats[g], chunk_stats(f, raws[g, c].to(fx.Float32), c))
-                                held[g].append(f.keep(c, raws[g, c]))
+                                if fx.const_expr((g, c) in raws):
+                                    part = chunk_stats(f, raws[g, c].to(fx.Float32), c)
+                                    stats[g] = combine_mean_m2(stats[g], part)
+                                    held[g].append(f.keep(c, raws[g, c]))
+                                else:
+                                    held[g].append(None)  # in its slot
                     after_stats()
                     if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunk in flight through the reduction
                         wb = [groups[0].load(t, 0, broadcast=True) for t in (W, B)]
@@ -157,7 +171,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
         if fx.const_expr(plan.persist and plan.iters > 1):
-            each_pair(plan, dtype, rows, (X,), row_body)  # paired rows, the next pair copied in during the output
+            # paired rows, the next pair copied in (and with plan.lag, partly reduced) during this pair's output
+            each_pair(plan, dtype, rows, (X,), row_body, (lambda f, v, c: chunk_stats(f, v.to(fx.Float32), c),
+                                                           combine_mean_m2, (fx.Float32(0.0),) * 3))  # fmt: skip
         else:
             each_row(plan, dtype, rows, (X,), row_body, (W, B))
         finish_rows(plan)

@@ -104,6 +104,7 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
+    lag: int = 0  # persistent paired rows: the next pair's staged chunks reduced in this pair's output, this far behind
 
     @property
     def chunk_cols(self) -> int:
@@ -267,6 +268,7 @@ def plan_rows(
     weight_tensors: int = 0,
     cache_hint: str = "",
     pair_rows: bool = False,
+    pair_lag: int = 0,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -301,12 +303,14 @@ def plan_rows(
     ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
     two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired. With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
-    (``pair_rows.py``).
+    (``pair_rows.py``); ``pair_lag=k``: each such chunk also reduced there, ``k`` chunks after its copy started.
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
                       clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
                       weight_tensors if weights_smem else 0, pair_rows)  # fmt: skip
+    if pair_lag > 0 and plan.iters > 1 and plan.persist:
+        plan = dataclasses.replace(plan, lag=pair_lag)
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 

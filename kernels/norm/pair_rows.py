@@ -29,12 +29,24 @@ class PairFragments(RowFragments):
     block's next pair (the same slots). Every pair commits one copy group per staged chunk and row, chunk by chunk
     and row A before row B, so :meth:`fetch` knows how many younger groups may still be in flight."""
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging, parity, group, next_row=None):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging, parity, group, next_row=None, reduce=None):
         super().__init__(plan, dtype, row0, rows_left, staging, parity=parity)
         self.group = group
         self.next_row = next_row
         self.source = None
         self.kept_values = {}  # chunk -> this row's values (loaded by the previous pair's output, or load_kept)
+        self.reduce = reduce  # (partial(frag, values, c), combine, empty partial): the kernel's chunk statistics
+        # plan.lag > 0: the staged chunks whose statistics were computed ahead (during the previous pair's output,
+        # the first pair's before the loop) and their merged partial; the kernel reduces only the other chunks
+        self.ahead = range(plan.kept, plan.chunks - plan.lag) if plan.lag and reduce else ()
+        self.ahead_stats = reduce[2] if reduce else None
+
+    def reduce_ahead(self, c, pending: int):
+        """Merge chunk ``c``'s statistics into :attr:`ahead_stats` once its copy has landed (``pending``: the
+        copy groups committed after it, which may stay in flight)."""
+        fx.nvvm.cp_async_wait_group(pending)
+        part, combine, _ = self.reduce
+        self.ahead_stats = combine(self.ahead_stats, part(self, self._from_slot(c), c))
 
     def load_kept(self, t, c):
         """Load this row's kept chunk ``c`` of ``t`` into registers (nothing where the pair lies past the last
@@ -75,11 +87,14 @@ class PairFragments(RowFragments):
 
     def store(self, t, c, values):
         super().store(t, c, values)
-        if c >= self.plan.kept and self.next_row is not None:
-            self.next_row.copy_staged(self.source, c)  # this slot's values are consumed: refill it
+        p, nxt = self.plan, self.next_row
+        if c >= p.kept and nxt is not None:
+            nxt.copy_staged(self.source, c)  # this slot's values are consumed: refill it
+            if c - p.lag in nxt.ahead:  # an earlier copy has had `lag` chunks' time: reduce it now
+                nxt.reduce_ahead(c - p.lag, 2 * p.lag)  # committed since: lag chunks of both rows
 
 
-def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None):
+def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None, reduce=None):
     """The two :class:`PairFragments` of pair ``p`` (rows ``2p`` and ``2p + 1``; a second row past the last is
     the last row again: the same values stored twice, no predicate on every access). ``rows_left`` counts from the
     pair's first row, so a pair past the last row reads nothing."""
@@ -87,33 +102,42 @@ def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None):
     for g in range(2):
         r = p * 2 + g
         r = fx.min(r, rows - 1) if g else r
-        out.append(PairFragments(plan, dtype, r, rows - p * 2, bufs[g], parity, g, nxt[g] if nxt else None))
+        out.append(PairFragments(plan, dtype, r, rows - p * 2, bufs[g], parity, g, nxt[g] if nxt else None, reduce))
     return out
 
 
-def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body):
+def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body, reduce=None):
     """Run ``row_body(groups, after_stats)`` over the block's row pairs (``groups``: the pair's two
     :class:`PairFragments`; ``after_stats`` does nothing), the next pair's staged chunks of ``inputs[0]`` copied
-    during this pair's output (module docstring)."""
+    during this pair's output (module docstring). ``reduce`` (``plan.lag > 0``): the kernel's chunk statistics
+    ``(partial(frag, values, c), combine, empty partial)``; each fragment then says which staged chunks it has
+    reduced already (``ahead``) and their merged partial (``ahead_stats``): the kernel merges the rest into it."""
     x = inputs[0]
     staging = staging_buffer(plan, dtype)
     bufs = [staging, staging + plan.slots * plan.rows * plan.chunk_cols]  # each row its own slots
     first, step = fx.block_idx.x, fx.grid_dim.x
-    head = _pair(plan, dtype, rows, first, bufs, 0)
+    head = _pair(plan, dtype, rows, first, bufs, 0, reduce=reduce)
     for c in fx.range_constexpr(plan.kept, plan.chunks):
         for h in head:
             h.copy_staged(x, c)
     kept = [h.load_kept(x, c) for c in range(plan.kept) for h in head]  # carried: each pair's kept chunks
+    for c in head[0].ahead:  # the first pair's chunks reduced ahead, as later pairs' are in the previous output
+        for h in head:
+            h.reduce_ahead(c, 2 * (plan.chunks - 1 - c) + 1 - h.group)
+    ahead = [h.ahead_stats for h in head]  # carried: each pair's partial of its chunks reduced ahead
     parity = fx.Int32(0)
     for p in range(first, (rows + 1) // 2, step):
-        nxt = _pair(plan, dtype, rows, p + step, bufs, 1 - parity)
-        groups = _pair(plan, dtype, rows, p, bufs, parity, nxt)
+        nxt = _pair(plan, dtype, rows, p + step, bufs, 1 - parity, reduce=reduce)
+        groups = _pair(plan, dtype, rows, p, bufs, parity, nxt, reduce)
         for i, v in enumerate(kept):
             groups[i % 2].kept_values[i // 2] = v
-        row_body(groups, lambda: None)  # its stores copy the next pair's staged chunks in
+        for g, a in enumerate(ahead):
+            groups[g].ahead_stats = a
+        row_body(groups, lambda: None)  # its stores copy (and reduce) the next pair's staged chunks
         # the next pair's kept chunks: issued here, before the next iteration's waits for its copies (loaded at
         # the top of an iteration, ptxas sinks the second row's loads below those waits)
         kept = [n.load_kept(x, c) for c in range(plan.kept) for n in nxt]
+        ahead = [n.ahead_stats for n in nxt]
         parity = 1 - parity
     fx.nvvm.cp_async_wait_group(0)  # the last copies (of no row: zeros) land before the block exits
 

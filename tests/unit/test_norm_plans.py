@@ -258,6 +258,8 @@ def test_persistent_paired_rows_take_one_block_per_sm():
     assert (p.iters, p.persist, p.prefetch, p.weights) == (2, 1, 0, 0)
     assert p.grid(512) == NUM_SMS and p.grid(7) == 4 and p.func_attrs == {"min_blocks_per_sm": 1}
     assert plan_rows(65536, 2, 8, pair_rows=True, persist=2, weights_smem=True, weight_tensors=2).weights == 0
+    assert plan_rows(65536, 2, 8, pair_rows=True, persist=1, pair_lag=2).lag == 2
+    assert plan_rows(65536, 2, 8, pair_rows=True, pair_lag=2).lag == 0  # only a persistent pair reduces ahead
 
 
 def test_only_layernorm_pairs_rows():
