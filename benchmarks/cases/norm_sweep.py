@@ -35,7 +35,8 @@ FEW = [(1, 8192, "bf16"), (32, 8192, "bf16"), (132, 8192, "bf16"), (132, 4096, "
 QUICK = [(1024, 32768, "bf16"), (65536, 512, "bf16"), (32, 8192, "bf16")]
 COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles for seconds
 
-_PAIR_PCS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1, "cache_hint": "cs"}
+_PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
+_PAIR_PCS = {**_PAIR_CS, "persist": 1}
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -75,12 +76,16 @@ VARIANTS = {
     # LayerNorm: two rows per block of 1024 threads, each thread the same columns of both, so each W and B chunk is
     # read once for the two rows (rows of at most 128 KB, where both rows' staged chunks fit); no register cap
     "pair": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0},
-    "pair_cs": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"},
+    "pair_cs": _PAIR_CS,
+    "pair_csk8": {**_PAIR_CS, "kept_values": 16},
+    # 512 threads with up to 128 registers each (the block still alone on its SM): 32 values of each row kept
+    "pair_512cs": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
     # persistent: one pair-block per SM looping over pairs, the next pair's staged chunks copied in (cp.async)
     # while this pair is written
     "pair_p": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1},
     "pair_pcs": _PAIR_PCS,
-    # with streaming hints (round 1: pair_cs 4-8% faster than pair): fewer values of each row kept in registers,
+    # with streaming hints (round 1: pair_cs 4-8% faster than pair; from round 3 the next pair's staged chunks go
+    # through registers, ld.global.cs, instead of cp.async): fewer values of each row kept in registers,
     # more staged: 8 (f32: 2 chunks of 4, 192 KB; bf16: 1 chunk of 8, 224 KB), 4 (f32: 1 chunk, 224 KB)
     "pair_pk8": {**_PAIR_PCS, "kept_values": 16},
     "pair_pk4": {**_PAIR_PCS, "kept_values": 8},

@@ -87,6 +87,9 @@ PAIR_CASES = [
     # the next pair's staged chunks also reduced during this pair's output, one or two chunks behind their copies
     (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1, "pair_lag": 1}),
     (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2, "pair_lag": 2}),
+    # streaming plans read the next pair's staged chunks through registers (ld.global.cs, then st.shared)
+    (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2, "cache_hint": "cs", "pair_lag": 1}),
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1, "cache_hint": "cs", "pair_lag": 2}),
 ]
 PAIR_IDS = [
     f"{m}x{n}-{d}" + "-".join(f"-{k}={v}" for k, v in p.items() if k != "register_limit") for m, n, d, p in PAIR_CASES
@@ -160,14 +163,15 @@ def test_layernorm_gpu_large_mean(monkeypatch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("persist", [0, 1])  # persistent: with pair_lag=2
+@pytest.mark.parametrize("persist,hint", [(0, "cs"), (1, ""), (1, "cs")])  # persistent: with pair_lag=2
 @pytest.mark.parametrize("M,N,dtype", [(531, 65536, "bf16"), (529, 32768, "f32"), (601, 32768, "bf16")])
-def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, persist, monkeypatch):
+def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, persist, hint, monkeypatch):
     """The paired plans at the long-row lengths they are for (1024 threads, 128 KB rows), odd row counts; the
-    persistent grid's blocks loop over two or more pairs each."""
+    persistent grid's blocks loop over two or more pairs each (copies by cp.async, or through registers)."""
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     x, w, b = make_inputs(M, N, dtype, seed=M)
-    plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": persist, "pair_lag": persist * 2}
+    plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": persist, "cache_hint": hint,
+            "pair_lag": persist * 2}  # fmt: skip
     check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
 
 
