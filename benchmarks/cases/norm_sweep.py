@@ -80,6 +80,12 @@ VARIANTS = {
     "pair_csk8": {**_PAIR_CS, "kept_values": 16},
     # 512 threads with up to 128 registers each (the block still alone on its SM): 32 values of each row kept
     "pair_512cs": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
+    # (round 3: pair_512cs the fastest pair) loads of 128 values per batch; 48 values of each row kept; 256 threads
+    # with up to 255 registers, 64 values of each row kept
+    "pair_512l": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64, "load_values": 128},
+    "pair_512k96": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
+    "pair_256": {**_PAIR_CS, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
+    "o512cs": {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"},  # one row, 2 blocks of 512 per SM
     # persistent: one pair-block per SM looping over pairs, the next pair's staged chunks copied in (cp.async)
     # while this pair is written
     "pair_p": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1},
@@ -101,7 +107,7 @@ VARIANTS = {
 def applicable(name: str, M: int, N: int) -> bool:
     if name == "r3":
         return N >= 16384
-    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
+    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "o512cs", "persist512"):
         return N > 16384
     if name.startswith("pair"):
         return N > 16384
