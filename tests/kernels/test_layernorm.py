@@ -162,16 +162,24 @@ def test_layernorm_gpu_large_mean(monkeypatch):
         check(x, w, b, "f32", run("cuda", x, w, b, "f32"), atol=1e-4)
 
 
+LONG_PAIRS = [  # one-shot (1024, 512 and 256 threads), persistent by cp.async and through registers
+    {"cache_hint": "cs"},
+    {"onchip_threads": 512, "max_registers": 128, "kept_values": 64, "cache_hint": "cs"},
+    {"onchip_threads": 256, "max_registers": 255, "kept_values": 128, "cache_hint": "cs"},
+    {"persist": 1, "pair_lag": 2},
+    {"persist": 1, "pair_lag": 2, "cache_hint": "cs"},
+]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("persist,hint", [(0, "cs"), (1, ""), (1, "cs")])  # persistent: with pair_lag=2
+@pytest.mark.parametrize("options", LONG_PAIRS, ids=["-".join(f"{k}={v}" for k, v in o.items()) for o in LONG_PAIRS])
 @pytest.mark.parametrize("M,N,dtype", [(531, 65536, "bf16"), (529, 32768, "f32"), (601, 32768, "bf16")])
-def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, persist, hint, monkeypatch):
-    """The paired plans at the long-row lengths they are for (1024 threads, 128 KB rows), odd row counts; the
-    persistent grid's blocks loop over two or more pairs each (copies by cp.async, or through registers)."""
+def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, options, monkeypatch):
+    """The paired plans at the long-row lengths they are for (128 KB rows), odd row counts; the persistent grid's
+    blocks loop over two or more pairs each."""
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     x, w, b = make_inputs(M, N, dtype, seed=M)
-    plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": persist, "cache_hint": hint,
-            "pair_lag": persist * 2}  # fmt: skip
+    plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, **options}
     check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
 
 
