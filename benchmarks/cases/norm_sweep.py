@@ -86,6 +86,9 @@ VARIANTS = {
     "pair_512k96": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
     "pair_256": {**_PAIR_CS, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
     "o512cs": {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"},  # one row, 2 blocks of 512 per SM
+    # 32K bf16 (64 KB rows): a pair-block of 512 threads takes 96 KB, so two fit an SM (one covers the other's
+    # reduction and start, as the one-row plans' two blocks do)
+    "pair_2b": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 64, "persist": 0},
     # persistent: one pair-block per SM looping over pairs, the next pair's staged chunks copied in (cp.async)
     # while this pair is written
     "pair_p": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1},
