@@ -133,14 +133,13 @@ class PairFragments(RowFragments):
 
 
 def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None, reduce=None):
-    """The two :class:`PairFragments` of pair ``p`` (rows ``2p`` and ``2p + 1``; a second row past the last is
-    the last row again: the same values stored twice, no predicate on every access). ``rows_left`` counts from the
+    """The two :class:`PairFragments` of pair ``p`` (:meth:`RowPlan.pair_rows`). ``rows_left`` counts from the
     pair's first row, so a pair past the last row reads nothing."""
+    pair = plan.pair_rows(p, rows)
     out = []
     for g in range(2):
-        r = p * 2 + g
-        r = fx.min(r, rows - 1) if g else r
-        out.append(PairFragments(plan, dtype, r, rows - p * 2, bufs[g], parity, g, nxt[g] if nxt else None, reduce))
+        nxt_g = nxt[g] if nxt else None
+        out.append(PairFragments(plan, dtype, pair[g], rows - pair[0], bufs[g], parity, g, nxt_g, reduce))
     return out
 
 
@@ -172,7 +171,7 @@ def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body, reduce=None):
     _land_rest(plan, head, plan.chunks - 1 if plan.cache == "cs" else plan.kept)
     ahead = [h.ahead_stats for h in head]  # carried: each pair's partial of its chunks reduced ahead
     parity = fx.Int32(0)
-    for p in range(first, (rows + 1) // 2, step):
+    for p in range(first, plan.pair_count(rows), step):
         nxt = _pair(plan, dtype, rows, p + step, bufs, 1 - parity, reduce=reduce)
         groups = _pair(plan, dtype, rows, p, bufs, parity, nxt, reduce)
         for i, v in enumerate(kept):

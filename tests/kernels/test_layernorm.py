@@ -74,13 +74,16 @@ def test_layernorm_large_mean_keeps_precision(N, plan, interpreter):
 
 
 # paired rows (``pair_rows``: two rows per block, each thread the same columns of both, W and B read once for the
-# two): odd row counts leave the last block's second row past the end; ragged last chunks; persistent grids of
-# fewer blocks than pairs (each block loops, the next pair's staged chunks copied in during this pair's output)
+# two), with ``sms`` below the row count (as many rows as SMs or fewer: one row per block, twice): odd row counts
+# leave the last block's second row past the end; ragged last chunks; persistent grids of fewer blocks than pairs
+# (each block loops, the next pair's staged chunks read during this pair's output)
 PAIR = {"register_limit": 0, "onchip_threads": 128, "pair_rows": True}  # 1024 bf16 / 512 f32 columns per chunk
 PAIR_CASES = [
-    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True}),  # 2 kept + 8 staged chunks per row, the last ragged
-    (3, 4096, "bf16", PAIR),  # 2 kept + 2 staged per row; the second block holds one row
-    (4, 4096, "f32", {**PAIR, "kept_values": 16}),  # 1 kept + 7 staged per row
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "sms": 2}),  # 2 kept + 8 staged per row, the last ragged
+    (3, 4096, "bf16", {**PAIR, "sms": 1}),  # 2 kept + 2 staged per row; the second block holds one row
+    (4, 4096, "f32", {**PAIR, "kept_values": 16, "sms": 1}),  # 1 kept + 7 staged per row
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True}),  # 5 rows for 132 SMs: one row per block (twice)
+    (3, 3000, "f32", {**PAIR, "persist": 1, "cache_hint": "cs"}),  # the same, persistent
     (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1}),  # one block, three pairs
     (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2}),  # two blocks, four pairs, the last one single
     (6, 3000, "f32", {**PAIR, "persist": 2, "sms": 1, "cache_hint": "cs"}),  # ragged, streaming hints
@@ -102,7 +105,8 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
 
     eb = 4 if dtype == "f32" else 2
     p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k != "max_registers"})
-    assert p.iters == 2 and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
+    assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
+    assert p.pair_count(M) == (M if M <= p.sms else (M + 1) // 2)
     x, w, b = make_inputs(M, N, dtype, seed=M * N + 1)
     check(x, w, b, dtype, run("cpu", x, w, b, dtype, **plan))
 
@@ -173,10 +177,12 @@ LONG_PAIRS = [  # one-shot (1024, 512 and 256 threads), persistent by cp.async a
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("options", LONG_PAIRS, ids=["-".join(f"{k}={v}" for k, v in o.items()) for o in LONG_PAIRS])
-@pytest.mark.parametrize("M,N,dtype", [(531, 65536, "bf16"), (529, 32768, "f32"), (601, 32768, "bf16")])
+@pytest.mark.parametrize(
+    "M,N,dtype", [(531, 65536, "bf16"), (529, 32768, "f32"), (601, 32768, "bf16"), (97, 65536, "bf16")]
+)
 def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, options, monkeypatch):
     """The paired plans at the long-row lengths they are for (128 KB rows), odd row counts; the persistent grid's
-    blocks loop over two or more pairs each."""
+    blocks loop over two or more pairs each; 97 rows (fewer than SMs): one row per block."""
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     x, w, b = make_inputs(M, N, dtype, seed=M)
     plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, **options}
