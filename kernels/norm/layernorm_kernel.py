@@ -40,7 +40,7 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
-from kernels.norm.pair_rows import each_pair
+from kernels.norm.pair_rows import each_pair, pair_grid
 
 __all__ = ["build_layernorm_module"]
 
@@ -170,7 +170,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        if fx.const_expr(plan.persist and plan.iters > 1):
+        if fx.const_expr(plan.paired):
             # paired rows, the next pair copied in (and with plan.lag, partly reduced) during this pair's output
             each_pair(plan, dtype, rows, (X,), row_body, (lambda f, v, c: chunk_stats(f, v.to(fx.Float32), c),
                                                            combine_mean_m2, (fx.Float32(0.0),) * 3))  # fmt: skip
@@ -190,7 +190,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
-            grid=(plan.grid(m_in), 1, 1),
+            grid=(pair_grid(plan, m_in) if plan.paired else plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,
             value_attrs=plan.func_attrs,

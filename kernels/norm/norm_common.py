@@ -122,29 +122,16 @@ class RowPlan:
 
     @property
     def paired(self) -> bool:
-        """Each block (each iteration of a persistent one) holds two rows, every thread the same columns of both."""
+        """Each block (each iteration of a persistent one) holds two rows, every thread the same columns of both
+        (``pair_rows``; its blocks and their rows: ``kernels/norm/pair_rows.py``)."""
         return self.onchip and self.iters == 2 and self.rows == 1
 
-    def pair_count(self, m):
-        """Paired plans: the row pairs of ``m`` rows. While the rows fit the SMs one per block (``m <= sms``),
-        pairing would leave half of the SMs idle: each "pair" is then one row twice (read twice, from L2 the
-        second time; the same values stored twice)."""
-        if isinstance(m, int):
-            return m if m <= self.sms else (m + 1) // 2
-        return (m <= self.sms).select(m, (m + 1) // 2)
-
-    def pair_rows(self, p, m):
-        """The two rows of pair ``p`` of ``m`` rows (:meth:`pair_count`): ``2p`` and ``2p + 1`` (the last row again
-        past the end: no predicate on every access), or ``p`` twice while ``m <= sms``."""
-        small = m <= self.sms
-        first = small.select(p, p * 2)
-        return first, fx.min(small.select(p, p * 2 + 1), m - 1)
-
     def grid(self, m):
-        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM."""
+        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM (paired
+        plans: ``pair_rows.pair_grid``)."""
         if self.cluster > 1:
             return m * self.cluster
-        blocks = self.pair_count(m) if self.paired else (m + self.rows_per_block - 1) // self.rows_per_block
+        blocks = (m + self.rows_per_block - 1) // self.rows_per_block
         if self.persist:
             cap = self.persist * self.sms
             return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
@@ -603,22 +590,20 @@ def staging_buffer(plan: RowPlan, dtype):
 
 
 def row_groups(plan: RowPlan, dtype, rows):
-    """The RowFragments of each of the block's ``plan.iters`` row groups (one staging buffer, each group its own
-    slots: paired onchip rows; cluster plans: this block's slice of its cluster's row). A group of one row past
-    the last row is the last row again; groups of several rows predicate their accesses on the row count."""
+    """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer: onchip plans
+    have one group; cluster plans: this block's slice of its cluster's row). A group of one row past the last row is
+    the last row again; groups of several rows predicate their accesses on the row count."""
     if plan.cluster > 1:
         bid = fx.block_idx.x
         row0 = bid // plan.cluster
         return [RowFragments(plan, dtype, row0, rows - row0, col0=bid % plan.cluster * plan.chunk_cols)]
     staging = staging_buffer(plan, dtype)
     out = []
-    pair = plan.pair_rows(fx.block_idx.x, rows) if plan.paired else None
     for i in fx.range_constexpr(plan.iters):
-        row0 = pair[i] if pair else fx.block_idx.x * plan.rows_per_block + i * plan.rows
-        if plan.rows == 1 and i > 0 and not pair:  # past the last row: the last row again (the same values
-            row0 = fx.min(row0, rows - 1)  # stored twice), not a predicate on every access (a branch per store)
-        base = staging + i * plan.slots * plan.rows * plan.chunk_cols if plan.slots and i else staging
-        out.append(RowFragments(plan, dtype, row0, rows - row0, base))
+        row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
+        if plan.rows == 1 and i > 0:  # past the last row: the last row again (the same values stored twice),
+            row0 = fx.min(row0, rows - 1)  # not a predicate on every access (a branch around every store)
+        out.append(RowFragments(plan, dtype, row0, rows - row0, staging))
     return out
 
 

@@ -29,7 +29,32 @@ import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
 from kernels.norm.norm_common import RowFragments, RowPlan, staging_buffer
 
-__all__ = ["PairFragments", "each_pair"]
+__all__ = ["PairFragments", "each_pair", "pair_count", "pair_grid", "pair_rows"]
+
+
+def pair_count(plan: RowPlan, m):
+    """The row pairs of ``m`` rows (an int or a run-time Int32). While the rows fit the SMs one per block
+    (``m <= plan.sms``), pairing would leave half of the SMs idle: each "pair" is then one row twice (read twice,
+    from L2 the second time; the same values stored twice)."""
+    if isinstance(m, int):
+        return m if m <= plan.sms else (m + 1) // 2
+    return (m <= plan.sms).select(m, (m + 1) // 2)
+
+
+def pair_grid(plan: RowPlan, m):
+    """The blocks of a paired plan for ``m`` rows: one per pair, persistent plans at most ``persist`` per SM."""
+    n = pair_count(plan, m)
+    if not plan.persist:
+        return n
+    cap = plan.persist * plan.sms
+    return min(n, cap) if isinstance(n, int) else fx.min(n, cap)
+
+
+def pair_rows(plan: RowPlan, p, m):
+    """The two rows of pair ``p`` of ``m`` rows (:func:`pair_count`): ``2p`` and ``2p + 1`` (the last row again past
+    the end: the same values stored twice, no predicate on every access), or ``p`` twice while ``m <= sms``."""
+    small = m <= plan.sms
+    return small.select(p, p * 2), fx.min(small.select(p, p * 2 + 1), m - 1)
 
 
 class PairFragments(RowFragments):
@@ -135,7 +160,7 @@ class PairFragments(RowFragments):
 def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None, reduce=None):
     """The two :class:`PairFragments` of pair ``p`` (:meth:`RowPlan.pair_rows`). ``rows_left`` counts from the
     pair's first row, so a pair past the last row reads nothing."""
-    pair = plan.pair_rows(p, rows)
+    pair = pair_rows(plan, p, rows)
     out = []
     for g in range(2):
         nxt_g = nxt[g] if nxt else None
@@ -152,14 +177,19 @@ def _land_rest(plan: RowPlan, frags, start: int):
 
 
 def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body, reduce=None):
-    """Run ``row_body(groups, after_stats)`` over the block's row pairs (``groups``: the pair's two
-    :class:`PairFragments`; ``after_stats`` does nothing), the next pair's staged chunks of ``inputs[0]`` read
-    during this pair's output (module docstring). ``reduce`` (``plan.lag > 0``): the kernel's chunk statistics
+    """Run ``row_body(groups, after_stats)`` over the block's row pairs (``groups``: the pair's two fragments;
+    ``after_stats`` does nothing): one pair of :class:`RowFragments` (one-shot plans), or a loop over pairs of
+    :class:`PairFragments`, the next pair's staged chunks of ``inputs[0]`` read during this pair's output (module
+    docstring). ``reduce`` (``plan.lag > 0``): the kernel's chunk statistics
     ``(partial(frag, values, c), combine, empty partial)``; each fragment then says which staged chunks it has
     reduced already (``ahead``) and their merged partial (``ahead_stats``): the kernel merges the rest into it."""
-    x = inputs[0]
     staging = staging_buffer(plan, dtype)
     bufs = [staging, staging + plan.slots * plan.rows * plan.chunk_cols]  # each row its own slots
+    if fx.const_expr(not plan.persist):  # one pair per block, read and reduced by the kernel's own body
+        pair = pair_rows(plan, fx.block_idx.x, rows)
+        row_body([RowFragments(plan, dtype, r, rows - r, buf) for r, buf in zip(pair, bufs)], lambda: None)
+        return
+    x = inputs[0]
     first, step = fx.block_idx.x, fx.grid_dim.x
     head = _pair(plan, dtype, rows, first, bufs, 0, reduce=reduce)
     kept = [h.load_kept(x, c) for c in range(plan.kept) for h in head]  # carried: each pair's kept chunks
@@ -171,7 +201,7 @@ def _each_pair(plan: RowPlan, dtype, rows, inputs, row_body, reduce=None):
     _land_rest(plan, head, plan.chunks - 1 if plan.cache == "cs" else plan.kept)
     ahead = [h.ahead_stats for h in head]  # carried: each pair's partial of its chunks reduced ahead
     parity = fx.Int32(0)
-    for p in range(first, plan.pair_count(rows), step):
+    for p in range(first, pair_count(plan, rows), step):
         nxt = _pair(plan, dtype, rows, p + step, bufs, 1 - parity, reduce=reduce)
         groups = _pair(plan, dtype, rows, p, bufs, parity, nxt, reduce)
         for i, v in enumerate(kept):

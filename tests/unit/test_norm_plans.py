@@ -7,6 +7,7 @@ import pytest
 
 from benchmarks.cases import norm_sweep
 from kernels.norm.norm_common import NUM_SMS, PAIR_SMEM_BUDGET, SMEM_BUDGET, plan_rows, vector_width
+from kernels.norm.pair_rows import pair_count, pair_grid
 
 
 def plan(n, elem_bytes, **kw):
@@ -241,15 +242,15 @@ def test_paired_rows_share_a_block_and_each_have_their_own_slots(n, eb, kw, vecs
     assert (p.iters, p.rows, p.threads, p.vecs, p.chunks, p.kept) == (2, 1, 1024, vecs, chunks, kept)
     assert p.staging_bytes(eb) == 2 * p.slots * p.chunk_cols * eb == smem_kb * 1024 <= SMEM_BUDGET
     assert p.batch * p.vecs * p.vec * 2 == 64  # load_values: the loads of a batch cover both rows
-    assert p.grid(7) == 7 and p.grid(264) == 132 and p.grid(265) == 133 and p.persist == 0  # (pair_count)
+    assert pair_grid(p, 7) == 7 and pair_grid(p, 264) == 132 and pair_grid(p, 265) == 133 and p.persist == 0
 
 
 def test_pairs_leave_no_sm_idle():
     """Two rows per block from more rows than SMs on; up to one row per SM, one row per block (read twice)."""
     p = plan_rows(65536, 2, 8, pair_rows=True)
     assert (p.paired, p.sms) == (True, NUM_SMS)
-    assert [p.pair_count(m) for m in (1, 131, 132, 133, 264, 265, 512)] == [1, 131, 132, 67, 132, 133, 256]
-    assert plan_rows(65536, 2, 8, pair_rows=True, sms=4).pair_count(7) == 4
+    assert [pair_count(p, m) for m in (1, 131, 132, 133, 264, 265, 512)] == [1, 131, 132, 67, 132, 133, 256]
+    assert pair_count(plan_rows(65536, 2, 8, pair_rows=True, sms=4), 7) == 4
 
 
 def test_rows_that_do_not_pair():
@@ -264,7 +265,7 @@ def test_rows_that_do_not_pair():
 def test_persistent_paired_rows_take_one_block_per_sm():
     p = plan_rows(65536, 2, 8, pair_rows=True, persist=2)
     assert (p.iters, p.persist, p.prefetch, p.weights) == (2, 1, 0, 0)
-    assert p.grid(512) == NUM_SMS and p.grid(7) == 7 and p.func_attrs == {"min_blocks_per_sm": 1}
+    assert pair_grid(p, 512) == NUM_SMS and pair_grid(p, 7) == 7 and p.func_attrs == {"min_blocks_per_sm": 1}
     assert plan_rows(65536, 2, 8, pair_rows=True, persist=2, weights_smem=True, weight_tensors=2).weights == 0
     assert plan_rows(65536, 2, 8, pair_rows=True, persist=1, pair_lag=2).lag == 2
     assert plan_rows(65536, 2, 8, pair_rows=True, pair_lag=2).lag == 0  # only a persistent pair reduces ahead
