@@ -47,15 +47,24 @@ __all__ = ["build_layernorm_module"]
 FAST = "afn,contract"
 PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768 x 8192 bf16)
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
-# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2 and "Paired rows")
+PAIR_512 = {"pair_rows": True, "onchip_threads": 512, "cache_hint": "cs"}
 LONG_ROWS: list = [
     # 16K bf16: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K, H200 final check)
     ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs", "max_registers": 64}),
     ((12289, 24576, ("f32",)), {"max_registers": 64}),  # 69 registers: one block of 512 per SM; capped: two
-    # 32K bf16: persistent, W and B in shared memory once per block (not re-read from L2 for every row)
-    ((24577, 49152, ("bf16", "f16")), {"persist": 2, "weights_smem": True, "cache_hint": "cs"}),
-    ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64}),  # two blocks of 512 per SM
-    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
+    # 32K bf16: two rows per block of 512 threads (each W and B chunk read once for both), two blocks per SM
+    # (1024 x 32K, ln2r round 4: 41.8 -> 40.7 us, 84 -> 87% of the same-shape copy)
+    ((24577, 49152, ("bf16", "f16")), {**PAIR_512, "max_registers": 64}),
+    # 32K f32: two rows per block of 512 threads with 128 registers, 32 values of each row kept (512 x 32K, rounds
+    # 3-4: 44.0 -> 39.9-40.4 us, 80 -> 88%)
+    ((24577, 49152, ("f32",)), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
+    # 64K bf16: one row per block of 512 threads, two per SM, with streaming hints (rounds 2-4: 43.9-45.1 -> 41.2 us,
+    # 78-80 -> 85%; two rows per block measured the same, 41.2-41.3)
+    ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}),
+    # 64K f32 (rows do not pair: 2 x 256 KB): one row per block of 512 threads with 128 registers, 64 values kept
+    # (256 x 64K, round 4: 44.1 -> 41.8 us, 80 -> 85%)
+    ((49153, 1 << 31, ("f32",)), {"onchip_threads": 512, "max_registers": 128, "kept_values": 64, "cache_hint": "cs"}),
 ]
 
 

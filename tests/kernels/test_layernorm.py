@@ -120,9 +120,9 @@ def test_layernorm_pair_rows_ptx_reads_weights_once_per_pair(interpreter, tmp_pa
     interpreter.setenv("FLYDSL_DUMP_IR", "1")
     interpreter.setenv("COMPILE_ONLY", "1")
     x = full((64, 65536), 0, "bf16", "cpu")
-    build_layernorm_module(65536, "bf16", pair_rows=True, onchip_threads=1024, max_registers=0, persist=1)(
-        x, x[0], x[1], x, 64
-    )
+    build_layernorm_module(
+        65536, "bf16", pair_rows=True, onchip_threads=1024, max_registers=0, persist=1, cache_hint=""
+    )(x, x[0], x[1], x, 64)
     (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
     assert ptx.count("ld.global.v4.b32") == 2 * (2 * 2) + 2 * 8 and ptx.count("st.global.v4.b32") == 2 * 8, ptx
     assert ptx.count("cp.async.cg.shared.global") == 2 * 2 * 6 and ptx.count("bar.sync") == 1

@@ -287,3 +287,25 @@ def test_fewer_kept_values_pair_with_up_to_224_kb_of_slots(monkeypatch):
     assert (p.iters, p.kept, p.staging_bytes(2)) == (2, 1, PAIR_SMEM_BUDGET)
     monkeypatch.setenv("FLYDSL_NORM_SHAPES", "rows128k")  # the shapes whose rows pair (128 KB each)
     assert norm_sweep._shapes(False) == [(512, 65536, "bf16"), (512, 32768, "f32")]
+
+
+def test_layernorm_long_rows_defaults():
+    """LayerNorm's rows of 32K-64K (ln2r rounds 2-4 on the H200, docs/kernels.md "Paired rows"): 32K rows in pairs
+    (bf16: blocks of 512 threads, two per SM; f32: one block of 512 threads with 128 registers), 64K bf16 one row per
+    block with streaming hints, 64K f32 one row per block of 512 threads with 128 registers."""
+    from kernels.norm.layernorm_kernel import plan_defaults
+    from kernels.norm.norm_common import split_options
+
+    def default_plan(n, dt, eb):
+        plan, kernel = split_options(plan_defaults(n, dt), pairs=True)
+        return plan_rows(n, eb, 16 // eb, **plan), kernel
+
+    p, k = default_plan(32768, "bf16", 2)
+    assert (p.paired, p.threads, p.persist, p.cache, k) == (True, 512, 0, "cs", {"max_registers": 64})
+    assert 2 * p.staging_bytes(2) <= SMEM_BUDGET  # two pair-blocks per SM
+    p, k = default_plan(32768, "f32", 4)
+    assert (p.paired, p.threads, p.kept, p.cache, k) == (True, 512, 8, "cs", {"max_registers": 128})
+    p, k = default_plan(65536, "bf16", 2)
+    assert (p.paired, p.threads, p.cache, k) == (False, 512, "cs", {"max_registers": 64})
+    p, k = default_plan(65536, "f32", 4)
+    assert (p.paired, p.threads, p.kept, p.cache, k) == (False, 512, 2, "cs", {"max_registers": 128})
