@@ -3,11 +3,15 @@ beside the same kernel compiled with its W and B loads replaced by constants (no
 what the weights' reads cost), RMSNorm (one weight) and torch's copy of the same bytes.
 
 ``python -m benchmarks.norm_diag`` (GPU; ~20 s). Prints one line per shape: µs and copy time / time.
+``python -m benchmarks.norm_diag VARIANT ...`` (names of ``norm_sweep.VARIANTS``, e.g. ``pair_p``) adds LayerNorm
+with each variant's plan, with and without its weights' reads, to every line; ``--rows128k``: only the shapes of
+128 KB rows (512 x 64K bf16, 512 x 32K f32).
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 
 import torch
 
@@ -18,6 +22,7 @@ from kernels.norm.layernorm_kernel import build_layernorm_module
 from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
 
 from .cases._graph import graphed
+from .cases.norm_sweep import VARIANTS
 from .harness import time_thunks
 
 SHAPES = [(512, 65536, "bf16"), (1024, 32768, "bf16"), (512, 32768, "f32"), (256, 65536, "f32"), (1024, 16384, "f32")]
@@ -40,7 +45,7 @@ def _no_weights(compile_fn):
         norm_common.RowFragments.load = orig
 
 
-def _row(M: int, N: int, dt: str) -> str:
+def _row(M: int, N: int, dt: str, variants=()) -> str:
     t = {"f32": torch.float32, "bf16": torch.bfloat16}[dt]
     x = torch.randn(M, N, device="cuda", dtype=t)
     w, b = torch.rand(N, device="cuda", dtype=t), torch.randn(N, device="cuda", dtype=t)
@@ -54,13 +59,22 @@ def _row(M: int, N: int, dt: str) -> str:
         "ln-no-wb": graphed(lambda: ln_nw(x, w, b, y, M)),
         "rmsnorm": graphed(lambda: rms(x, w, y, M)),
     }
+    for v in variants:
+        build = lambda v=v: flyc.compile(build_layernorm_module(N, dt, **VARIANTS[v]), x, w, b, y, M)  # noqa: E731
+        lv, lv_nw = build(), _no_weights(build)
+        rows[v] = graphed(lambda lv=lv: lv(x, w, b, y, M))
+        rows[f"{v}-no-wb"] = graphed(lambda lv_nw=lv_nw: lv_nw(x, w, b, y, M))
     us = {k: statistics.median(time_thunks([f], warmup=20, reps=200)) for k, f in rows.items()}
     return " | ".join(f"{k} {v:5.1f} ({us['copy'] / v * 100:3.0f}%)" for k, v in us.items())
 
 
 def main() -> None:
-    for M, N, dt in SHAPES:
-        print(f"diag {M}x{N} {dt:4s} {_row(M, N, dt)}", flush=True)
+    variants = [a for a in sys.argv[1:] if not a.startswith("--")]
+    shapes = SHAPES
+    if "--rows128k" in sys.argv[1:]:
+        shapes = [(M, N, dt) for M, N, dt in SHAPES if N * (4 if dt == "f32" else 2) == 131072]
+    for M, N, dt in shapes:
+        print(f"diag {M}x{N} {dt:4s} {_row(M, N, dt, variants)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles 
 
 # softmax's stream plan (kernels/norm/softmax_stream.py), chunks of 8 values per thread, no cache hint
 _S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
+_PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
+_PAIR_PCS = {**_PAIR_CS, "persist": 1}
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -95,6 +97,37 @@ VARIANTS = {
     "before": {"before": True},  # softmax: the per-shape plans before the stream plan and the light reduction
     # 64K bf16: persistent at chunks of 8 values (those of round 2's whole-row schedule, since removed)
     "p8lr": {"persist": 2, "elems_per_thread": 8, "light_reduce": True},
+    # LayerNorm: two rows per block of 1024 threads, each thread the same columns of both, so each W and B chunk is
+    # read once for the two rows (rows of at most 128 KB, where both rows' staged chunks fit); no register cap
+    "pair": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0},
+    "pair_cs": _PAIR_CS,
+    "pair_csk8": {**_PAIR_CS, "kept_values": 16},
+    # 512 threads with up to 128 registers each (the block still alone on its SM): 32 values of each row kept
+    "pair_512cs": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
+    # (round 3: pair_512cs the fastest pair) loads of 128 values per batch; 48 values of each row kept; 256 threads
+    # with up to 255 registers, 64 values of each row kept
+    "pair_512l": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64, "load_values": 128},
+    "pair_512k96": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
+    "pair_256": {**_PAIR_CS, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
+    "o512cs": {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"},  # one row, 2 blocks of 512 per SM
+    # 32K bf16 (64 KB rows): a pair-block of 512 threads takes 96 KB, so two fit an SM (one covers the other's
+    # reduction and start, as the one-row plans' two blocks do)
+    "pair_2b": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 64, "persist": 0},
+    # persistent: one pair-block per SM looping over pairs, the next pair's staged chunks copied in (cp.async)
+    # while this pair is written
+    "pair_p": {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "persist": 1},
+    "pair_pcs": _PAIR_PCS,
+    # with streaming hints (round 1: pair_cs 4-8% faster than pair; from round 3 the next pair's staged chunks go
+    # through registers, ld.global.cs, instead of cp.async): fewer values of each row kept in registers,
+    # more staged: 8 (f32: 2 chunks of 4, 192 KB; bf16: 1 chunk of 8, 224 KB), 4 (f32: 1 chunk, 224 KB)
+    "pair_pk8": {**_PAIR_PCS, "kept_values": 16},
+    "pair_pk4": {**_PAIR_PCS, "kept_values": 8},
+    # 512 threads with up to 128 registers each (the block still alone on its SM): 32 values of each row kept
+    "pair_p512": {**_PAIR_PCS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
+    # the next pair's staged chunks also reduced during this pair's output, 2 chunks after their copies started
+    # (the memory idles only through the kept chunks' statistics and the reduction, not every chunk's)
+    "pair_pl": {**_PAIR_PCS, "pair_lag": 2},
+    "pair_pk8l": {**_PAIR_PCS, "kept_values": 16, "pair_lag": 2},
 }
 
 
@@ -121,7 +154,9 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N > 32768 and dt in (None, "f32")
     if name == "s8x":  # exps in place of the values: f32 rows
         return N > 16384 and dt in (None, "f32")
-    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "persist512"):
+    if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "o512cs", "persist512"):
+        return N > 16384
+    if name.startswith("pair"):
         return N > 16384
     if name == "persist_b32":
         return N > 32768
@@ -361,7 +396,8 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
     return Case(kernel, (M, N), dt, nbytes, make_inputs, impls, check)
 
 
-GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384]}
+GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384],
+          "rows128k": [s for s in LONG if s[1] * (4 if s[2] == "f32" else 2) == 131072]}  # fmt: skip
 GROUPS["long64"] = sorted(GROUPS["long32"], key=lambda s: (-s[1], s[2] != "f32"))  # 64K f32 first, then 64K bf16
 
 

@@ -14,6 +14,10 @@
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 * ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
   (count, mean, M2) partials merged through distributed shared memory (``norm_common``).
+* ``pair_rows=True`` (onchip rows of up to 128 KB: 64K bf16, 32K f32): two rows per block, each thread the
+  same columns of both; each W and B chunk is read once for the two rows (the long rows' weights are as many
+  L2 bytes as the row: paired, half of them), and one reduction serves both. With ``persist``: a persistent
+  grid over the pairs, the next pair's staged chunks copied in during this pair's output (``pair_rows.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from kernels.norm.norm_common import (
     defaults_for,
     each_row,
     finish_rows,
+    per_row,
     plan_rows,
     row_reduce,
     split_options,
@@ -35,22 +40,39 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
+from kernels.norm.pair_rows import each_pair, pair_grid
 
 __all__ = ["build_layernorm_module"]
 
 FAST = "afn,contract"
 PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768 x 8192 bf16)
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
-# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+# ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2 and "Paired rows")
+PAIR_512 = {"pair_rows": True, "onchip_threads": 512, "cache_hint": "cs"}
 LONG_ROWS: list = [
     # 16K bf16: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K, H200 final check)
     ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs", "max_registers": 64}),
     ((12289, 24576, ("f32",)), {"max_registers": 64}),  # 69 registers: one block of 512 per SM; capped: two
-    # 32K bf16: persistent, W and B in shared memory once per block (not re-read from L2 for every row)
-    ((24577, 49152, ("bf16", "f16")), {"persist": 2, "weights_smem": True, "cache_hint": "cs"}),
-    ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64}),  # two blocks of 512 per SM
-    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
+    # 32K bf16: two rows per block of 512 threads (each W and B chunk read once for both), two blocks per SM
+    # (1024 x 32K, ln2r round 4: 41.8 -> 40.7 us, 84 -> 87% of the same-shape copy)
+    ((24577, 49152, ("bf16", "f16")), {**PAIR_512, "max_registers": 64}),
+    # 32K f32: two rows per block of 512 threads with 128 registers, 32 values of each row kept (512 x 32K, rounds
+    # 3-4: 44.0 -> 39.9-40.4 us, 80 -> 88%)
+    ((24577, 49152, ("f32",)), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
+    # 64K bf16: one row per block of 512 threads, two per SM, with streaming hints (rounds 2-4: 43.9-45.1 -> 41.2 us,
+    # 78-80 -> 85%; two rows per block measured the same, 41.2-41.3)
+    ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}),
+    # 64K f32 (rows do not pair: 2 x 256 KB): one row per block of 512 threads with 128 registers, 64 values kept
+    # (256 x 64K, round 4: 44.1 -> 41.8 us, 80 -> 85%)
+    ((49153, 1 << 31, ("f32",)), {"onchip_threads": 512, "max_registers": 128, "kept_values": 64, "cache_hint": "cs"}),
 ]
+
+
+def reduced_ahead(frag, empty):
+    """The partial statistics a fragment starts from: those of the chunks a persistent pair reduced ahead
+    (``pair_rows.PairFragments.ahead_stats``), else ``empty``."""
+    stats = getattr(frag, "ahead_stats", None)
+    return empty if stats is None else stats
 
 
 def plan_defaults(N: int, dtype_str: str) -> dict:
@@ -63,7 +85,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     ``norm_common.plan_rows``."""
     dtype = DTYPES[dtype_str]
     plan_options, kernel_options = split_options(
-        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options)
+        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options), pairs=True
     )
     plan_options["weight_tensors"] = 2  # W and B
 
@@ -107,19 +129,46 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         # and ran 3% slower.
                         output(f, 0, x, mean, fx.rsqrt(m2 * (1.0 / N) + eps))
                 elif fx.const_expr(plan.onchip):
-                    (frag,) = groups
-                    stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
-                    held = []
+                    # one row, or two paired rows (``pair_rows``: each thread the same columns of both, so each
+                    # W and B chunk is read once for the two rows, and one reduction serves both)
+                    zero = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
+                    # a persistent pair with ``pair_lag``: some staged chunks were reduced during the previous
+                    # pair's output (pair_rows.py): start from their partial, leave them out here
+                    stats = [reduced_ahead(f, zero) for f in groups]
+                    ahead = [getattr(f, "ahead", ()) for f in groups]
+                    held = [[] for _ in groups]
                     for batch in plan.batches():
-                        raws = [frag.fetch(X, c) for c in batch]  # the batch's loads, issued together
-                        for c, raw in zip(batch, raws):
-                            stats = combine_mean_m2(stats, chunk_stats(frag, raw.to(fx.Float32), c))
-                            held.append(frag.keep(c, raw))
+                        # the batch's loads together; chunk by chunk, each chunk of both rows (a persistent pair's
+                        # kept chunks of the second row are then used, so loaded, as early as the first row's)
+                        raws = {(g, c): f.fetch(X, c) for c in batch for g, f in enumerate(groups) if c not in ahead[g]}
+                        for c in batch:
+                            for g, f in enumerate(groups):
+                                if fx.const_expr((g, c) in raws):
+                                    part = chunk_stats(f, raws[g, c].to(fx.Float32), c)
+                                    stats[g] = combine_mean_m2(stats[g], part)
+                                    held[g].append(f.keep(c, raws[g, c]))
+                                else:
+                                    held[g].append(None)  # in its slot
                     after_stats()
-                    _, mean, m2 = row_reduce(stats, combine_mean_m2, plan, frag.parity)
-                    rstd = fx.rsqrt(m2 * (1.0 / N) + eps)
-                    for c in fx.range_constexpr(plan.chunks):
-                        output(frag, c, frag.recall(c, held[c]).to(fx.Float32), mean, rstd)
+                    if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunk in flight through the reduction
+                        wb = [groups[0].load(t, 0, broadcast=True) for t in (W, B)]
+                    red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
+                    means = red[1::3]
+                    rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
+                    if fx.const_expr(len(groups) == 1):
+                        for c in fx.range_constexpr(plan.chunks):
+                            output(groups[0], c, groups[0].recall(c, held[0][c]).to(fx.Float32), means[0], rstds[0])
+                    else:
+                        # W and B once per chunk for both rows, loaded a chunk ahead: a store to Y may alias W and
+                        # B for all the compiler knows, so a load after it waits; with one block per SM nothing
+                        # would cover that latency. Each row's values read back (converted) only as its turn comes.
+                        for c in fx.range_constexpr(plan.chunks):
+                            w, b = (v.to(fx.Float32) for v in wb)
+                            if fx.const_expr(c + 1 < plan.chunks):
+                                wb = [groups[0].load(t, c + 1, broadcast=True) for t in (W, B)]
+                            for g, f in enumerate(groups):
+                                x = f.recall(c, held[g][c]).to(fx.Float32)
+                                f.store(Y, c, (x - means[g]) * rstds[g] * w + b)
                 else:
                     (frag,) = groups
                     stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
@@ -130,7 +179,12 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        each_row(plan, dtype, rows, (X,), row_body, (W, B))
+        if fx.const_expr(plan.paired):
+            # paired rows, the next pair copied in (and with plan.lag, partly reduced) during this pair's output
+            each_pair(plan, dtype, rows, (X,), row_body, (lambda f, v, c: chunk_stats(f, v.to(fx.Float32), c),
+                                                           combine_mean_m2, (fx.Float32(0.0),) * 3))  # fmt: skip
+        else:
+            each_row(plan, dtype, rows, (X,), row_body, (W, B))
         finish_rows(plan)
 
     @flyc.jit
@@ -145,7 +199,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
         plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
-            grid=(plan.grid(m_in), 1, 1),
+            grid=(pair_grid(plan, m_in) if plan.paired else plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),
             cluster=plan.cluster_dims,
             value_attrs=plan.func_attrs,

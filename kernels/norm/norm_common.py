@@ -45,6 +45,7 @@ __all__ = [
     "finish_rows",
     "staging_buffer",
     "SMEM_BUDGET",
+    "PAIR_SMEM_BUDGET",
     "NUM_SMS",
     "vector_width",
     "RowFragments",
@@ -53,6 +54,7 @@ __all__ = [
     "combine_add",
     "combine_max_sum",
     "combine_mean_m2",
+    "per_row",
     "split_options",
     "defaults_for",
     "with_defaults",
@@ -92,7 +94,7 @@ class RowPlan:
     chunks: int  # 1: the row stays in registers; more: onchip (kept + staged) or two passes
     onchip: bool = False  # chunks > 1: one read (kept in registers, staged in shared memory)
     kept: int = 1  # onchip: chunks kept in registers (the others are staged in shared memory)
-    iters: int = 1  # row groups a block handles one after the other (loads of all issued first)
+    iters: int = 1  # row groups a block handles (loads of all issued first); onchip: rows paired per thread
     batch: int = 1  # onchip: chunks whose loads are issued together, before their first use
     cluster: int = 1  # blocks sharing one row (a thread block cluster); each holds chunk_cols columns
     persist: int = 0  # > 0: a persistent grid of ``persist`` blocks per SM, each looping over rows
@@ -102,6 +104,7 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
+    lag: int = 0  # persistent paired rows: the next pair's staged chunks reduced in this pair's output, this far behind
 
     @property
     def chunk_cols(self) -> int:
@@ -117,8 +120,15 @@ class RowPlan:
         predicated off)."""
         return self.cluster * self.chunks * self.chunk_cols != self.n
 
+    @property
+    def paired(self) -> bool:
+        """Each block (each iteration of a persistent one) holds two rows, every thread the same columns of both
+        (``pair_rows``; its blocks and their rows: ``kernels/norm/pair_rows.py``)."""
+        return self.onchip and self.iters == 2 and self.rows == 1
+
     def grid(self, m):
-        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM."""
+        """Blocks for ``m`` rows (a run-time Int32 or an int); persistent plans: at most ``persist`` per SM (paired
+        plans: ``pair_rows.pair_grid``)."""
         if self.cluster > 1:
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
@@ -189,11 +199,12 @@ class RowPlan:
         return self.slots + k * self.chunks + c
 
     def staging_bytes(self, elem_bytes: int) -> int:
-        """Dynamic shared memory of the staged, prefetched and weight chunks."""
-        return (self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
+        """Dynamic shared memory of the staged, prefetched and weight chunks (each row group its own slots)."""
+        return (self.slots * self.iters + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
+PAIR_SMEM_BUDGET = 224 * 1024  # paired rows: a block alone on its SM (its reduction's partials take 1.5 KB more)
 # threads an SM holds at 64 registers each (65536 registers): the row kernels take 33-64, so no more fit
 THREADS_PER_SM = 1024
 NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
@@ -219,8 +230,11 @@ def defaults_for(rules, n: int, dtype_str: str) -> dict:
     return {}
 
 
-def split_options(options: dict) -> tuple[dict, dict]:
-    """(the row plan's options, the kernel's options :data:`KERNEL_OPTIONS`) of a builder's keyword arguments."""
+def split_options(options: dict, pairs: bool = False) -> tuple[dict, dict]:
+    """(the row plan's options, the kernel's options :data:`KERNEL_OPTIONS`) of a builder's keyword arguments;
+    ``pair_rows`` only for a kernel that reads paired rows (``pairs``: LayerNorm)."""
+    if options.get("pair_rows") and not pairs:
+        raise ValueError("pair_rows=True: only LayerNorm pairs rows (it shares W and B loads); leave it out here")
     plan = {k: v for k, v in options.items() if k not in KERNEL_OPTIONS}
     return plan, {k: v for k, v in options.items() if k in KERNEL_OPTIONS}
 
@@ -260,6 +274,8 @@ def plan_rows(
     weights_smem: bool = False,
     weight_tensors: int = 0,
     cache_hint: str = "",
+    pair_rows: bool = False,
+    pair_lag: int = 0,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -288,17 +304,26 @@ def plan_rows(
     kernel's ``weight_tensors`` weights held in shared memory by each persistent block (read from L2 once per
     block instead of once per row: the L2 serves the rows' own traffic too).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
+    ``pair_rows`` (onchip rows, accesses of 8 bytes or more): each block holds two rows, every thread the same
+    columns of both (``iters=2``; chunks of one access per thread and row, ``kept_values / 2`` values of each row
+    kept in registers, the rest of each row in its own staged slots, loads in batches of
+    ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
+    two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired. With ``persist``: a
+    persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
+    (``pair_rows.py``); ``pair_lag=k``: each such chunk also reduced there, ``k`` chunks after its copy started.
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
                       clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
-                      weight_tensors if weights_smem else 0)  # fmt: skip
+                      weight_tensors if weights_smem else 0, pair_rows)  # fmt: skip
+    if pair_lag > 0 and plan.iters > 1 and plan.persist:
+        plan = dataclasses.replace(plan, lag=pair_lag)
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms, inputs, early, weights):  # fmt: skip
+               sms, inputs, early, weights, pair_rows=False):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -320,16 +345,24 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         threads, vecs = chunk_threads, vecs_target
         chunks = -(-n_vecs // (threads * vecs))
         return RowPlan(n, vec, threads, max(1, block_threads // threads), vecs, chunks)
-    threads, vecs = onchip_threads, vecs_target
+    threads = onchip_threads
     narrow = vec * elem_bytes < 8  # odd or unaligned rows: a predicate per value, registers run short
     if narrow:
         threads, kept_values = min(threads, 512), min(kept_values, 16)
-    chunks = -(-n_vecs // (threads * vecs))
-    kept = min(chunks, max(1, kept_values // (vecs * vec)))
+    for pair in (2, 1) if pair_rows and not narrow else (1,):
+        # paired rows: chunks of one access per thread and row (at 1024 threads, both rows' values of a chunk, W and
+        # B of this chunk and the next fit the 64 registers), the kept values shared by the two rows
+        vecs, kept_for = (1, kept_values // 2) if pair > 1 else (vecs_target, kept_values)
+        chunks = -(-n_vecs // (threads * vecs))
+        kept = min(chunks, max(1, kept_for // (vecs * vec)))
+        staged = (chunks - kept) * threads * vecs * vec * elem_bytes
+        if pair == 1 or 0 < pair * staged <= PAIR_SMEM_BUDGET:  # both rows' staged chunks fit
+            break
     while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1
-    batch = 1 if narrow else max(1, load_values // (vecs * vec))
-    plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs)
+    batch = 1 if narrow else max(1, load_values // (pair * vecs * vec))
+    plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs,
+                   iters=pair, sms=sms or NUM_SMS)  # fmt: skip
     return _persistent(plan, persist, sms, elem_bytes, early, weights)
 
 
@@ -344,6 +377,11 @@ def _persistent(
     (the next row's copies then start as soon as this row's have landed). ``weights``: that many weight tensors
     held in shared memory for all of the block's rows (where some prefetch still fits beside them; else read
     from L2 for every row as without persistence)."""
+    if persist > 0 and plan.iters > 1 and plan.onchip:  # paired rows: their staged slots refilled (pair_rows.py)
+        persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
+        while persist > 1 and persist * plan.staging_bytes(elem_bytes) > SMEM_BUDGET:
+            persist -= 1
+        return dataclasses.replace(plan, persist=persist, sms=sms or NUM_SMS)
     if persist <= 0 or plan.rows_per_block != 1 or plan.vec * elem_bytes < 4:
         return plan
     persist = max(1, min(persist, THREADS_PER_SM // plan.block_threads))
@@ -552,8 +590,9 @@ def staging_buffer(plan: RowPlan, dtype):
 
 
 def row_groups(plan: RowPlan, dtype, rows):
-    """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer:
-    onchip plans have one group; cluster plans: this block's slice of its cluster's row)."""
+    """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer: onchip plans
+    have one group; cluster plans: this block's slice of its cluster's row). A group of one row past the last row is
+    the last row again; groups of several rows predicate their accesses on the row count."""
     if plan.cluster > 1:
         bid = fx.block_idx.x
         row0 = bid // plan.cluster
@@ -562,6 +601,8 @@ def row_groups(plan: RowPlan, dtype, rows):
     out = []
     for i in fx.range_constexpr(plan.iters):
         row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
+        if plan.rows == 1 and i > 0:  # past the last row: the last row again (the same values stored twice),
+            row0 = fx.min(row0, rows - 1)  # not a predicate on every access (a branch around every store)
         out.append(RowFragments(plan, dtype, row0, rows - row0, staging))
     return out
 
@@ -652,6 +693,15 @@ def combine_mean_m2(a, b):
     d = mb - ma
     wb = nb / fx.max(n, 1.0)  # 0 when both are empty
     return n, ma + d * wb, qa + qb + d * d * na * wb
+
+
+def per_row(combine, k: int):
+    """``combine`` over tuples that hold several rows' partials, ``k`` per row (paired rows reduce together)."""
+
+    def merged(a, b):
+        return tuple(x for i in range(0, len(a), k) for x in combine(a[i : i + k], b[i : i + k]))
+
+    return merged
 
 
 def _butterfly(vals, combine, width):

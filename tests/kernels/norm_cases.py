@@ -29,6 +29,7 @@ CPU_CASES = [
     # onchip with small chunks: 2 kept in registers, 3 staged in shared memory, the last one ragged
     (3, 2500, "f32", {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}),
     (45, 96, "bf16", {"row_iters": 3}),  # several row groups per block, the last block partly empty
+    (3, 8192, "bf16", {"row_iters": 2}),  # groups of one row, two per block: the last group is past the end
     # a row over a thread block cluster, partials through distributed shared memory: 4 blocks of one warp
     (3, 2048, "f32", {"long_rows": "cluster", "cluster_cols": 512}),
     (2, 20000, "bf16", {"long_rows": "cluster"}),  # 2 blocks of 16 warps, the second slice ragged

@@ -13,7 +13,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _arrays import full, rand, randn, sync, to_device, to_numpy
-from norm_cases import ATOL, CPU_CASES, CPU_IDS, GPU_CASES, GPU_IDS, PARITY_CASES, PARITY_IDS, check_close, check_parity
+from norm_cases import (
+    ATOL,
+    CPU_CASES,
+    CPU_IDS,
+    GPU_CASES,
+    GPU_IDS,
+    PARITY_CASES,
+    PARITY_IDS,
+    SMALL_CHUNKS,
+    check_close,
+    check_parity,
+)
 
 from kernels.norm.layernorm_kernel import build_layernorm_module
 
@@ -62,6 +73,62 @@ def test_layernorm_large_mean_keeps_precision(N, plan, interpreter):
     check(x, w, b, "f32", run("cpu", x, w, b, "f32", **plan), atol=1e-4)
 
 
+# paired rows (``pair_rows``: two rows per block, each thread the same columns of both, W and B read once for the
+# two), with ``sms`` below the row count (as many rows as SMs or fewer: one row per block, twice): odd row counts
+# leave the last block's second row past the end; ragged last chunks; persistent grids of fewer blocks than pairs
+# (each block loops, the next pair's staged chunks read during this pair's output)
+PAIR = {"register_limit": 0, "onchip_threads": 128, "pair_rows": True}  # 1024 bf16 / 512 f32 columns per chunk
+PAIR_CASES = [
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "sms": 2}),  # 2 kept + 8 staged per row, the last ragged
+    (3, 4096, "bf16", {**PAIR, "sms": 1}),  # 2 kept + 2 staged per row; the second block holds one row
+    (4, 4096, "f32", {**PAIR, "kept_values": 16, "sms": 1}),  # 1 kept + 7 staged per row
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True}),  # 5 rows for 132 SMs: one row per block (twice)
+    (3, 3000, "f32", {**PAIR, "persist": 1, "cache_hint": "cs"}),  # the same, persistent
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1}),  # one block, three pairs
+    (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2}),  # two blocks, four pairs, the last one single
+    (6, 3000, "f32", {**PAIR, "persist": 2, "sms": 1, "cache_hint": "cs"}),  # ragged, streaming hints
+    # the next pair's staged chunks also reduced during this pair's output, one or two chunks behind their copies
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1, "pair_lag": 1}),
+    (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2, "pair_lag": 2}),
+    # streaming plans read the next pair's staged chunks through registers (ld.global.cs, then st.shared)
+    (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2, "cache_hint": "cs", "pair_lag": 1}),
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1, "cache_hint": "cs", "pair_lag": 2}),
+]
+PAIR_IDS = [
+    f"{m}x{n}-{d}" + "-".join(f"-{k}={v}" for k, v in p.items() if k != "register_limit") for m, n, d, p in PAIR_CASES
+]
+
+
+@pytest.mark.parametrize("M,N,dtype,plan", PAIR_CASES, ids=PAIR_IDS)
+def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
+    from kernels.norm.norm_common import plan_rows, vector_width
+    from kernels.norm.pair_rows import pair_count
+
+    eb = 4 if dtype == "f32" else 2
+    p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k != "max_registers"})
+    assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
+    assert pair_count(p, M) == (M if M <= p.sms else (M + 1) // 2)
+    x, w, b = make_inputs(M, N, dtype, seed=M * N + 1)
+    check(x, w, b, dtype, run("cpu", x, w, b, dtype, **plan))
+
+
+def test_layernorm_pair_rows_ptx_reads_weights_once_per_pair(interpreter, tmp_path):
+    """64K bf16 paired (1024 threads, 8 chunks of 8 values per thread and row, 2 kept): X's 2 kept chunks per row
+    loaded (the first pair's before the loop, the next pair's at the end of each iteration), its 6 staged ones per
+    row copied by cp.async (the first pair's before the loop, the next pair's during the output), W and B read
+    once per chunk for both rows; one barrier (both rows' statistics reduced together)."""
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    interpreter.setenv("COMPILE_ONLY", "1")
+    x = full((64, 65536), 0, "bf16", "cpu")
+    build_layernorm_module(
+        65536, "bf16", pair_rows=True, onchip_threads=1024, max_registers=0, persist=1, cache_hint=""
+    )(x, x[0], x[1], x, 64)
+    (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
+    assert ptx.count("ld.global.v4.b32") == 2 * (2 * 2) + 2 * 8 and ptx.count("st.global.v4.b32") == 2 * 8, ptx
+    assert ptx.count("cp.async.cg.shared.global") == 2 * 2 * 6 and ptx.count("bar.sync") == 1
+    assert ".reqntid 1024, 1, 1" in ptx and ".local" not in ptx
+
+
 def test_layernorm_constant_row_is_bias(interpreter):
     x, w, b = make_inputs(2, 512, "f32", seed=5)
     x[0] = 3.25
@@ -100,8 +167,31 @@ def test_layernorm_gpu_large_mean(monkeypatch):
         check(x, w, b, "f32", run("cuda", x, w, b, "f32"), atol=1e-4)
 
 
+LONG_PAIRS = [  # one-shot (1024, 512 and 256 threads), persistent by cp.async and through registers
+    {"cache_hint": "cs"},
+    {"onchip_threads": 512, "max_registers": 128, "kept_values": 64, "cache_hint": "cs"},
+    {"onchip_threads": 256, "max_registers": 255, "kept_values": 128, "cache_hint": "cs"},
+    {"persist": 1, "pair_lag": 2},
+    {"persist": 1, "pair_lag": 2, "cache_hint": "cs"},
+]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("M,N,dtype,plan", PARITY_CASES, ids=PARITY_IDS)
+@pytest.mark.parametrize("options", LONG_PAIRS, ids=["-".join(f"{k}={v}" for k, v in o.items()) for o in LONG_PAIRS])
+@pytest.mark.parametrize(
+    "M,N,dtype", [(531, 65536, "bf16"), (529, 32768, "f32"), (601, 32768, "bf16"), (97, 65536, "bf16")]
+)
+def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, options, monkeypatch):
+    """The paired plans at the long-row lengths they are for (128 KB rows), odd row counts; the persistent grid's
+    blocks loop over two or more pairs each; 97 rows (fewer than SMs): one row per block."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    x, w, b = make_inputs(M, N, dtype, seed=M)
+    plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, **options}
+    check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,dtype,plan", PARITY_CASES + PAIR_CASES, ids=PARITY_IDS + PAIR_IDS)
 def test_layernorm_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
     x, w, b = make_inputs(M, N, dtype, seed=7)
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")

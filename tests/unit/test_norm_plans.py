@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.cases import norm_sweep
-from kernels.norm.norm_common import NUM_SMS, SMEM_BUDGET, plan_rows, vector_width
+from kernels.norm.norm_common import NUM_SMS, PAIR_SMEM_BUDGET, SMEM_BUDGET, plan_rows, vector_width
+from kernels.norm.pair_rows import pair_count, pair_grid
 
 
 def plan(n, elem_bytes, **kw):
@@ -225,3 +226,86 @@ def test_16k_half_rows_cap_registers_for_two_blocks_per_sm():
         for dt in ("bf16", "f16"):
             assert mod.plan_defaults(16384, dt)["max_registers"] == 64
         assert "max_registers" not in mod.plan_defaults(8192, "bf16")
+
+
+@pytest.mark.parametrize(
+    "n, eb, kw, vecs, chunks, kept, smem_kb",
+    [
+        (65536, 2, {}, 1, 8, 2, 192),  # 64K bf16: one access (8 values) per thread, chunk and row; 2 kept, 6 staged
+        (32768, 4, {}, 1, 8, 4, 128),  # 32K f32: 4 values per chunk, 4 kept and 4 staged per row
+        (32768, 4, {"kept_values": 16}, 1, 8, 2, 192),  # 2 kept, 6 staged per row
+        (32768, 2, {}, 1, 4, 2, 64),
+    ],
+)
+def test_paired_rows_share_a_block_and_each_have_their_own_slots(n, eb, kw, vecs, chunks, kept, smem_kb):
+    p = plan_rows(n, eb, vector_width(n, eb), pair_rows=True, **kw)
+    assert (p.iters, p.rows, p.threads, p.vecs, p.chunks, p.kept) == (2, 1, 1024, vecs, chunks, kept)
+    assert p.staging_bytes(eb) == 2 * p.slots * p.chunk_cols * eb == smem_kb * 1024 <= SMEM_BUDGET
+    assert p.batch * p.vecs * p.vec * 2 == 64  # load_values: the loads of a batch cover both rows
+    assert pair_grid(p, 7) == 7 and pair_grid(p, 264) == 132 and pair_grid(p, 265) == 133 and p.persist == 0
+
+
+def test_pairs_leave_no_sm_idle():
+    """Two rows per block from more rows than SMs on; up to one row per SM, one row per block (read twice)."""
+    p = plan_rows(65536, 2, 8, pair_rows=True)
+    assert (p.paired, p.sms) == (True, NUM_SMS)
+    assert [pair_count(p, m) for m in (1, 131, 132, 133, 264, 265, 512)] == [1, 131, 132, 67, 132, 133, 256]
+    assert pair_count(plan_rows(65536, 2, 8, pair_rows=True, sms=4), 7) == 4
+
+
+def test_rows_that_do_not_pair():
+    assert plan_rows(65536, 4, 4, pair_rows=True).iters == 1  # 64K f32: two rows' staging is 2 x 192 KB
+    # 512 threads, one chunk of 8 values kept per row: 2 x 15 staged chunks of 8 KB, more than PAIR_SMEM_BUDGET
+    assert plan_rows(65536, 2, 8, pair_rows=True, onchip_threads=512, kept_values=8).iters == 1
+    assert plan_rows(8192, 2, 8, pair_rows=True).iters == 1  # rows in registers: no staging to pair
+    assert plan_rows(40000, 2, 2, pair_rows=True).iters == 1  # 4-byte accesses: a predicate per value
+    assert plan_rows(65536, 2, 8, pair_rows=False) == plan_rows(65536, 2, 8)
+
+
+def test_persistent_paired_rows_take_one_block_per_sm():
+    p = plan_rows(65536, 2, 8, pair_rows=True, persist=2)
+    assert (p.iters, p.persist, p.prefetch, p.weights) == (2, 1, 0, 0)
+    assert pair_grid(p, 512) == NUM_SMS and pair_grid(p, 7) == 7 and p.func_attrs == {"min_blocks_per_sm": 1}
+    assert plan_rows(65536, 2, 8, pair_rows=True, persist=2, weights_smem=True, weight_tensors=2).weights == 0
+    assert plan_rows(65536, 2, 8, pair_rows=True, persist=1, pair_lag=2).lag == 2
+    assert plan_rows(65536, 2, 8, pair_rows=True, pair_lag=2).lag == 0  # only a persistent pair reduces ahead
+
+
+def test_only_layernorm_pairs_rows():
+    from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
+    from kernels.norm.softmax_kernel import build_softmax_module
+
+    with pytest.raises(ValueError, match="only LayerNorm pairs rows"):
+        build_softmax_module(0, 65536, "bf16", pair_rows=True)
+    with pytest.raises(ValueError, match="only LayerNorm pairs rows"):
+        build_rmsnorm_module(65536, "bf16", pair_rows=True)
+    assert norm_sweep.applicable("pair", 512, 65536) and not norm_sweep.applicable("pair_p", 2048, 16384)
+
+
+def test_fewer_kept_values_pair_with_up_to_224_kb_of_slots(monkeypatch):
+    p = plan_rows(65536, 2, 8, pair_rows=True, kept_values=16)  # 64K bf16: 1 chunk of 8 kept, 7 staged per row
+    assert (p.iters, p.kept, p.staging_bytes(2)) == (2, 1, PAIR_SMEM_BUDGET)
+    monkeypatch.setenv("FLYDSL_NORM_SHAPES", "rows128k")  # the shapes whose rows pair (128 KB each)
+    assert norm_sweep._shapes(False) == [(512, 65536, "bf16"), (512, 32768, "f32")]
+
+
+def test_layernorm_long_rows_defaults():
+    """LayerNorm's rows of 32K-64K (ln2r rounds 2-4 on the H200, docs/kernels.md "Paired rows"): 32K rows in pairs
+    (bf16: blocks of 512 threads, two per SM; f32: one block of 512 threads with 128 registers), 64K bf16 one row per
+    block with streaming hints, 64K f32 one row per block of 512 threads with 128 registers."""
+    from kernels.norm.layernorm_kernel import plan_defaults
+    from kernels.norm.norm_common import split_options
+
+    def default_plan(n, dt, eb):
+        plan, kernel = split_options(plan_defaults(n, dt), pairs=True)
+        return plan_rows(n, eb, 16 // eb, **plan), kernel
+
+    p, k = default_plan(32768, "bf16", 2)
+    assert (p.paired, p.threads, p.persist, p.cache, k) == (True, 512, 0, "cs", {"max_registers": 64})
+    assert 2 * p.staging_bytes(2) <= SMEM_BUDGET  # two pair-blocks per SM
+    p, k = default_plan(32768, "f32", 4)
+    assert (p.paired, p.threads, p.kept, p.cache, k) == (True, 512, 8, "cs", {"max_registers": 128})
+    p, k = default_plan(65536, "bf16", 2)
+    assert (p.paired, p.threads, p.cache, k) == (False, 512, "cs", {"max_registers": 64})
+    p, k = default_plan(65536, "f32", 4)
+    assert (p.paired, p.threads, p.kept, p.cache, k) == (False, 512, 2, "cs", {"max_registers": 128})
