@@ -71,6 +71,13 @@ VARIANTS = {
     "p32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024},
     "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
+    # LayerNorm's W and B multicast across a cluster of 2 (4) blocks through a ring of shared stages (one L2 read
+    # per piece for the cluster; kernels/norm/norm_mcast.py): 1024 threads x 16 values per chunk (no spills)
+    "mcast": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16},
+    "mcast4": {"weights_multicast": 4, "onchip_threads": 1024, "elems_per_thread": 16},
+    "mcast_s4": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "weight_stages": 4},
+    "mcast_cs": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "cache_hint": "cs"},
+    "e16": {"onchip_threads": 1024, "elems_per_thread": 16},  # the mcast plans' rows without the multicast
 }
 
 
@@ -87,7 +94,7 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N == 16384
     if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
         return N >= 16384
-    if name == "cluster":
+    if name in ("cluster", "mcast", "mcast4", "mcast_s4", "mcast_cs", "e16"):
         return N > 16384
     if name == "cluster8k":
         return N >= 16384

@@ -1,5 +1,6 @@
 """The thread block cluster on the interpreter: ``nvvm.mapa`` (another block's shared memory), ``nvvm.st_async``
-(a store there completing on that block's mbarrier) and the cluster barrier (``nvvm.cluster_arrive`` /
+(a store there completing on that block's mbarrier), ``nvvm.mbarrier_arrive_cluster`` (an arrive on another
+block's mbarrier) and the cluster barrier (``nvvm.cluster_arrive`` /
 ``nvvm.cluster_wait``).
 
 The blocks of a cluster run in one batch (flydsl/interp/kernel.py), so a shared-cluster pointer
@@ -74,6 +75,36 @@ def st_async(op: Op, cc: Compiler):
         peer = cluster_peer(lanes, act // lanes.tpb, rank)
         for blk, o in zip(peer.tolist(), off.tolist()):
             get_barrier(lanes, op, int(blk), int(o)).complete_tx(nbytes)
+        if lanes.sched is not None:
+            lanes.sched.bump()
+
+    return step
+
+
+@impl("nvvm.mbarrier_arrive_cluster")
+def mbarrier_arrive_cluster(op: Op, cc: Compiler):
+    """``mbarrier.arrive.shared::cluster``: each active lane arrives once on the mbarrier its ``mapa`` pointer
+    names in a block of its cluster (the barrier must be initialized; more arrivals than its phase expects is a
+    fault, as for a local arrive)."""
+    (b,) = cc.slots_of(op.operands)
+
+    def step(env, lanes):
+        act = _active(lanes)
+        bars = np.broadcast_to(np.asarray(env[b], np.int64).reshape(-1), (lanes.T,))[act]
+        rank, off = bars >> CLUSTER_RANK_SHIFT, bars & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        peer = cluster_peer(lanes, act // lanes.tpb, rank)
+        groups: dict = {}  # the lanes arriving on each barrier, arriving together (as a local arrive's do)
+        for i, (blk, o) in enumerate(zip(peer.tolist(), off.tolist())):
+            groups.setdefault((blk, o), []).append(i)
+        for (blk, o), idx in groups.items():
+            ln = int(act[idx[0]])
+            if o % 8:
+                raise lanes.fault(op, f"mbarrier (i64) at shared offset 0x{o:x} is not 8-byte aligned", ln)
+            err = get_barrier(lanes, op, int(blk), int(o)).arrive(len(idx))
+            if err:
+                raise lanes.fault(op, f"the mbarrier at shared offset 0x{o:x} of cluster rank {int(rank[idx[0]])}: "
+                                  f"{err} (check the count given to mbarrier_init and which threads arrive)",
+                                  ln)  # fmt: skip
         if lanes.sched is not None:
             lanes.sched.bump()
 

@@ -336,3 +336,25 @@ def cp_async_wait_all(op: Op, cc: Compiler):
             st.complete(lanes, np.where(act, st.committed, np.iinfo(np.int64).min))
 
     return step
+
+
+@impl("nvvm.syncwarp")
+def syncwarp(op: Op, cc: Compiler):
+    """``bar.warp.sync 0xffffffff``: the lanes of a warp run together here (lock-step, or warp by warp), so it
+    only checks that every lane of each warp that reaches it is active (else the GPU waits forever)."""
+
+    def step(env, lanes):
+        m = lanes.mask
+        if m is None:
+            return
+        warp = lanes.lane_block() * lanes.tpb + lanes.tid() // lanes.warp_size * lanes.warp_size
+        size = np.bincount(warp, minlength=lanes.T)
+        on = np.bincount(warp, weights=m, minlength=lanes.T)
+        partial = (on > 0) & (on < size)
+        if partial.any():
+            w = int(np.flatnonzero(partial)[0])
+            raise lanes.fault(op, f"syncwarp reached by only {int(on[w])} of the {int(size[w])} threads of a warp: "
+                              "the others never arrive, so on the GPU this waits forever (call it outside a branch "
+                              "that depends on the lane)", int(np.flatnonzero(m & (warp == w))[0]))  # fmt: skip
+
+    return step

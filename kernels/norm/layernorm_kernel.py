@@ -87,9 +87,18 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
             return n, mean, tree_sum(d * d)
 
         def output(frag, c, x, mean, rstd):
-            w = frag.load(W, c, broadcast=True).to(fx.Float32)
-            b = frag.load(B, c, broadcast=True).to(fx.Float32)
-            frag.store(Y, c, (x - mean) * rstd * w + b)
+            if fx.const_expr(frag.ring is not None):
+                # W and B from the cluster's multicast ring, vector by vector: each piece is released as soon as
+                # it is read (and only a vector of each is held at a time)
+                for v in fx.range_constexpr(plan.vecs):
+                    w = frag.ring.take(0, c, v).to(fx.Float32)
+                    b = frag.ring.take(1, c, v).to(fx.Float32)
+                    y = (x[v * plan.vec : (v + 1) * plan.vec] - mean) * rstd * w + b
+                    frag.ring.store(frag, Y, c, v, y)
+            else:
+                w = frag.load(W, c, broadcast=True).to(fx.Float32)
+                b = frag.load(B, c, broadcast=True).to(fx.Float32)
+                frag.store(Y, c, (x - mean) * rstd * w + b)
 
         def row_body(groups, after_stats):
             """LayerNorm of the rows of ``groups``; ``after_stats()`` runs once every value has been read and

@@ -34,6 +34,7 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
+from kernels.norm.norm_mcast import WeightRing, multicast_plan
 
 __all__ = [
     "DTYPES",
@@ -102,6 +103,9 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
+    mcast: int = 0  # > 1: the weights multicast across clusters of ``mcast`` blocks (norm_mcast.py)
+    wstages: int = 0  # mcast: the shared stages of the weights' ring
+    wtensors: int = 0  # mcast: the weight tensors in the ring
 
     @property
     def chunk_cols(self) -> int:
@@ -122,6 +126,8 @@ class RowPlan:
         if self.cluster > 1:
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
+        if self.mcast:  # whole clusters (the blocks past the last row mask their rows)
+            return (blocks + self.mcast - 1) // self.mcast * self.mcast
         if self.persist:
             cap = self.persist * self.sms
             return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
@@ -137,7 +143,8 @@ class RowPlan:
     @property
     def cluster_dims(self):
         """``launch(cluster=...)``: None, or the blocks that share a row."""
-        return (self.cluster, 1, 1) if self.cluster > 1 else None
+        k = max(self.cluster, self.mcast)
+        return (k, 1, 1) if k > 1 else None
 
     @property
     def staged(self) -> int:
@@ -190,7 +197,8 @@ class RowPlan:
 
     def staging_bytes(self, elem_bytes: int) -> int:
         """Dynamic shared memory of the staged, prefetched and weight chunks."""
-        return (self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
+        ring = self.wstages * self.threads * self.vec  # the multicast weights' stages (norm_mcast.py)
+        return ((self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols + ring) * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
@@ -260,6 +268,8 @@ def plan_rows(
     weights_smem: bool = False,
     weight_tensors: int = 0,
     cache_hint: str = "",
+    weights_multicast: int = 0,
+    weight_stages: int = 0,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -288,12 +298,15 @@ def plan_rows(
     kernel's ``weight_tensors`` weights held in shared memory by each persistent block (read from L2 once per
     block instead of once per row: the L2 serves the rows' own traffic too).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
+    ``weights_multicast=k`` (sm_90): the ``weight_tensors`` weights multicast across clusters of ``k`` blocks through
+    ``weight_stages`` shared stages (:func:`kernels.norm.norm_mcast.multicast_plan`).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
                       clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
                       weight_tensors if weights_smem else 0)  # fmt: skip
-    return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
+    plan = dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
+    return multicast_plan(plan, weights_multicast, weight_stages, weight_tensors, elem_bytes, SMEM_BUDGET, clusters)
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
@@ -390,8 +403,9 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=()):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=(), ring=None):
         self.plan = plan
+        self.ring = ring  # mcast plans: the weights' WeightRing (norm_mcast.py)
         self.weights = weights  # persistent plans with ``plan.weights``: the weight tensors held in shared memory
         self.dtype = dtype
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
@@ -427,7 +441,7 @@ class RowFragments:
         them where only the row can be out of bounds and ``rows_checked``: a prefetch of a row past the last)."""
         p = self.plan
         if p.rows == 1 and not p.ragged:
-            return self.rows_left > 0 if rows_checked else None
+            return self.rows_left > 0 if (rows_checked or p.mcast) else None
         pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
         cols_left = p.n - c * p.chunk_cols if self.col0 is None else p.n - self.col0
         for i in fx.range_constexpr(fx.size(pred)):
@@ -551,7 +565,7 @@ def staging_buffer(plan: RowPlan, dtype):
     return alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
 
 
-def row_groups(plan: RowPlan, dtype, rows):
+def row_groups(plan: RowPlan, dtype, rows, weights=()):
     """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer:
     onchip plans have one group; cluster plans: this block's slice of its cluster's row)."""
     if plan.cluster > 1:
@@ -559,10 +573,11 @@ def row_groups(plan: RowPlan, dtype, rows):
         row0 = bid // plan.cluster
         return [RowFragments(plan, dtype, row0, rows - row0, col0=bid % plan.cluster * plan.chunk_cols)]
     staging = staging_buffer(plan, dtype)
+    ring = WeightRing(plan, dtype, staging, weights) if plan.mcast else None  # first: its pieces start loading
     out = []
     for i in fx.range_constexpr(plan.iters):
         row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
-        out.append(RowFragments(plan, dtype, row0, rows - row0, staging))
+        out.append(RowFragments(plan, dtype, row0, rows - row0, staging, ring=ring))
     return out
 
 
@@ -604,7 +619,7 @@ def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
             row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
             parity = 1 - parity
     else:
-        row_body(row_groups(plan, dtype, rows), lambda: None)
+        row_body(row_groups(plan, dtype, rows, weights), lambda: None)
 
 
 # the row loop is a run-time loop: the helper's control flow is rewritten as a kernel body's is
