@@ -77,11 +77,22 @@ VARIANTS = {
     "mcast4": {"weights_multicast": 4, "onchip_threads": 1024, "elems_per_thread": 16},
     "mcast_s4": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "weight_stages": 4},
     "mcast_cs": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "cache_hint": "cs"},
+    # persistent (one block per SM looping over rows, the ring running on across them; the next row prefetched
+    # where the shared memory beside a ring of 4 stages allows: 32K f32, 64K bf16)
+    "mcastp": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1},
+    "mcastp4": {"weights_multicast": 4, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1},
     "e16": {"onchip_threads": 1024, "elems_per_thread": 16},  # the mcast plans' rows without the multicast
 }
 
 
-MCAST = ("mcast", "mcast4", "mcast_s4", "mcast_cs")  # LayerNorm only (RMSNorm rejects weights_multicast)
+MCAST = (
+    "mcast",
+    "mcast4",
+    "mcast_s4",
+    "mcast_cs",
+    "mcastp",
+    "mcastp4",
+)  # LayerNorm only (RMSNorm rejects weights_multicast)
 
 
 def applicable(name: str, M: int, N: int) -> bool:

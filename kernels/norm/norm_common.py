@@ -34,7 +34,7 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_mcast import WeightRing, multicast_plan
+from kernels.norm.norm_mcast import WeightRing, multicast_plan, ring_bytes
 
 __all__ = [
     "DTYPES",
@@ -126,10 +126,10 @@ class RowPlan:
         if self.cluster > 1:
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
-        if self.mcast:  # whole clusters (the blocks past the last row mask their rows)
-            return (blocks + self.mcast - 1) // self.mcast * self.mcast
+        k = max(1, self.mcast)  # whole clusters (the blocks past the last row mask their rows)
+        blocks = blocks if k == 1 else (blocks + k - 1) // k * k
         if self.persist:
-            cap = self.persist * self.sms
+            cap = self.persist * self.sms // k * k
             return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
         return blocks
 
@@ -301,10 +301,14 @@ def plan_rows(
     ``weights_multicast=k`` (sm_90): the ``weight_tensors`` weights multicast across clusters of ``k`` blocks through
     ``weight_stages`` shared stages (:func:`kernels.norm.norm_mcast.multicast_plan`).
     """
-    plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
-                      chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
-                      clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
-                      weight_tensors if weights_smem else 0)  # fmt: skip
+    args = (n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
+            long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters)  # fmt: skip
+    persist, wt = persist if n >= persist_from else 0, weight_tensors if weights_smem else 0
+    plan = _plan_rows(*args, persist, sms, inputs, prefetch_early, wt)
+    if persist and weights_multicast:  # the prefetch slots leave room for the multicast ring's stages
+        base = _plan_rows(*args, 0, sms, inputs, prefetch_early, wt)
+        reserve = ring_bytes(base, weights_multicast, weight_stages, weight_tensors, elem_bytes)
+        plan = _persistent(base, persist, sms, elem_bytes, prefetch_early, wt, SMEM_BUDGET - reserve)
     plan = dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
     return multicast_plan(plan, weights_multicast, weight_stages, weight_tensors, elem_bytes, SMEM_BUDGET, clusters)
 
@@ -347,7 +351,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
 
 
 def _persistent(
-    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0
+    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0, budget=SMEM_BUDGET
 ) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
     fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
@@ -372,7 +376,7 @@ def _persistent(
                 plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl, weights=wt
             )
         ]  # fmt: skip
-        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= SMEM_BUDGET
+        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= budget
     ]
     if fits:  # weights on chip; then the most chunks prefetched; of those, of every input, early
         return max(fits, key=lambda p: (p.weights, p.prefetch * p.inputs, p.inputs, p.early))
@@ -581,13 +585,13 @@ def row_groups(plan: RowPlan, dtype, rows, weights=()):
     return out
 
 
-def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=()):
+def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=(), ring=None):
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
     free then). ``early`` plans wait for row ``r``'s copies and start the next row's here instead (their
     slots are all in two sets): ``after_stats`` does nothing."""
-    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights)
+    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights, ring=ring)
     nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
 
     def prefetch_next():
@@ -610,14 +614,22 @@ def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
     if plan.persist:
         staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
         head = RowFragments(plan, dtype, first, rows - first, staging, weights=weights)
+        ring = WeightRing(plan, dtype, staging, weights, rows) if plan.mcast else None
         if plan.weights:
             head.load_weights()
         for i, t in enumerate(inputs[: plan.inputs]):
             head.prefetch(t, region=i)
         parity = fx.Int32(0)
-        for r in range(first, rows, step):
-            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
-            parity = 1 - parity
+        if fx.const_expr(ring is not None):  # every block of a cluster takes as many rows (masked past the last)
+            for i in range(ring.iters):
+                ring.row = i
+                r = first + i * step
+                row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights, ring))
+                parity = 1 - parity
+        else:
+            for r in range(first, rows, step):
+                row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
+                parity = 1 - parity
     else:
         row_body(row_groups(plan, dtype, rows, weights), lambda: None)
 

@@ -36,29 +36,53 @@ import dataclasses
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
 
-__all__ = ["multicast_plan", "WeightRing"]
+__all__ = ["multicast_plan", "ring_bytes", "WeightRing", "PERSIST_STAGES"]
 
 WARP = 32
+
+
+PERSIST_STAGES = 4  # persistent plans: the ring's default depth (the rest of the shared memory prefetches rows)
+
+
+def _applies(plan, k: int, tensors: int, elem_bytes: int, clusters: bool) -> bool:
+    if k < 2 or not clusters or tensors == 0 or k & (k - 1) or k > 8:
+        return False
+    if plan.rows != 1 or plan.iters != 1 or plan.cluster > 1 or plan.ragged:
+        return False
+    return plan.vec * elem_bytes == 16
+
+
+def _stages(plan, k: int, stages: int, tensors: int, elem_bytes: int, budget: int) -> int:
+    piece = plan.threads * plan.vec * elem_bytes
+    uses = tensors * plan.chunks * plan.vecs
+    if plan.persist or stages < 0:  # the ring cycles over the same pieces row after row: a power of two dividing them
+        want = stages if stages > 0 else PERSIST_STAGES
+        stages = 1 << max(0, want.bit_length() - 1)
+        while uses % stages:
+            stages //= 2
+        fits = stages * piece + plan.staging_bytes(elem_bytes) <= budget * max(1, plan.persist)
+        return stages if fits else 0
+    fit = (budget - plan.staging_bytes(elem_bytes)) // piece  # beside the staging
+    return min(stages or fit, fit, -(-uses // k) * k) // k * k
+
+
+def ring_bytes(plan, k: int, stages: int, tensors: int, elem_bytes: int) -> int:
+    """The shared bytes the ring of a persistent version of ``plan`` (not yet persistent) would take."""
+    if not _applies(plan, k, tensors, elem_bytes, True):
+        return 0
+    return _stages(plan, k, stages or -1, tensors, elem_bytes, 1 << 30) * plan.threads * plan.vec * elem_bytes
 
 
 def multicast_plan(plan, k: int, stages: int, tensors: int, elem_bytes: int, budget: int, clusters: bool = True):
     """``plan`` with its ``tensors`` weights multicast across clusters of ``k`` blocks through ``stages`` shared
     stages (0: as many as fit ``budget`` bytes beside the plan's staging, a multiple of ``k``, at most what the
-    row uses); ``plan`` unchanged where it cannot: no clusters on the target, ``k < 2``, rows of several blocks or
-    several rows per block, persistent plans, ragged rows or accesses narrower than 16 bytes (a bulk copy moves
-    16-byte multiples from 16-byte aligned addresses), or fewer than ``k`` stages fit."""
-    if k < 2 or not clusters or tensors == 0 or k & (k - 1) or k > 8:
+    row uses; persistent plans: :data:`PERSIST_STAGES`, a power of two that divides the pieces of a row);
+    ``plan`` unchanged where it cannot: no clusters on the target, ``k < 2``, rows of several blocks or several
+    rows per block, ragged rows or accesses narrower than 16 bytes (a bulk copy moves 16-byte multiples from
+    16-byte aligned addresses), or fewer than ``k`` stages fit."""
+    if not _applies(plan, k, tensors, elem_bytes, clusters):
         return plan
-    if plan.rows != 1 or plan.iters != 1 or plan.persist or plan.cluster > 1 or plan.ragged:
-        return plan
-    if plan.vec * elem_bytes != 16:
-        return plan
-    piece = plan.threads * plan.vec * elem_bytes
-    uses = tensors * plan.chunks * plan.vecs
-    most = -(-uses // k) * k
-    if stages <= 0:
-        stages = (budget - plan.staging_bytes(elem_bytes)) // piece // k * k
-    stages = min(stages - stages % k, most)
+    stages = _stages(plan, k, stages, tensors, elem_bytes, budget)
     if stages < k:
         return plan
     return dataclasses.replace(plan, mcast=k, wstages=stages, wtensors=tensors)
@@ -68,7 +92,7 @@ class WeightRing:
     """One block's end of the pipeline: built at the kernel's start (mbarriers, one cluster barrier, the first
     pieces issued); :meth:`take` gives this thread's vector of a weight's piece and releases it."""
 
-    def __init__(self, plan, dtype, staging, weights):
+    def __init__(self, plan, dtype, staging, weights, rows=None):
         p = self.plan = plan
         self.dtype, self.weights = dtype, weights
         self.piece = p.threads * p.vec  # elements
@@ -78,6 +102,12 @@ class WeightRing:
         self.rank = fx.nvvm.cluster_ctarank()
         self.full = fx.alloc_shared(fx.Int64, p.wstages, align=8)
         self.empty = fx.alloc_shared(fx.Int64, p.wstages, align=8)
+        # persistent plans: every block of the grid takes ``iters`` rows (the last ones masked past ``rows``), and
+        # the ring runs on over them (``row``: the iteration, set by the row loop; piece ``u`` of it is use
+        # ``row * uses + u``); else one row, ``row = 0``
+        self.iters = (rows + fx.grid_dim.x - 1) // fx.grid_dim.x if p.persist else 1
+        self.total = self.iters * self.uses
+        self.row = 0
         _setup(self)
 
     def use(self, k: int, c: int, v: int) -> int:
@@ -85,8 +115,9 @@ class WeightRing:
         return (c * self.plan.vecs + v) * self.plan.wtensors + k
 
     def source(self, u: int):
-        """The global address of piece ``u``."""
+        """The global address of piece ``u`` (of any row)."""
         p = self.plan
+        u = u % self.uses
         k, cv = u % p.wtensors, u // p.wtensors
         c, v = cv // p.vecs, cv % p.vecs
         w = getattr(self.weights[k], "iterator", self.weights[k])
@@ -107,17 +138,23 @@ class WeightRing:
         return _take(self, self.use(k, c, v))
 
 
-def _issue(ring: WeightRing, u: int):
-    """Thread 0 of every block: arm this block's full barrier for piece ``u``; the issuing block's thread 0 then
-    waits until the stage is free (every warp of the cluster released piece ``u - stages``) and multicasts it."""
+def _issue(ring: WeightRing, u: int, g=None):
+    """Thread 0 of every block: arm this block's full barrier for piece ``u`` (use ``g`` of the ring, run-time in
+    persistent plans; else ``u``); the issuing block's thread 0 then waits until the stage is free (every warp of
+    the cluster released use ``g - stages``) and multicasts it. Stage and issuer depend on ``u`` only (``stages``
+    and the cluster size divide the pieces of a row in persistent plans)."""
     p = ring.plan
     s = u % p.wstages
     nbytes = ring.piece * (ring.dtype.width // 8)
     if ring.tid == 0:
         fx.nvvm.mbarrier_arrive_expect_tx(ring.full + s, nbytes)
         if ring.rank == u % p.mcast:
-            if fx.const_expr(u >= p.wstages):
-                fx.nvvm.mbarrier_wait(ring.empty + s, (u // p.wstages - 1) % 2)
+            if fx.const_expr(g is None):
+                if fx.const_expr(u >= p.wstages):
+                    fx.nvvm.mbarrier_wait(ring.empty + s, (u // p.wstages - 1) % 2)
+            else:
+                if g >= p.wstages:
+                    fx.nvvm.mbarrier_wait(ring.empty + s, (g // p.wstages - 1) % 2)
             fx.nvvm.bulk_copy_g2s(
                 ring.ring + s * ring.piece, ring.source(u), nbytes, ring.full + s, multicast_mask=(1 << p.mcast) - 1
             )
@@ -139,19 +176,37 @@ def _setup(ring: WeightRing):
 
 def _take(ring: WeightRing, u: int):
     p = ring.plan
-    s = u % p.wstages
-    nxt = u + p.wstages - 1  # the piece whose stage piece u - 1 frees
-    if fx.const_expr(u >= 1 and nxt < ring.uses):
-        _issue(ring, nxt)
-    fx.nvvm.mbarrier_wait(ring.full + s, (u // p.wstages) % 2)
+    S = p.wstages
+    s = u % S
+    nxt = u + S - 1  # the piece whose stage piece u - 1 frees
+    if fx.const_expr(not p.persist):
+        if fx.const_expr(u >= 1 and nxt < ring.uses):
+            _issue(ring, nxt)
+        parity = (u // S) % 2
+    else:  # use g of the ring (run-time): stages divide a row's pieces, so the stage is u's
+        g = ring.row * ring.uses + u
+        if (g >= 1) & (g + (S - 1) < ring.total):
+            _issue(ring, nxt % ring.uses, g + (S - 1))
+        parity = (ring.row * (ring.uses // S) + u // S) % 2
+    fx.nvvm.mbarrier_wait(ring.full + s, parity)
     vals = (ring.ring + (s * ring.piece + ring.tid * p.vec)).load(vec_width=p.vec)
-    if fx.const_expr(u + p.wstages < ring.uses):  # some issuer waits for this release (see the module docstring)
-        fx.nvvm.syncwarp()
-        if ring.tid % WARP == 0:
-            fx.nvvm.mbarrier_arrive(ring.empty + s, peer_cta_rank_in_cluster=s % p.mcast)
+    # some issuer waits for this release (see the module docstring); the last ``stages`` uses are not released
+    if fx.const_expr(not p.persist):
+        if fx.const_expr(u + S < ring.uses):
+            _release(ring, s)
+    else:
+        if ring.row * ring.uses + (u + S) < ring.total:
+            _release(ring, s)
     return vals
+
+
+def _release(ring: WeightRing, s: int):
+    fx.nvvm.syncwarp()
+    if ring.tid % WARP == 0:
+        fx.nvvm.mbarrier_arrive(ring.empty + s, peer_cta_rank_in_cluster=s % ring.plan.mcast)
 
 
 _issue = ASTRewriter.transform(_issue)
 _setup = ASTRewriter.transform(_setup)
 _take = ASTRewriter.transform(_take)
+_release = ASTRewriter.transform(_release)

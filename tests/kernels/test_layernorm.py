@@ -85,11 +85,18 @@ def test_layernorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
 # stages (a masked block completes the last cluster), clusters of 4 with 3 rows, the in-register plan (one chunk),
 # a ragged row (no multicast: the plan falls back), and the 32K f32 / 64K bf16 variants of the benchmarks
 MCAST = {"weights_multicast": 2, "weight_stages": 4}
+SMALL = {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}
 MCAST_CASES = [
-    (5, 4096, "f32", {**MCAST, "register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}),
+    (5, 4096, "f32", {**MCAST, **SMALL}),
     (3, 2048, "bf16", {**MCAST, "weights_multicast": 4, "register_limit": 0, "onchip_threads": 64}),
     (4, 2048, "f32", {**MCAST, "block_threads": 64}),
     (3, 2500, "f32", {**MCAST, "register_limit": 0, "onchip_threads": 64}),
+    # persistent: blocks loop over rows (fewer SMs than rows), the ring running on across them; the next row
+    # prefetched; clusters of 4 with a masked last row
+    (7, 4096, "f32", {**MCAST, **SMALL, "persist": 1, "sms": 2}),
+    (9, 2048, "f32", {**MCAST, "block_threads": 64, "persist": 1, "sms": 2}),
+    (5, 2048, "bf16", {**SMALL, "weights_multicast": 4, "weight_stages": 8, "persist": 1, "sms": 4}),
+    (3, 32768, "f32", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1, "sms": 2}),
     (3, 32768, "f32", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16}),
     (2, 65536, "bf16", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16}),
 ]
@@ -148,10 +155,11 @@ def test_layernorm_gpu_mcast_matches_interpreter(M, N, dtype, plan, monkeypatch)
     "M,N,dtype", [(512, 65536, "bf16"), (512, 32768, "f32"), (256, 65536, "f32"), (7, 32768, "f32")]
 )
 def test_layernorm_gpu_mcast_long_rows(M, N, dtype, monkeypatch):
-    """The benchmarks' shapes (and an odd row count: a masked block) with the multicast plans, clusters of 2 and 4."""
+    """The benchmarks' shapes (and an odd row count: a masked block) with the multicast plans, clusters of 2 and 4,
+    one row per block and persistent."""
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     x, w, b = make_inputs(M, N, dtype, seed=M + N)
     for k in (2, 4):
-        check(
-            x, w, b, dtype, run("cuda", x, w, b, dtype, weights_multicast=k, onchip_threads=1024, elems_per_thread=16)
-        )
+        for persist in (0, 1):
+            plan = {"weights_multicast": k, "onchip_threads": 1024, "elems_per_thread": 16, "persist": persist}
+            check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))

@@ -236,13 +236,18 @@ def test_the_weights_multicast_plan_rounds_the_grid_to_whole_clusters_and_fits_i
     assert plan(32768, 4, **mc, weight_stages=5).wstages == 4  # a multiple of the cluster (one issuer per stage)
     assert plan(32768, 4, **{**mc, "weights_multicast": 4}).wstages == 12  # 12 x 16 KB, no staging
     assert plan(4096, 4, **mc, weight_stages=64).wstages == 8  # at most what the row uses (2 weights x 4 vectors)
-    # where it cannot: no clusters on the target, a ragged row, narrow accesses, rows sharing a block, persistence
+    # where it cannot: no clusters on the target, a ragged row, narrow accesses, rows sharing a block
     assert plan(65536, 2, **mc, clusters=False).mcast == 0
     assert plan(65530, 2, **mc).mcast == 0
     assert plan_rows(65536, 2, 4, **mc).mcast == 0  # 8-byte accesses (W, B aligned to 8 bytes only)
     assert plan(2048, 4, **{**mc, "onchip_threads": 64}, register_limit=0).mcast == 2
     assert plan(2048, 4, weights_multicast=2, weight_tensors=2).mcast == 0  # 4 rows of 64 threads per block
-    assert plan(65536, 2, **mc, persist=1).mcast == 0
+    # persistent: a ring of 4 stages (a power of two dividing a row's pieces: it cycles row after row), the next
+    # row's prefetch in what is left; 64K f32 has no room left to prefetch: one block per row
+    p = plan(65536, 2, **mc, persist=1)
+    assert (p.persist, p.prefetch, p.wstages) == (1, 2, 4) and p.staging_bytes(2) == 192 * 1024
+    assert plan(65536, 4, **mc, persist=1).persist == 0 and plan(65536, 4, **mc, persist=1).wstages == 4
+    assert plan(65536, 2, **mc, persist=1, sms=3).grid(100) == 2  # whole clusters: 3 SMs hold one cluster of 2
 
 
 def test_rmsnorm_rejects_the_weights_multicast_and_the_sweep_gives_it_to_layernorm_only():
