@@ -14,6 +14,9 @@
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 * ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
   (count, mean, M2) partials merged through distributed shared memory (``norm_common``).
+* ``weights_multicast=k`` (sm_90): each block keeps its own rows, but W and B reach its shared memory through a ring
+  of stages filled by one multicast bulk copy per piece for a cluster of ``k`` blocks (``norm_mcast``): one L2
+  read of the weights per ``k`` rows.
 """
 
 from __future__ import annotations

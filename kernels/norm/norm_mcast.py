@@ -27,6 +27,12 @@ uses``), which that issuer waits for before it issues, so before it exits — th
 released at all (CUTLASS's ``producer_tail`` solves the same problem with extra waits). The blocks of a cluster
 only stay within ``wstages - 1`` pieces of each other in the output phase; a block past the last row (the grid is a
 multiple of ``k``) masks its loads and stores but takes every piece like the others.
+
+Persistent plans (``persist``): every block of the grid loops over the same number of rows (the last ones masked),
+and the ring runs on across them: use ``g = row * uses + u`` of the ring is piece ``u`` of row ``row``, issued by
+rank ``u % k`` into stage ``u % wstages`` (``wstages`` is a power of two dividing ``uses``, so both stay static);
+phases and the "is anyone waiting" tests are run-time. The ring's stages are reserved before the next row's
+prefetch slots are fitted (``norm_common.plan_rows``).
 """
 
 from __future__ import annotations
