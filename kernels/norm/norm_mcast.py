@@ -48,6 +48,10 @@ WARP = 32
 
 
 PERSIST_STAGES = 4  # persistent plans: the ring's default depth (the rest of the shared memory prefetches rows)
+# SMs that clusters of 4 or more blocks fill at one block per SM: the H100/H200's GPCs hold 16 or 18 SMs, so 128 of
+# the 132 (docs/kernels.md, the column-slice plans); a persistent grid wider than that would run its last clusters
+# after the others
+CLUSTER4_SMS = 128
 
 
 def _applies(plan, k: int, tensors: int, elem_bytes: int, clusters: bool) -> bool:
@@ -91,7 +95,8 @@ def multicast_plan(plan, k: int, stages: int, tensors: int, elem_bytes: int, bud
     stages = _stages(plan, k, stages, tensors, elem_bytes, budget)
     if stages < k:
         return plan
-    return dataclasses.replace(plan, mcast=k, wstages=stages, wtensors=tensors)
+    sms = min(plan.sms, CLUSTER4_SMS) if plan.persist and k >= 4 else plan.sms
+    return dataclasses.replace(plan, mcast=k, wstages=stages, wtensors=tensors, sms=sms)
 
 
 class WeightRing:

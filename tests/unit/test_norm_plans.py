@@ -248,6 +248,7 @@ def test_the_weights_multicast_plan_rounds_the_grid_to_whole_clusters_and_fits_i
     assert (p.persist, p.prefetch, p.wstages) == (1, 2, 4) and p.staging_bytes(2) == 192 * 1024
     assert plan(65536, 4, **mc, persist=1).persist == 0 and plan(65536, 4, **mc, persist=1).wstages == 4
     assert plan(65536, 2, **mc, persist=1, sms=3).grid(100) == 2  # whole clusters: 3 SMs hold one cluster of 2
+    assert plan(65536, 2, **{**mc, "weights_multicast": 4}, persist=1).grid(1000) == 128  # GPCs of 16-18 SMs
 
 
 def test_rmsnorm_rejects_the_weights_multicast_and_the_sweep_gives_it_to_layernorm_only():
