@@ -24,7 +24,7 @@ from .access import CLUSTER_RANK_SHIFT, SHARED_CLUSTER, cluster_dims, cluster_pe
 from .machine import Compiler, impl, value_dtype
 from .tasks import get_barrier
 
-__all__: list[str] = []
+__all__ = ["check_whole_warps"]
 
 
 def _active(lanes) -> np.ndarray:
@@ -130,8 +130,8 @@ def _state(lanes) -> tuple[np.ndarray, np.ndarray]:
     return st
 
 
-def _check_aligned(op: Op, lanes, what: str) -> None:
-    """An ``.aligned`` form: every thread of each warp that reaches it (whole warps or none)."""
+def check_whole_warps(op: Op, lanes, what: str) -> None:
+    """An ``.aligned`` form (or ``bar.warp.sync``): every thread of each warp that reaches it (whole warps or none)."""
     m = lanes.mask
     if m is None:
         return
@@ -144,8 +144,8 @@ def _check_aligned(op: Op, lanes, what: str) -> None:
         lane = int(np.flatnonzero(m & (warp == w))[0])
         raise lanes.fault(
             op,
-            f"{what} (.aligned) reached by only {int(on[w])} of the {int(size[w])} threads of a warp: the aligned "
-            "form must be executed by the whole warp (not inside a branch that depends on the lane)",
+            f"{what} reached by only {int(on[w])} of the {int(size[w])} threads of a warp: it must be executed by the "
+            "whole warp (not inside a branch that depends on the lane)",
             lane,
         )
 
@@ -157,7 +157,7 @@ def cluster_arrive(op: Op, cc: Compiler):
 
     def step(env, lanes):
         if aligned:
-            _check_aligned(op, lanes, "cluster_arrive")
+            check_whole_warps(op, lanes, "cluster_arrive (.aligned)")
         arr, passed = _state(lanes)
         act = _active(lanes)
         twice = arr[act] != passed[act]
@@ -182,7 +182,7 @@ def cluster_wait(op: Op, cc: Compiler):
 
     def step(env, lanes):
         if aligned:
-            _check_aligned(op, lanes, "cluster_wait")
+            check_whole_warps(op, lanes, "cluster_wait (.aligned)")
         arr, passed = _state(lanes)
         act = _active(lanes)
         if act.shape[0] == 0:

@@ -26,6 +26,7 @@ import numpy as np
 from ..dialects.nvvm import MMA_SHAPES, fragment_coords, ldmatrix_lanes
 from ..ir import Op, VectorType
 from .access import GLOBAL, SHARED, load, store
+from .impl_cluster import check_whole_warps
 from .machine import Compiler, impl, value_dtype
 
 __all__ = ["CpAsyncState"]
@@ -344,17 +345,6 @@ def syncwarp(op: Op, cc: Compiler):
     only checks that every lane of each warp that reaches it is active (else the GPU waits forever)."""
 
     def step(env, lanes):
-        m = lanes.mask
-        if m is None:
-            return
-        warp = lanes.lane_block() * lanes.tpb + lanes.tid() // lanes.warp_size * lanes.warp_size
-        size = np.bincount(warp, minlength=lanes.T)
-        on = np.bincount(warp, weights=m, minlength=lanes.T)
-        partial = (on > 0) & (on < size)
-        if partial.any():
-            w = int(np.flatnonzero(partial)[0])
-            raise lanes.fault(op, f"syncwarp reached by only {int(on[w])} of the {int(size[w])} threads of a warp: "
-                              "the others never arrive, so on the GPU this waits forever (call it outside a branch "
-                              "that depends on the lane)", int(np.flatnonzero(m & (warp == w))[0]))  # fmt: skip
+        check_whole_warps(op, lanes, "syncwarp")
 
     return step

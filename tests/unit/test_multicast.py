@@ -16,6 +16,7 @@ import flydsl.compiler as flyc
 import flydsl.expr as fx
 from flydsl.codegen import CodegenError, Target, compile_module, emit_llvm, run_ptxas
 from flydsl.dialects import arith, ptr
+from flydsl.dialects import nvvm as nv_warp
 from flydsl.dialects import nvvm_sm90 as nv
 from flydsl.expr import nvvm
 from flydsl.interp import InterpError
@@ -174,3 +175,23 @@ def test_more_remote_arrivals_than_the_phase_expects_is_a_fault():
 
     with pytest.raises(InterpError, match=r"mbarrier at shared offset .* of cluster rank 0"):
         launch(np.zeros(4, np.float32))
+
+
+def test_syncwarp_lowers_to_bar_warp_sync_and_faults_when_part_of_a_warp_reaches_it():
+    @flyc.kernel
+    def k(out: fx.Tensor):
+        if fx.thread_idx.x < 16:
+            nvvm.syncwarp()
+
+    @flyc.jit
+    def launch(out: fx.Tensor):
+        k(out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    with pytest.raises(InterpError, match="syncwarp reached by only 16 of the 32 threads of a warp"):
+        launch(np.zeros(4, np.float32))
+
+    def ops(g):
+        nv_warp.syncwarp()
+
+    ptx = compile_module(build_kernel([PointerType(T.f32, "global")], ops), Target("sm_90a")).ptx
+    assert "bar.warp.sync \t-1" in ptx or "bar.warp.sync -1" in ptx, ptx
