@@ -83,11 +83,11 @@ def test_a_multicast_for_an_older_gpu_stops_the_trace_at_the_users_line(monkeypa
 
 def _ring(cluster: int, stages: int, pieces: int, block: int = 64, mask=None, lag: int = 1, skip_tail=True):
     """Each block of a cluster consumes ``pieces`` pieces of ``w`` (``block`` floats each) through a ring of
-    ``stages`` shared stages: piece ``u`` is issued by rank ``u % cluster`` as one multicast to every block, once
-    every warp of every block released its stage's previous piece (``lag``: the issuer does that while it
-    consumes piece ``u - lag + stages``' predecessor... i.e. it waits for piece ``u - lag`` to be released); each
-    thread sums ``piece[u][tid] * (u + 1)``. The full mbarriers expect one arrival (this block's own
-    ``expect_tx``), the empty ones ``cluster x warps`` remote arrivals."""
+    ``stages`` shared stages: piece ``u`` is issued by rank ``u % cluster`` as one multicast to every block (``mask``),
+    once every warp of every block released the stage's previous piece; the issuer issues piece ``u + stages - lag``
+    when its block takes piece ``u``. Each thread sums ``piece[u][tid] * (u + 1)``. The full mbarriers expect one
+    arrival (the block's own ``expect_tx``), the empty ones ``cluster x warps`` remote arrivals; ``skip_tail``: the
+    last pieces, whose releases nobody waits for, are not released (the blocks may exit)."""
     warps = block // 32
     full_mask = (1 << cluster) - 1 if mask is None else mask
 
