@@ -81,6 +81,14 @@ VARIANTS = {
     # where the shared memory beside a ring of 4 stages allows: 32K f32, 64K bf16)
     "mcastp": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1},
     "mcastp4": {"weights_multicast": 4, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1},
+    # persistent without a prefetch: the deepest ring that fits (round 1: the ring's depth set the time)
+    "mcastq": {
+        "weights_multicast": 2,
+        "onchip_threads": 1024,
+        "elems_per_thread": 16,
+        "persist": 1,
+        "weight_stages": 16,
+    },
     "e16": {"onchip_threads": 1024, "elems_per_thread": 16},  # the mcast plans' rows without the multicast
 }
 

@@ -309,6 +309,8 @@ def plan_rows(
         base = _plan_rows(*args, 0, sms, inputs, prefetch_early, wt)
         reserve = ring_bytes(base, weights_multicast, weight_stages, weight_tensors, elem_bytes)
         plan = _persistent(base, persist, sms, elem_bytes, prefetch_early, wt, SMEM_BUDGET - reserve)
+        if not plan.persist and reserve:  # no prefetch fits beside the ring: persistent all the same (no relaunches)
+            plan = dataclasses.replace(base, persist=1, sms=sms or NUM_SMS)
     plan = dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
     return multicast_plan(plan, weights_multicast, weight_stages, weight_tensors, elem_bytes, SMEM_BUDGET, clusters)
 

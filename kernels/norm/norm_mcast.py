@@ -68,10 +68,9 @@ def _stages(plan, k: int, stages: int, tensors: int, elem_bytes: int, budget: in
     if plan.persist or stages < 0:  # the ring cycles over the same pieces row after row: a power of two dividing them
         want = stages if stages > 0 else PERSIST_STAGES
         stages = 1 << max(0, want.bit_length() - 1)
-        while uses % stages:
-            stages //= 2
-        fits = stages * piece + plan.staging_bytes(elem_bytes) <= budget * max(1, plan.persist)
-        return stages if fits else 0
+        while uses % stages or stages * piece + plan.staging_bytes(elem_bytes) > budget * max(1, plan.persist):
+            stages //= 2  # (a persistent plan without a prefetch: as many as fit)
+        return stages
     fit = (budget - plan.staging_bytes(elem_bytes)) // piece  # beside the staging
     return min(stages or fit, fit, -(-uses // k) * k) // k * k
 

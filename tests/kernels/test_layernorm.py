@@ -86,6 +86,7 @@ def test_layernorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
 # a ragged row (no multicast: the plan falls back), and the 32K f32 / 64K bf16 variants of the benchmarks
 MCAST = {"weights_multicast": 2, "weight_stages": 4}
 SMALL = {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}
+E16 = {"onchip_threads": 1024, "elems_per_thread": 16}
 MCAST_CASES = [
     (5, 4096, "f32", {**MCAST, **SMALL}),
     (3, 2048, "bf16", {**MCAST, "weights_multicast": 4, "register_limit": 0, "onchip_threads": 64}),
@@ -97,6 +98,8 @@ MCAST_CASES = [
     (9, 2048, "f32", {**MCAST, "block_threads": 64, "persist": 1, "sms": 2}),
     (5, 2048, "bf16", {**SMALL, "weights_multicast": 4, "weight_stages": 8, "persist": 1, "sms": 4}),
     (3, 32768, "f32", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1, "sms": 2}),
+    # persistent with the deepest ring that fits: no room for a prefetch (the row loop only)
+    (5, 32768, "f32", {**E16, "weights_multicast": 2, "persist": 1, "sms": 2, "weight_stages": 16}),
     (3, 32768, "f32", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16}),
     (2, 65536, "bf16", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16}),
 ]
