@@ -35,14 +35,15 @@ def _where(bad, err, plan, m: int) -> str:
     rank = (block % plan.mcast).tolist()
     piece = plan.threads * plan.vec
     c, v = (cols // plan.chunk_cols).tolist(), (cols % plan.chunk_cols // piece).tolist()
-    ranks = sorted({r: 0 for r in rank})
+    ranks = sorted(set(rank))
     pieces = sorted(set(zip(c, v)))[:8]
     # a wrong B piece: the same error down a column; a wrong W piece: errors that vary with the row
     col0 = int(cols[0])
     col_rows = bad[:, col0].nonzero().flatten()
     spread = float(err[col_rows, col0].std()) if col_rows.numel() > 1 else 0.0
     which = "B" if spread < 1e-3 else "W"
-    return f"{int(bad.sum())} wrong, rows {sorted(set(rows.tolist()))[:6]}, ranks {ranks}, (chunk, vector) {pieces}, {which}"
+    first_rows = sorted(set(rows.tolist()))[:6]
+    return f"{int(bad.sum())} wrong, rows {first_rows}, ranks {ranks}, (chunk, vector) {pieces}, {which}"
 
 
 def main(reps: int) -> None:
