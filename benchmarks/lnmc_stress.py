@@ -47,7 +47,7 @@ def _where(bad, err, plan, m: int) -> str:
 
 
 def main(reps: int) -> None:
-    names = [v for v in VARIANTS if v.startswith("mcast")]
+    names = [v for v in VARIANTS if v.startswith(("mcast", "ring"))]
     for m, n, dt in SHAPES:
         g = torch.Generator(device="cuda").manual_seed(n + m)
         x = torch.randn(m, n, device="cuda", generator=g).to(TORCH[dt])

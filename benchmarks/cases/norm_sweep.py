@@ -35,6 +35,7 @@ FEW = [(1, 8192, "bf16"), (32, 8192, "bf16"), (132, 8192, "bf16"), (132, 4096, "
 QUICK = [(1024, 32768, "bf16"), (65536, 512, "bf16"), (32, 8192, "bf16")]
 COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles for seconds
 
+E16 = {"onchip_threads": 1024, "elems_per_thread": 16}  # 1024 threads x 16 values per chunk
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -73,34 +74,23 @@ VARIANTS = {
     "persist_r64": {"persist": 2, "max_registers": 64},
     # LayerNorm's W and B multicast across a cluster of 2 (4) blocks through a ring of shared stages (one L2 read
     # per piece for the cluster; kernels/norm/norm_mcast.py): 1024 threads x 16 values per chunk (no spills)
-    "mcast": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16},
-    "mcast4": {"weights_multicast": 4, "onchip_threads": 1024, "elems_per_thread": 16},
-    "mcast_s4": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "weight_stages": 4},
-    "mcast_cs": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "cache_hint": "cs"},
+    "mcast": {**E16, "weights_multicast": 2},
+    "mcast4": {**E16, "weights_multicast": 4},
+    "mcast_s4": {**E16, "weights_multicast": 2, "weight_stages": 4},
+    "mcast_cs": {**E16, "weights_multicast": 2, "cache_hint": "cs"},
     # persistent (one block per SM looping over rows, the ring running on across them; the next row prefetched
     # where the shared memory beside a ring of 4 stages allows: 32K f32, 64K bf16)
-    "mcastp": {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1},
-    "mcastp4": {"weights_multicast": 4, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1},
+    "mcastp": {**E16, "weights_multicast": 2, "persist": 1},
+    "mcastp4": {**E16, "weights_multicast": 4, "persist": 1},
     # persistent without a prefetch: the deepest ring that fits (round 1: the ring's depth set the time)
-    "mcastq": {
-        "weights_multicast": 2,
-        "onchip_threads": 1024,
-        "elems_per_thread": 16,
-        "persist": 1,
-        "weight_stages": 16,
-    },
-    "e16": {"onchip_threads": 1024, "elems_per_thread": 16},  # the mcast plans' rows without the multicast
+    "mcastq": {**E16, "weights_multicast": 2, "persist": 1, "weight_stages": 16},
+    # the same ring, each block filling its own (no cluster, no multicast): what the multicast itself changes
+    "ringq": {**E16, "weights_multicast": 1, "persist": 1, "weight_stages": 16},
+    "e16": E16,  # the mcast plans' rows without the multicast
 }
 
-
-MCAST = (
-    "mcast",
-    "mcast4",
-    "mcast_s4",
-    "mcast_cs",
-    "mcastp",
-    "mcastp4",
-)  # LayerNorm only (RMSNorm rejects weights_multicast)
+# LayerNorm only (RMSNorm rejects weights_multicast); rows over 16K
+MCAST = tuple(k for k, v in VARIANTS.items() if "weights_multicast" in v)
 
 
 def applicable(name: str, M: int, N: int) -> bool:

@@ -103,7 +103,7 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
-    mcast: int = 0  # > 1: the weights multicast across clusters of ``mcast`` blocks (norm_mcast.py)
+    mcast: int = 0  # > 0: the weights through a ring, multicast across clusters of ``mcast`` blocks (norm_mcast.py)
     wstages: int = 0  # mcast: the shared stages of the weights' ring
     wtensors: int = 0  # mcast: the weight tensors in the ring
 

@@ -55,7 +55,7 @@ CLUSTER4_SMS = 128
 
 
 def _applies(plan, k: int, tensors: int, elem_bytes: int, clusters: bool) -> bool:
-    if k < 2 or not clusters or tensors == 0 or k & (k - 1) or k > 8:
+    if k < 1 or not clusters or tensors == 0 or k & (k - 1) or k > 8:
         return False
     if plan.rows != 1 or plan.iters != 1 or plan.cluster > 1 or plan.ragged:
         return False
@@ -86,7 +86,8 @@ def multicast_plan(plan, k: int, stages: int, tensors: int, elem_bytes: int, bud
     """``plan`` with its ``tensors`` weights multicast across clusters of ``k`` blocks through ``stages`` shared
     stages (0: as many as fit ``budget`` bytes beside the plan's staging, a multiple of ``k``, at most what the
     row uses; persistent plans: :data:`PERSIST_STAGES`, a power of two that divides the pieces of a row);
-    ``plan`` unchanged where it cannot: no clusters on the target, ``k < 2``, rows of several blocks or several
+    ``k = 1``: the same ring filled by each block for itself (no cluster: the measurement of what the multicast
+    changes). ``plan`` unchanged where it cannot: no clusters on the target, rows of several blocks or several
     rows per block, ragged rows or accesses narrower than 16 bytes (a bulk copy moves 16-byte multiples from
     16-byte aligned addresses), or fewer than ``k`` stages fit."""
     if not _applies(plan, k, tensors, elem_bytes, clusters):
@@ -165,9 +166,9 @@ def _issue(ring: WeightRing, u: int, g=None):
             else:
                 if g >= p.wstages:
                     fx.nvvm.mbarrier_wait(ring.empty + s, (g // p.wstages - 1) % 2)
-            fx.nvvm.bulk_copy_g2s(
-                ring.ring + s * ring.piece, ring.source(u), nbytes, ring.full + s, multicast_mask=(1 << p.mcast) - 1
-            )
+            mask = (1 << p.mcast) - 1 if p.mcast > 1 else None  # k = 1: a plain bulk copy into this block
+            dst = ring.ring + s * ring.piece
+            fx.nvvm.bulk_copy_g2s(dst, ring.source(u), nbytes, ring.full + s, multicast_mask=mask)
 
 
 def _setup(ring: WeightRing):
@@ -178,8 +179,11 @@ def _setup(ring: WeightRing):
             fx.nvvm.mbarrier_init(ring.empty + s, p.mcast * (p.block_threads // WARP))
         fx.nvvm.fence_mbarrier_init()
     # every block's barriers exist before a peer multicasts into it or arrives on them (no memory to release)
-    fx.nvvm.cluster_arrive_relaxed(aligned=True)
-    fx.nvvm.cluster_wait(aligned=True)
+    if fx.const_expr(p.mcast > 1):
+        fx.nvvm.cluster_arrive_relaxed(aligned=True)
+        fx.nvvm.cluster_wait(aligned=True)
+    else:
+        fx.barrier()
     for u in fx.range_constexpr(min(p.wstages, ring.uses)):
         _issue(ring, u)
 
@@ -213,7 +217,10 @@ def _take(ring: WeightRing, u: int):
 def _release(ring: WeightRing, s: int):
     fx.nvvm.syncwarp()
     if ring.tid % WARP == 0:
-        fx.nvvm.mbarrier_arrive(ring.empty + s, peer_cta_rank_in_cluster=s % ring.plan.mcast)
+        if fx.const_expr(ring.plan.mcast > 1):
+            fx.nvvm.mbarrier_arrive(ring.empty + s, peer_cta_rank_in_cluster=s % ring.plan.mcast)
+        else:
+            fx.nvvm.mbarrier_arrive(ring.empty + s)
 
 
 _issue = ASTRewriter.transform(_issue)

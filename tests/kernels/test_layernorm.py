@@ -100,6 +100,9 @@ MCAST_CASES = [
     (3, 32768, "f32", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "persist": 1, "sms": 2}),
     # persistent with the deepest ring that fits: no room for a prefetch (the row loop only)
     (5, 32768, "f32", {**E16, "weights_multicast": 2, "persist": 1, "sms": 2, "weight_stages": 16}),
+    # the ring without a cluster (each block fills its own), one row per block and persistent
+    (3, 4096, "f32", {**SMALL, "weights_multicast": 1, "weight_stages": 4}),
+    (7, 4096, "f32", {**SMALL, "weights_multicast": 1, "weight_stages": 4, "persist": 1, "sms": 2}),
     (3, 32768, "f32", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16}),
     (2, 65536, "bf16", {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16}),
 ]

@@ -246,7 +246,11 @@ def test_the_weights_multicast_plan_rounds_the_grid_to_whole_clusters_and_fits_i
     # row's prefetch in what is left; 64K f32 has no room left to prefetch: one block per row
     p = plan(65536, 2, **mc, persist=1)
     assert (p.persist, p.prefetch, p.wstages) == (1, 2, 4) and p.staging_bytes(2) == 192 * 1024
-    assert plan(65536, 4, **mc, persist=1).persist == 0 and plan(65536, 4, **mc, persist=1).wstages == 4
+    p = plan(65536, 4, **mc, persist=1)  # no prefetch fits beside the ring: persistent all the same (no relaunches)
+    assert (p.persist, p.prefetch, p.wstages) == (1, 0, 4)
+    assert plan(65536, 4, **mc, persist=1, weight_stages=16).wstages == 4  # the deepest ring that fits
+    p = plan(65536, 2, **{**mc, "weights_multicast": 1})  # the ring without a cluster (each block fills its own)
+    assert (p.mcast, p.wstages, p.cluster_dims) == (1, 8, None) and p.grid(513) == 513
     assert plan(65536, 2, **mc, persist=1, sms=3).grid(100) == 2  # whole clusters: 3 SMs hold one cluster of 2
     assert plan(65536, 2, **{**mc, "weights_multicast": 4}, persist=1).grid(1000) == 128  # GPCs of 16-18 SMs
 
