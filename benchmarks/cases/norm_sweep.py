@@ -110,7 +110,7 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N == 16384
     if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
         return N >= 16384
-    if name in ("cluster", "e16", *MCAST):
+    if name in ("cluster", "e16", "e8", "e16k16", "e8k16", *MCAST):
         return N > 16384
     if name == "cluster8k":
         return N >= 16384
