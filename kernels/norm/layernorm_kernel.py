@@ -91,13 +91,15 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
 
         def output(frag, c, x, mean, rstd):
             if fx.const_expr(frag.ring is not None):
-                # W and B from the cluster's multicast ring, vector by vector: each piece is released as soon as
-                # it is read (and only a vector of each is held at a time)
+                # W and B from the cluster's multicast ring, vector by vector (only a vector of each held at a
+                # time), each released once its output is stored
                 for v in fx.range_constexpr(plan.vecs):
                     w = frag.ring.take(0, c, v).to(fx.Float32)
                     b = frag.ring.take(1, c, v).to(fx.Float32)
                     y = (x[v * plan.vec : (v + 1) * plan.vec] - mean) * rstd * w + b
                     frag.ring.store(frag, Y, c, v, y)
+                    frag.ring.release(0, c, v)  # after the store: the loads of w and b have their data
+                    frag.ring.release(1, c, v)
             else:
                 w = frag.load(W, c, broadcast=True).to(fx.Float32)
                 b = frag.load(B, c, broadcast=True).to(fx.Float32)

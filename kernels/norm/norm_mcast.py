@@ -15,11 +15,14 @@ producer/consumer pipeline (CUTLASS's ``PipelineTmaAsync``), one thread of each 
 
 * *full* mbarrier per stage in every block (one arrival: the block's own ``arrive_expect_tx`` of the piece's bytes;
   the multicast completes them there, in whichever order the two come);
-* *empty* mbarrier per stage in its issuing block, ``k x warps`` arrivals: after a warp has read its vectors of
-  piece ``u`` (``syncwarp``, then lane 0 arrives remotely, ``mbarrier.arrive.shared::cluster``);
-* the issuer of piece ``u + wstages - 1`` waits, when its block takes piece ``u``, for every warp of the cluster to
-  have released piece ``u - 1`` (the previous occupant of that stage), then issues it. The first ``wstages``
-  pieces are issued at the kernel's start, before the rows' loads, so they arrive while the row is read.
+* *empty* mbarrier per stage in its issuing block, ``k x warps`` arrivals: once a warp has used its vectors of
+  piece ``u`` — after it stored the output they computed (``syncwarp``, then lane 0 arrives remotely,
+  ``mbarrier.arrive.shared::cluster``; released any earlier, right after the shared load, the H200 refilled stages
+  before some loads had read them: the arrive does not wait for the load's data);
+* a vector's pieces (``tensors`` of them) are released together, so the issuer of piece ``u + wstages - tensors``
+  waits, when its block takes piece ``u``, for every warp of the cluster to have released piece ``u - tensors``
+  (the previous occupant of that stage, the previous vector's), then issues it. The first ``wstages`` pieces are
+  issued at the kernel's start, before the rows' loads, so they arrive while the row is read.
 
 Exit: a block leaves once it has taken its last piece. Nothing reaches into it after that: every piece multicast
 into a block is one it waits for, and releases are sent only for pieces some issuer waits on (``u + wstages <
@@ -93,7 +96,7 @@ def multicast_plan(plan, k: int, stages: int, tensors: int, elem_bytes: int, bud
     if not _applies(plan, k, tensors, elem_bytes, clusters):
         return plan
     stages = _stages(plan, k, stages, tensors, elem_bytes, budget)
-    if stages < k:
+    if stages < k or stages <= tensors:  # (a vector's pieces are refilled together: at least one more stage)
         return plan
     sms = min(plan.sms, CLUSTER4_SMS) if plan.persist and k >= 4 else plan.sms
     return dataclasses.replace(plan, mcast=k, wstages=stages, wtensors=tensors, sms=sms)
@@ -101,7 +104,7 @@ def multicast_plan(plan, k: int, stages: int, tensors: int, elem_bytes: int, bud
 
 class WeightRing:
     """One block's end of the pipeline: built at the kernel's start (mbarriers, one cluster barrier, the first
-    pieces issued); :meth:`take` gives this thread's vector of a weight's piece and releases it."""
+    pieces issued); :meth:`take` gives this thread's vector of a weight's piece, :meth:`release` frees it."""
 
     def __init__(self, plan, dtype, staging, weights, rows=None):
         p = self.plan = plan
@@ -145,8 +148,15 @@ class WeightRing:
                   mask=frag.rows_left > 0)  # fmt: skip
 
     def take(self, k: int, c: int, v: int):
-        """This thread's ``vec`` values (of the weights' type) of vector ``v`` of chunk ``c`` of weight ``k``."""
+        """This thread's ``vec`` values (of the weights' type) of vector ``v`` of chunk ``c`` of weight ``k``. Release
+        the piece (:meth:`release`) only once the values have been *used* (e.g. after the store of what they
+        computed): ptxas does not make the release arrive wait for the shared load's data (the load's scoreboard),
+        and a stage refilled before the load read it gives the load the next piece's values (seen on the H200)."""
         return _take(self, self.use(k, c, v))
+
+    def release(self, k: int, c: int, v: int) -> None:
+        """This warp is done with vector ``v`` of chunk ``c`` of weight ``k`` (see :meth:`take`)."""
+        _release(self, self.use(k, c, v))
 
 
 def _issue(ring: WeightRing, u: int, g=None):
@@ -190,31 +200,36 @@ def _setup(ring: WeightRing):
 
 def _take(ring: WeightRing, u: int):
     p = ring.plan
-    S = p.wstages
+    S, lag = p.wstages, p.wtensors  # a vector's pieces are released together, after its output
     s = u % S
-    nxt = u + S - 1  # the piece whose stage piece u - 1 frees
+    nxt = u + S - lag  # the piece whose stage piece u - lag (the previous vector's) frees
     if fx.const_expr(not p.persist):
-        if fx.const_expr(u >= 1 and nxt < ring.uses):
+        if fx.const_expr(u >= lag and nxt < ring.uses):
             _issue(ring, nxt)
         parity = (u // S) % 2
     else:  # use g of the ring (run-time): stages divide a row's pieces, so the stage is u's
         g = ring.row * ring.uses + u
-        if (g >= 1) & (g + (S - 1) < ring.total):
-            _issue(ring, nxt % ring.uses, g + (S - 1))
+        if (g >= lag) & (g + (S - lag) < ring.total):
+            _issue(ring, nxt % ring.uses, g + (S - lag))
         parity = (ring.row * (ring.uses // S) + u // S) % 2
     fx.nvvm.mbarrier_wait(ring.full + s, parity)
-    vals = (ring.ring + (s * ring.piece + ring.tid * p.vec)).load(vec_width=p.vec)
-    # some issuer waits for this release (see the module docstring); the last ``stages`` uses are not released
+    return (ring.ring + (s * ring.piece + ring.tid * p.vec)).load(vec_width=p.vec)
+
+
+def _release(ring: WeightRing, u: int):
+    """Release use ``u`` (this row's) when some issuer waits for it (see the module docstring): not the last
+    ``stages`` uses of a block."""
+    p = ring.plan
+    s = u % p.wstages
     if fx.const_expr(not p.persist):
-        if fx.const_expr(u + S < ring.uses):
-            _release(ring, s)
+        if fx.const_expr(u + p.wstages < ring.uses):
+            _arrive(ring, s)
     else:
-        if ring.row * ring.uses + (u + S) < ring.total:
-            _release(ring, s)
-    return vals
+        if ring.row * ring.uses + (u + p.wstages) < ring.total:
+            _arrive(ring, s)
 
 
-def _release(ring: WeightRing, s: int):
+def _arrive(ring: WeightRing, s: int):
     fx.nvvm.syncwarp()
     if ring.tid % WARP == 0:
         if fx.const_expr(ring.plan.mcast > 1):
@@ -227,3 +242,4 @@ _issue = ASTRewriter.transform(_issue)
 _setup = ASTRewriter.transform(_setup)
 _take = ASTRewriter.transform(_take)
 _release = ASTRewriter.transform(_release)
+_arrive = ASTRewriter.transform(_arrive)
