@@ -17,8 +17,8 @@ producer/consumer pipeline (CUTLASS's ``PipelineTmaAsync``), one thread of each 
   the multicast completes them there, in whichever order the two come);
 * *empty* mbarrier per stage in its issuing block, ``k x warps`` arrivals: once a warp has used its vectors of
   piece ``u`` — after it stored the output they computed (``syncwarp``, then lane 0 arrives remotely,
-  ``mbarrier.arrive.shared::cluster``; released any earlier, right after the shared load, the H200 refilled stages
-  before some loads had read them: the arrive does not wait for the load's data);
+  ``mbarrier.arrive.shared::cluster``; ptxas does not make the arrive wait for an earlier shared load's data, so a
+  release right after the load could let the stage be refilled before the load read it);
 * a vector's pieces (``tensors`` of them) are released together, so the issuer of piece ``u + wstages - tensors``
   waits, when its block takes piece ``u``, for every warp of the cluster to have released piece ``u - tensors``
   (the previous occupant of that stage, the previous vector's), then issues it. The first ``wstages`` pieces are
@@ -151,7 +151,7 @@ class WeightRing:
         """This thread's ``vec`` values (of the weights' type) of vector ``v`` of chunk ``c`` of weight ``k``. Release
         the piece (:meth:`release`) only once the values have been *used* (e.g. after the store of what they
         computed): ptxas does not make the release arrive wait for the shared load's data (the load's scoreboard),
-        and a stage refilled before the load read it gives the load the next piece's values (seen on the H200)."""
+        and a stage refilled before the load read it would give the load the next piece's values."""
         return _take(self, self.use(k, c, v))
 
     def release(self, k: int, c: int, v: int) -> None:
