@@ -72,29 +72,15 @@ VARIANTS = {
     "p32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024},
     "e32k": {"persist": 2, "register_limit": 32768, "max_row_threads": 1024, "prefetch_early": True},
     "persist_r64": {"persist": 2, "max_registers": 64},
-    # LayerNorm's W and B multicast across a cluster of 2 (4) blocks through a ring of shared stages (one L2 read
-    # per piece for the cluster; kernels/norm/norm_mcast.py): 1024 threads x 16 values per chunk (no spills)
-    "mcast": {**E16, "weights_multicast": 2},
-    "mcast4": {**E16, "weights_multicast": 4},
-    "mcast_s4": {**E16, "weights_multicast": 2, "weight_stages": 4},
-    "mcast_cs": {**E16, "weights_multicast": 2, "cache_hint": "cs"},
-    # persistent (one block per SM looping over rows, the ring running on across them; the next row prefetched
-    # where the shared memory beside a ring of 4 stages allows: 32K f32, 64K bf16)
-    "mcastp": {**E16, "weights_multicast": 2, "persist": 1},
-    "mcastp4": {**E16, "weights_multicast": 4, "persist": 1},
-    # persistent without a prefetch: the deepest ring that fits (round 1: the ring's depth set the time)
-    "mcastq": {**E16, "weights_multicast": 2, "persist": 1, "weight_stages": 16},
-    # the same ring, each block filling its own (no cluster, no multicast): what the multicast itself changes
-    "ringq": {**E16, "weights_multicast": 1, "persist": 1, "weight_stages": 16},
-    "e16": E16,  # the mcast plans' rows without the multicast
-    # its neighbours (round 1: e16 4% faster than the default at 64K f32): 8 values per chunk, 16 kept in registers
+    # rows over 16K in 1024-thread onchip chunks of 16 or 8 values per thread (16 or 32 kept in registers): all of a
+    # row's loads in flight at once (the by-product of the weights-multicast rounds, docs/kernels.md)
+    "e16": E16,
     "e8": {"onchip_threads": 1024, "elems_per_thread": 8},
     "e16k16": {**E16, "kept_values": 16},
     "e8k16": {"onchip_threads": 1024, "elems_per_thread": 8, "kept_values": 16},
+    # the LayerNorm f32 long-row plan before the lnmc rounds (1024 threads x 32 values per chunk, 32 kept)
+    "e32": {"onchip_threads": 1024, "elems_per_thread": 32, "kept_values": 32},
 }
-
-# LayerNorm only (RMSNorm rejects weights_multicast); rows over 16K
-MCAST = tuple(k for k, v in VARIANTS.items() if "weights_multicast" in v)
 
 
 def applicable(name: str, M: int, N: int) -> bool:
@@ -110,7 +96,7 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N == 16384
     if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
         return N >= 16384
-    if name in ("cluster", "e16", "e8", "e16k16", "e8k16", *MCAST):
+    if name in ("cluster", "e16", "e8", "e16k16", "e8k16", "e32"):
         return N > 16384
     if name == "cluster8k":
         return N >= 16384
@@ -315,7 +301,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
                 raise AssertionError(f"{name} {kernel} max error {err:.3e} > {ATOL[dt]}")
 
     timing = _timing()
-    variants = [v for v in _selected() if applicable(v, M, N) and (kernel == "layernorm" or v not in MCAST)]
+    variants = [v for v in _selected() if applicable(v, M, N)]
     impls = {}
     if timing != "graph":
         impls.update({"flydsl": flydsl, "torch": torch_eager, "triton": triton})

@@ -14,9 +14,6 @@
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 * ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the
   (count, mean, M2) partials merged through distributed shared memory (``norm_common``).
-* ``weights_multicast=k`` (sm_90): each block keeps its own rows, but W and B reach its shared memory through a ring
-  of stages filled by one multicast bulk copy per piece for a cluster of ``k`` blocks (``norm_mcast``): one L2
-  read of the weights per ``k`` rows.
 """
 
 from __future__ import annotations
@@ -51,8 +48,12 @@ LONG_ROWS: list = [
     ((12289, 24576, ("f32",)), {"max_registers": 64}),  # 69 registers: one block of 512 per SM; capped: two
     # 32K bf16: persistent, W and B in shared memory once per block (not re-read from L2 for every row)
     ((24577, 49152, ("bf16", "f16")), {"persist": 2, "weights_smem": True, "cache_hint": "cs"}),
+    # 32K f32: two chunks of 16 values per thread, one kept in registers and one staged, both loaded at once
+    # (44.3 -> 42.4 us at 512 x 32K on the H200; docs/kernels.md, "W and B multicast across a cluster")
+    ((24577, 49152, ("f32",)), {"onchip_threads": 1024, "elems_per_thread": 16, "kept_values": 16}),
     ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64}),  # two blocks of 512 per SM
-    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
+    # 64K f32: eight chunks of 8 values per thread, four kept and four staged, all loaded at once (44.2 -> 41.4 us)
+    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}),
 ]
 
 
@@ -90,20 +91,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
             return n, mean, tree_sum(d * d)
 
         def output(frag, c, x, mean, rstd):
-            if fx.const_expr(frag.ring is not None):
-                # W and B from the cluster's multicast ring, vector by vector (only a vector of each held at a
-                # time), each released once its output is stored
-                for v in fx.range_constexpr(plan.vecs):
-                    w = frag.ring.take(0, c, v).to(fx.Float32)
-                    b = frag.ring.take(1, c, v).to(fx.Float32)
-                    y = (x[v * plan.vec : (v + 1) * plan.vec] - mean) * rstd * w + b
-                    frag.ring.store(frag, Y, c, v, y)
-                    frag.ring.release(0, c, v)  # after the store: the loads of w and b have their data
-                    frag.ring.release(1, c, v)
-            else:
-                w = frag.load(W, c, broadcast=True).to(fx.Float32)
-                b = frag.load(B, c, broadcast=True).to(fx.Float32)
-                frag.store(Y, c, (x - mean) * rstd * w + b)
+            w = frag.load(W, c, broadcast=True).to(fx.Float32)
+            b = frag.load(B, c, broadcast=True).to(fx.Float32)
+            frag.store(Y, c, (x - mean) * rstd * w + b)
 
         def row_body(groups, after_stats):
             """LayerNorm of the rows of ``groups``; ``after_stats()`` runs once every value has been read and

@@ -34,7 +34,6 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_mcast import WeightRing, multicast_plan, ring_bytes
 
 __all__ = [
     "DTYPES",
@@ -103,9 +102,6 @@ class RowPlan:
     inputs: int = 1  # persistent plans: tensors prefetched (the fused add: X and R)
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
-    mcast: int = 0  # > 0: the weights through a ring, multicast across clusters of ``mcast`` blocks (norm_mcast.py)
-    wstages: int = 0  # mcast: the shared stages of the weights' ring
-    wtensors: int = 0  # mcast: the weight tensors in the ring
 
     @property
     def chunk_cols(self) -> int:
@@ -126,10 +122,8 @@ class RowPlan:
         if self.cluster > 1:
             return m * self.cluster
         blocks = (m + self.rows_per_block - 1) // self.rows_per_block
-        k = max(1, self.mcast)  # whole clusters (the blocks past the last row mask their rows)
-        blocks = blocks if k == 1 else (blocks + k - 1) // k * k
         if self.persist:
-            cap = self.persist * self.sms // k * k
+            cap = self.persist * self.sms
             return min(blocks, cap) if isinstance(blocks, int) else fx.min(blocks, cap)
         return blocks
 
@@ -143,8 +137,7 @@ class RowPlan:
     @property
     def cluster_dims(self):
         """``launch(cluster=...)``: None, or the blocks that share a row."""
-        k = max(self.cluster, self.mcast)
-        return (k, 1, 1) if k > 1 else None
+        return (self.cluster, 1, 1) if self.cluster > 1 else None
 
     @property
     def staged(self) -> int:
@@ -197,8 +190,7 @@ class RowPlan:
 
     def staging_bytes(self, elem_bytes: int) -> int:
         """Dynamic shared memory of the staged, prefetched and weight chunks."""
-        ring = self.wstages * self.threads * self.vec  # the multicast weights' stages (norm_mcast.py)
-        return ((self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols + ring) * elem_bytes
+        return (self.slots + self.weights * self.chunks) * self.rows * self.chunk_cols * elem_bytes
 
 
 SMEM_BUDGET = 200 * 1024  # staging stays under sm_90's 227 KB per block, with room for the reductions
@@ -268,8 +260,6 @@ def plan_rows(
     weights_smem: bool = False,
     weight_tensors: int = 0,
     cache_hint: str = "",
-    weights_multicast: int = 0,
-    weight_stages: int = 0,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -298,21 +288,12 @@ def plan_rows(
     kernel's ``weight_tensors`` weights held in shared memory by each persistent block (read from L2 once per
     block instead of once per row: the L2 serves the rows' own traffic too).
     ``cache_hint="cs"``: the rows' unpredicated global loads and stores as ``ld/st.global.cs`` (streaming).
-    ``weights_multicast=k`` (sm_90): the ``weight_tensors`` weights multicast across clusters of ``k`` blocks through
-    ``weight_stages`` shared stages (:func:`kernels.norm.norm_mcast.multicast_plan`).
     """
-    args = (n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
-            long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters)  # fmt: skip
-    persist, wt = persist if n >= persist_from else 0, weight_tensors if weights_smem else 0
-    plan = _plan_rows(*args, persist, sms, inputs, prefetch_early, wt)
-    if persist and weights_multicast:  # the prefetch slots leave room for the multicast ring's stages
-        base = _plan_rows(*args, 0, sms, inputs, prefetch_early, wt)
-        reserve = ring_bytes(base, weights_multicast, weight_stages, weight_tensors, elem_bytes)
-        plan = _persistent(base, persist, sms, elem_bytes, prefetch_early, wt, SMEM_BUDGET - reserve)
-        if not plan.persist and reserve:  # no prefetch fits beside the ring: persistent all the same (no relaunches)
-            plan = dataclasses.replace(base, persist=1, sms=sms or NUM_SMS)
-    plan = dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
-    return multicast_plan(plan, weights_multicast, weight_stages, weight_tensors, elem_bytes, SMEM_BUDGET, clusters)
+    plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
+                      chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
+                      clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
+                      weight_tensors if weights_smem else 0)  # fmt: skip
+    return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
@@ -353,7 +334,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
 
 
 def _persistent(
-    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0, budget=SMEM_BUDGET
+    plan: RowPlan, persist: int, sms: int, elem_bytes: int, early: bool = False, weights: int = 0
 ) -> RowPlan:
     """``plan`` as a persistent grid of ``persist`` blocks per SM prefetching as many chunks of the next row as
     fit :data:`SMEM_BUDGET` per SM (of each of ``plan.inputs`` tensors, else of the first one only); unchanged
@@ -378,7 +359,7 @@ def _persistent(
                 plan, persist=persist, prefetch=pf, sms=sms or NUM_SMS, inputs=inputs, early=dbl, weights=wt
             )
         ]  # fmt: skip
-        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= budget
+        if (cand.slots + wt * plan.chunks) * chunk_bytes * persist <= SMEM_BUDGET
     ]
     if fits:  # weights on chip; then the most chunks prefetched; of those, of every input, early
         return max(fits, key=lambda p: (p.weights, p.prefetch * p.inputs, p.inputs, p.early))
@@ -409,9 +390,8 @@ class RowFragments:
     or past the last row are predicated off, and their registers keep ``fill``.
     """
 
-    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=(), ring=None):
+    def __init__(self, plan: RowPlan, dtype, row0, rows_left, staging=None, col0=None, parity=0, weights=()):
         self.plan = plan
-        self.ring = ring  # mcast plans: the weights' WeightRing (norm_mcast.py)
         self.weights = weights  # persistent plans with ``plan.weights``: the weight tensors held in shared memory
         self.dtype = dtype
         self.staging = staging  # the shared-memory pointer (``dtype``) of the staged and prefetched chunks
@@ -447,7 +427,7 @@ class RowFragments:
         them where only the row can be out of bounds and ``rows_checked``: a prefetch of a row past the last)."""
         p = self.plan
         if p.rows == 1 and not p.ragged:
-            return self.rows_left > 0 if (rows_checked or p.mcast) else None
+            return self.rows_left > 0 if rows_checked else None
         pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
         cols_left = p.n - c * p.chunk_cols if self.col0 is None else p.n - self.col0
         for i in fx.range_constexpr(fx.size(pred)):
@@ -571,7 +551,7 @@ def staging_buffer(plan: RowPlan, dtype):
     return alloc.allocate(plan.staging_bytes(dtype.width // 8), alignment=16).ptr.recast(dtype)
 
 
-def row_groups(plan: RowPlan, dtype, rows, weights=()):
+def row_groups(plan: RowPlan, dtype, rows):
     """The RowFragments of each of the block's ``plan.iters`` row groups (one shared staging buffer:
     onchip plans have one group; cluster plans: this block's slice of its cluster's row)."""
     if plan.cluster > 1:
@@ -579,21 +559,20 @@ def row_groups(plan: RowPlan, dtype, rows, weights=()):
         row0 = bid // plan.cluster
         return [RowFragments(plan, dtype, row0, rows - row0, col0=bid % plan.cluster * plan.chunk_cols)]
     staging = staging_buffer(plan, dtype)
-    ring = WeightRing(plan, dtype, staging, weights) if plan.mcast else None  # first: its pieces start loading
     out = []
     for i in fx.range_constexpr(plan.iters):
         row0 = fx.block_idx.x * plan.rows_per_block + i * plan.rows
-        out.append(RowFragments(plan, dtype, row0, rows - row0, staging, ring=ring))
+        out.append(RowFragments(plan, dtype, row0, rows - row0, staging))
     return out
 
 
-def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=(), ring=None):
+def _persistent_row(plan: RowPlan, dtype, inputs, r, rows, step, staging, parity, weights=()):
     """A persistent plan's iteration over row ``r``: ``([its RowFragments], after_stats)``, where
     ``after_stats()`` starts the prefetch of row ``r + step`` (the block's next) of each of the ``inputs``
     tensors into the other parity's slots; run it once row ``r``'s values have all been read (its slots are
     free then). ``early`` plans wait for row ``r``'s copies and start the next row's here instead (their
     slots are all in two sets): ``after_stats`` does nothing."""
-    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights, ring=ring)
+    frag = RowFragments(plan, dtype, r, rows - r, staging, parity=parity, weights=weights)
     nxt = RowFragments(plan, dtype, r + step, rows - r - step, staging, parity=1 - parity)
 
     def prefetch_next():
@@ -616,24 +595,16 @@ def _each_row(plan: RowPlan, dtype, rows, inputs, row_body, weights=()):
     if plan.persist:
         staging, step, first = staging_buffer(plan, dtype), fx.grid_dim.x, fx.block_idx.x
         head = RowFragments(plan, dtype, first, rows - first, staging, weights=weights)
-        ring = WeightRing(plan, dtype, staging, weights, rows) if plan.mcast else None
         if plan.weights:
             head.load_weights()
         for i, t in enumerate(inputs[: plan.inputs]):
             head.prefetch(t, region=i)
         parity = fx.Int32(0)
-        if fx.const_expr(ring is not None):  # every block of a cluster takes as many rows (masked past the last)
-            for i in range(ring.iters):
-                ring.row = i
-                r = first + i * step
-                row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights, ring))
-                parity = 1 - parity
-        else:
-            for r in range(first, rows, step):
-                row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
-                parity = 1 - parity
+        for r in range(first, rows, step):
+            row_body(*_persistent_row(plan, dtype, inputs, r, rows, step, staging, parity, weights))
+            parity = 1 - parity
     else:
-        row_body(row_groups(plan, dtype, rows, weights), lambda: None)
+        row_body(row_groups(plan, dtype, rows), lambda: None)
 
 
 # the row loop is a run-time loop: the helper's control flow is rewritten as a kernel body's is

@@ -73,9 +73,6 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )
-    if plan_options.get("weights_multicast"):
-        raise ValueError("weights_multicast is a LayerNorm plan (kernels/norm/norm_mcast.py); RMSNorm reads its one "
-                         "weight from L2 for every row at 90-92% of the copy rate")  # fmt: skip
     # one weight; the fused add's persistent plans prefetch R beside X
     plan_options = {**plan_options, "weight_tensors": 1, "inputs": 2 if fused_add else 1}
     dtype = DTYPES[dtype_str]

@@ -3,7 +3,8 @@ landing in the shared memory of every masked block of the cluster, completing on
 PTX ``cp.async.bulk...multicast::cluster``) and ``fx.nvvm.mbarrier_arrive(bar, peer_cta_rank_in_cluster=r)`` (an
 arrive on another block's mbarrier; ``mbarrier.arrive.release.cta.shared::cluster``) — lowering and ptxas, the
 target and operand checks, and the interpreter's semantics in a ring of stages refilled by each block of the
-cluster in turn once every block released the stage (the plan of ``kernels/norm/norm_mcast.py``).
+cluster in turn once every block released the stage (CUTLASS's ``PipelineTmaAsync`` pattern; LayerNorm's weights used
+it in the lnmc rounds, docs/kernels.md).
 tests/gpu/test_cluster_gpu.py runs the same ring on the H200 against the interpreter."""
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def _ring(cluster: int, stages: int, pieces: int, block: int = 64, mask=None, la
         full = fx.alloc_shared(fx.Int64, stages, align=8)
         empty = fx.alloc_shared(fx.Int64, stages, align=8)
         ring = fx.alloc_shared(fx.Float32, stages * block, align=16)
+        scratch = fx.alloc_shared(fx.Float32, block, align=16)
         if tid == 0:
             for s in fx.range_constexpr(stages):
                 nvvm.mbarrier_init(full + s, 1)
@@ -125,6 +127,9 @@ def _ring(cluster: int, stages: int, pieces: int, block: int = 64, mask=None, la
             s = u % stages
             nvvm.mbarrier_wait(full + s, u // stages % 2)
             acc = acc + ring[s * block + tid] * float(u + 1)
+            # release only after a store of what the piece computed: ptxas does not make the arrive wait for the
+            # shared load's data, and a stage refilled before the load read it would give it the next piece
+            scratch[tid] = acc
             if not skip_tail or u + stages - lag < pieces:  # nobody waits for the last pieces' releases
                 nvvm.syncwarp()
                 if tid % 32 == 0:

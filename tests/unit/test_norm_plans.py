@@ -227,37 +227,12 @@ def test_16k_half_rows_cap_registers_for_two_blocks_per_sm():
         assert "max_registers" not in mod.plan_defaults(8192, "bf16")
 
 
-def test_the_weights_multicast_plan_rounds_the_grid_to_whole_clusters_and_fits_its_stages():
-    mc = {"weights_multicast": 2, "onchip_threads": 1024, "elems_per_thread": 16, "weight_tensors": 2}
-    p = plan(65536, 2, **mc)  # 4 chunks of 16K bf16: 2 kept, 2 staged (64 KB); pieces of 16 KB
-    assert (p.mcast, p.chunks, p.kept, p.wtensors) == (2, 4, 2, 2)
-    assert p.wstages == 8 and p.staging_bytes(2) == 64 * 1024 + 8 * 16 * 1024  # 192 KB: under SMEM_BUDGET
-    assert p.grid(513) == 514 and p.cluster_dims == (2, 1, 1)  # a masked block completes the last cluster
-    assert plan(32768, 4, **mc, weight_stages=5).wstages == 4  # a multiple of the cluster (one issuer per stage)
-    assert plan(32768, 4, **{**mc, "weights_multicast": 4}).wstages == 12  # 12 x 16 KB, no staging
-    assert plan(4096, 4, **mc, weight_stages=64).wstages == 8  # at most what the row uses (2 weights x 4 vectors)
-    # where it cannot: no clusters on the target, a ragged row, narrow accesses, rows sharing a block
-    assert plan(65536, 2, **mc, clusters=False).mcast == 0
-    assert plan(65530, 2, **mc).mcast == 0
-    assert plan_rows(65536, 2, 4, **mc).mcast == 0  # 8-byte accesses (W, B aligned to 8 bytes only)
-    assert plan(2048, 4, **{**mc, "onchip_threads": 64}, register_limit=0).mcast == 2
-    assert plan(2048, 4, weights_multicast=2, weight_tensors=2).mcast == 0  # 4 rows of 64 threads per block
-    # persistent: a ring of 4 stages (a power of two dividing a row's pieces: it cycles row after row), the next
-    # row's prefetch in what is left; 64K f32 has no room left to prefetch: one block per row
-    p = plan(65536, 2, **mc, persist=1)
-    assert (p.persist, p.prefetch, p.wstages) == (1, 2, 4) and p.staging_bytes(2) == 192 * 1024
-    p = plan(65536, 4, **mc, persist=1)  # no prefetch fits beside the ring: persistent all the same (no relaunches)
-    assert (p.persist, p.prefetch, p.wstages) == (1, 0, 4)
-    assert plan(65536, 4, **mc, persist=1, weight_stages=16).wstages == 4  # the deepest ring that fits
-    p = plan(65536, 2, **{**mc, "weights_multicast": 1})  # the ring without a cluster (each block fills its own)
-    assert (p.mcast, p.wstages, p.cluster_dims) == (1, 8, None) and p.grid(513) == 513
-    assert plan(65536, 2, **mc, persist=1, sms=3).grid(100) == 2  # whole clusters: 3 SMs hold one cluster of 2
-    assert plan(65536, 2, **{**mc, "weights_multicast": 4}, persist=1).grid(1000) == 128  # GPCs of 16-18 SMs
+def test_layernorm_f32_long_rows_take_1024_thread_chunks_of_fewer_values():
+    from kernels.norm.layernorm_kernel import plan_defaults
 
-
-def test_rmsnorm_rejects_the_weights_multicast_and_the_sweep_gives_it_to_layernorm_only():
-    from kernels.norm.rmsnorm_kernel import build_rmsnorm_module
-
-    with pytest.raises(ValueError, match="weights_multicast is a LayerNorm plan"):
-        build_rmsnorm_module(65536, "bf16", weights_multicast=2)
-    assert norm_sweep.applicable("mcast", 512, 65536) and not norm_sweep.applicable("mcast", 2048, 16384)
+    p32 = plan(32768, 4, **plan_defaults(32768, "f32"), weight_tensors=2)
+    assert (p32.threads, p32.vecs * p32.vec, p32.chunks, p32.kept, p32.batches()) == (1024, 16, 2, 1, [[0, 1]])
+    p64 = plan(65536, 4, **plan_defaults(65536, "f32"), weight_tensors=2)
+    assert (p64.threads, p64.vecs * p64.vec, p64.chunks, p64.kept, p64.cache) == (1024, 8, 8, 4, "cs")
+    assert p64.batches() == [list(range(8))]  # every chunk's loads issued together
+    assert norm_sweep.applicable("e8", 256, 65536) and not norm_sweep.applicable("e8", 2048, 16384)

@@ -1,5 +1,5 @@
 """A compact table of a norm sweep's graph-replay rows: per kernel and shape, the same-shape copy, the default
-and every variant (µs and % of the copy's time). ``python -m benchmarks.lnmc_table results.json``."""
+and every variant (µs and % of the copy's time). ``python -m benchmarks.variant_table results.json``."""
 
 from __future__ import annotations
 
