@@ -78,6 +78,9 @@ VARIANTS = {
     "e8": {"onchip_threads": 1024, "elems_per_thread": 8},
     "e16k16": {**E16, "kept_values": 16},
     "e8k16": {"onchip_threads": 1024, "elems_per_thread": 8, "kept_values": 16},
+    # the same for two blocks of 512 threads per SM (the 64K bf16 default's geometry): 16 or 8 values per chunk
+    "o512e16": {"onchip_threads": 512, "elems_per_thread": 16, "max_registers": 64},
+    "o512e8": {"onchip_threads": 512, "elems_per_thread": 8, "max_registers": 64},
     # the LayerNorm f32 long-row plan before the lnmc rounds (1024 threads x 32 values per chunk, 32 kept)
     "e32": {"onchip_threads": 1024, "elems_per_thread": 32, "kept_values": 32},
 }
@@ -96,7 +99,7 @@ def applicable(name: str, M: int, N: int) -> bool:
         return N == 16384
     if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
         return N >= 16384
-    if name in ("cluster", "e16", "e8", "e16k16", "e8k16", "e32"):
+    if name in ("cluster", "e16", "e8", "e16k16", "e8k16", "e32", "o512e16", "o512e8"):
         return N > 16384
     if name == "cluster8k":
         return N >= 16384
