@@ -200,3 +200,26 @@ def test_syncwarp_lowers_to_bar_warp_sync_and_faults_when_part_of_a_warp_reaches
 
     ptx = compile_module(build_kernel([PointerType(T.f32, "global")], ops), Target("sm_90a")).ptx
     assert "bar.warp.sync \t-1" in ptx or "bar.warp.sync -1" in ptx, ptx
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda sm, w, bar: nvvm.bulk_copy_g2s(sm, w, 256, bar, multicast_mask=0), "names 1-16 blocks"),
+        (lambda sm, w, bar: nvvm.bulk_copy_g2s(sm, w, 256, bar, multicast_mask=1 << 16), "names 1-16 blocks"),
+        (lambda sm, w, bar: nvvm.mbarrier_arrive(bar, 2, peer_cta_rank_in_cluster=1), "arrives once per thread"),
+    ],
+)
+def test_the_cluster_forms_check_their_arguments_when_tracing(call, error):
+    @flyc.kernel
+    def k(w: fx.Tensor):
+        sm = fx.alloc_shared(fx.Float32, 64)
+        bar = fx.alloc_shared(fx.Int64, 1, align=8)
+        call(sm, w.iterator, bar)
+
+    @flyc.jit
+    def launch(w: fx.Tensor):
+        k(w).launch(grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1))
+
+    with pytest.raises(Exception, match=error):
+        launch(np.zeros(64, np.float32))
