@@ -39,6 +39,7 @@ COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles 
 _S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
 _PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
 _PAIR_PCS = {**_PAIR_CS, "persist": 1}
+E16 = {"onchip_threads": 1024, "elems_per_thread": 16}  # 1024 threads x 16 values per chunk
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -128,6 +129,17 @@ VARIANTS = {
     # (the memory idles only through the kept chunks' statistics and the reduction, not every chunk's)
     "pair_pl": {**_PAIR_PCS, "pair_lag": 2},
     "pair_pk8l": {**_PAIR_PCS, "kept_values": 16, "pair_lag": 2},
+    # rows over 16K in 1024-thread onchip chunks of 16 or 8 values per thread (16 or 32 kept in registers): all of a
+    # row's loads in flight at once (the by-product of the weights-multicast rounds, docs/kernels.md)
+    "e16": E16,
+    "e8": {"onchip_threads": 1024, "elems_per_thread": 8},
+    "e16k16": {**E16, "kept_values": 16},
+    "e8k16": {"onchip_threads": 1024, "elems_per_thread": 8, "kept_values": 16},
+    # the same for two blocks of 512 threads per SM (the 64K bf16 default's geometry): 16 or 8 values per chunk
+    "o512e16": {"onchip_threads": 512, "elems_per_thread": 16, "max_registers": 64},
+    "o512e8": {"onchip_threads": 512, "elems_per_thread": 8, "max_registers": 64},
+    # the LayerNorm f32 long-row plan before the lnmc rounds (1024 threads x 32 values per chunk, 32 kept)
+    "e32": {"onchip_threads": 1024, "elems_per_thread": 32, "kept_values": 32},
 }
 
 
@@ -166,7 +178,7 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N == 16384
     if name in ("persist", "persist_r64", "cs", "persist_cs", "early", "early_cs", "wsmem", "wsmem_cs"):
         return N >= 16384
-    if name == "cluster":
+    if name in ("cluster", "e16", "e8", "e16k16", "e8k16", "e32", "o512e16", "o512e8"):
         return N > 16384
     if name == "cluster8k":
         return N >= 16384

@@ -157,6 +157,7 @@ _INTRINSIC_SM = (
     ("llvm.nvvm.cp.async.", 80),
     ("llvm.nvvm.mbarrier.try.wait", 90), ("llvm.nvvm.mbarrier.expect.tx", 90), ("llvm.nvvm.prefetch.tensormap", 90),
     ("llvm.nvvm.mbarrier.arrive.expect.tx", 90), ("llvm.nvvm.fence.mbarrier_init", 90),
+    ("llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", 90),
 )  # fmt: skip
 _ARCH_SPECIFIC = ("llvm.nvvm.wgmma", "llvm.nvvm.setmaxnreg", "llvm.nvvm.tcgen05")
 # prefix -> the last architecture that has it (LLVM 22 cannot select wgmma for sm_100a/sm_120a: it aborts)

@@ -11,6 +11,7 @@ mma_sync m16n8k32 s8/u8 -> s32         ``llvm.nvvm.mma.m16n8k32.row.col.{s8,u8,s
 ldmatrix / stmatrix (sm_90)            ``llvm.nvvm.{ld,st}matrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16``
 cp_async                               ``llvm.nvvm.cp.async.{ca,cg}.shared.global.{4,8,16}[.s]`` (``.s``: src-size)
 cp_async_commit_group / wait_group n   ``llvm.nvvm.cp.async.commit.group`` / ``wait.group(i32 n)`` / ``wait.all``
+syncwarp                               ``llvm.nvvm.bar.warp.sync(i32 -1)``
 =====================================  ========================================================================
 
 Register fragments are IR vectors; they are packed into (or unpacked from) the 32-bit registers the
@@ -128,3 +129,8 @@ def emit_cp_async_wait(fe: FunctionEmitter, op: Op) -> None:
 @emitter("nvvm.cp_async_wait_all")
 def emit_cp_async_wait_all(fe: FunctionEmitter, op: Op) -> None:
     fe.call("llvm.nvvm.cp.async.wait.all", "void", [])
+
+
+@emitter("nvvm.syncwarp")
+def emit_syncwarp(fe: FunctionEmitter, op: Op) -> None:
+    fe.call("llvm.nvvm.bar.warp.sync", "void", [("i32", "-1")])

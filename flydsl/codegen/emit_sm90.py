@@ -5,6 +5,7 @@ and inline PTX for ``wgmma.mma_async`` (LLVM has no intrinsic for it).
 |---|---|---|
 | mbarrier_init | ``mbarrier.init.shared`` | ``mbarrier.init.shared.b64`` |
 | mbarrier_arrive(_expect_tx) | ``mbarrier.arrive(.expect.tx).scope.cta.space.cta`` | ``mbarrier.arrive(.expect_tx)`` |
+| mbarrier_arrive_cluster | ``mbarrier.arrive.scope.cta.space.cluster`` | ``mbarrier.arrive.shared::cluster`` |
 | mbarrier_expect_tx | ``mbarrier.expect.tx.scope.cta.space.cta`` | ``mbarrier.expect_tx.relaxed.cta`` |
 | mbarrier_try_wait, wait | ``mbarrier.try.wait.parity.scope.cta.space.cta`` (a loop) | ``try_wait.parity`` |
 | fence_proxy_async | ``fence.proxy.async(.shared_cta, .global)`` | ``fence.proxy.async.shared::cta`` |
@@ -18,6 +19,7 @@ and inline PTX for ``wgmma.mma_async`` (LLVM has no intrinsic for it).
 | tma_load | ``cp.async.bulk.tensor.g2s.tile.Nd`` | ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile…`` |
 | tma_store | ``cp.async.bulk.tensor.s2g.tile.Nd`` | ``cp.async.bulk.tensor.Nd.global.shared::cta…`` |
 | bulk_load / bulk_store | ``cp.async.bulk.global.to.shared.cluster`` / ``.shared.cta.to.global`` | ``cp.async.bulk…`` |
+| bulk_load_multicast | ``cp.async.bulk.global.to.shared.cluster`` (mask, flag set) | ``….multicast::cluster`` |
 | bulk_commit / bulk_wait | ``cp.async.bulk.{commit.group,wait.group(.read)}`` | ``cp.async.bulk.wait_group.read 0`` |
 | wgmma_fence / commit | ``wgmma.{fence,commit_group}.sync.aligned`` | ``wgmma.fence.sync.aligned`` |
 | wgmma | inline asm, accumulators tied in/out | ``wgmma.mma_async.sync.aligned.m64n256k16…`` |
@@ -63,6 +65,15 @@ def emit_mbarrier_arrive(fe: FunctionEmitter, op: Op) -> None:
     bar = op.operands[0]
     count = fe.val(op.operands[1]) if len(op.operands) > 1 else "1"
     fe.call("llvm.nvvm.mbarrier.arrive.scope.cta.space.cta", "i64", [(_BAR, fe.val(bar)), ("i32", count)])
+
+
+@emitter("nvvm.mbarrier_arrive_cluster")
+def emit_mbarrier_arrive_cluster(fe: FunctionEmitter, op: Op) -> None:
+    """``mbarrier.arrive.release.cta.shared::cluster.b64 _, [addr], 1``: release at block scope, as CUTLASS's
+    remote ``ClusterBarrier::arrive`` (the cluster-scope release makes ptxas wait for the thread's outstanding
+    global stores first, ``MEMBAR.ALL.GPU``)."""
+    fe.call("llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", "void",
+            [("ptr addrspace(7)", fe.val(op.operands[0])), ("i32", "1")])  # fmt: skip
 
 
 @emitter("nvvm.mbarrier_arrive_expect_tx")
@@ -240,6 +251,17 @@ def emit_bulk_load(fe: FunctionEmitter, op: Op) -> None:
     dst, src, nbytes, bar = op.operands
     args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr addrspace(1)", fe.val(src))]
     args += [_i32(fe, nbytes), ("i16", "0"), ("i64", "0"), ("i1", "false"), ("i1", "false")]
+    fe.call("llvm.nvvm.cp.async.bulk.global.to.shared.cluster", "void", args)
+
+
+@emitter("nvvm.bulk_load_multicast")
+def emit_bulk_load_multicast(fe: FunctionEmitter, op: Op) -> None:
+    """The same intrinsic as ``bulk_load`` with its multicast flag set: the i16 block mask selects the cluster's
+    blocks whose shared memory (at ``dst``'s offset) and mbarrier (at ``bar``'s offset) receive the bytes."""
+    dst, src, nbytes, bar, mask = op.operands
+    m16 = fe.assign(f"trunc i32 {fe.val(mask)} to i16")
+    args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr addrspace(1)", fe.val(src))]
+    args += [_i32(fe, nbytes), ("i16", m16), ("i64", "0"), ("i1", "true"), ("i1", "false")]
     fe.call("llvm.nvvm.cp.async.bulk.global.to.shared.cluster", "void", args)
 
 

@@ -55,9 +55,16 @@ CAPABILITIES: dict[str, Capability] = {
     "bf16_int_cvt": Capability(90, 78, "an integer -> bf16 conversion in one cvt",
                                "(emulated exactly on older targets)"),
     "scoped_atomics": Capability(70, 60, "a scoped atomic or fence", "compile for sm_70 or newer"),
+    "warp_sync": Capability(70, 60, "bar.warp.sync", "compile for sm_70 or newer"),
     "cluster": Capability(90, 78, "a thread block cluster", "compile for sm_90 or newer"),
     "st_async": Capability(90, 81, "a store into a cluster block's shared memory completing on its mbarrier (st.async)",
                            "compile for sm_90 or newer, or store through map_shared and synchronize the cluster"),
+    "tma_multicast": Capability(90, 80, "a multicast bulk copy into several blocks of a cluster "
+                                "(cp.async.bulk .multicast::cluster)",
+                                "compile for sm_90 or newer, or copy into each block with bulk_copy_g2s"),
+    "mbarrier_cluster": Capability(90, 80, "an arrive on an mbarrier of another block of the cluster "
+                                   "(mbarrier.arrive.shared::cluster)",
+                                   "compile for sm_90 or newer, or synchronize the cluster with cluster_arrive/wait"),
     "cluster_relaxed": Capability(90, 80, "a relaxed cluster arrive (barrier.cluster.arrive.relaxed)",
                                   "compile for sm_90 or newer, or use the release arrive"),
     # warp-level tensor cores and asynchronous copies (dialects/nvvm.py)

@@ -31,7 +31,7 @@ P = Trait.PURE
 
 __all__ = [
     "mma_sync", "ldmatrix", "stmatrix", "cp_async", "cp_async_commit_group", "cp_async_wait_group",
-    "cp_async_wait_all", "MMA_SHAPES", "MMA_KINDS", "mma_kind", "fragment_coords", "ldmatrix_lanes",
+    "cp_async_wait_all", "syncwarp", "MMA_SHAPES", "MMA_KINDS", "mma_kind", "fragment_coords", "ldmatrix_lanes",
     "operand_count", "CP_ASYNC_BYTES",
 ]  # fmt: skip
 
@@ -308,4 +308,12 @@ cp_async_wait_all = OpDef(
     results=0,
     requires="cp_async",
     doc="wait for every cp_async of this thread, committed or not",
+)
+syncwarp = OpDef(
+    "nvvm.syncwarp",
+    operands=0,
+    results=0,
+    requires="warp_sync",
+    doc="every lane of the warp waits for the others here, and their memory accesses before it are ordered before "
+    "every lane's accesses after it (bar.warp.sync 0xffffffff)",
 )

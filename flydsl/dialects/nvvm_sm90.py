@@ -4,6 +4,7 @@ Ops declared here (all in the ``nvvm`` dialect; the warp-level ones live beside 
 
 =============================  ================================================================
 synchronization                ``mbarrier_init/arrive/arrive_expect_tx/expect_tx/try_wait/wait``,
+                               ``mbarrier_arrive_cluster`` (on another block's mbarrier),
                                ``fence_proxy_async``, ``fence_mbarrier_init``, ``elect_sync``,
                                ``barrier_sync``/``barrier_arrive`` (named barriers), ``setmaxnreg``,
                                cluster special registers, ``cluster_arrive``/``cluster_wait``
@@ -11,7 +12,8 @@ cluster shared memory          ``mapa``: a shared pointer into another block of 
                                (``!fly.ptr<T, shared_cluster>``; loads and stores are ``ptr`` ops);
                                ``st_async``: a store there that completes on that block's mbarrier
 tensor memory accelerator      ``tma_make_desc`` (host), ``tma_load``, ``tma_store``,
-                               ``tma_prefetch_desc``, ``bulk_load``, ``bulk_store``,
+                               ``tma_prefetch_desc``, ``bulk_load``, ``bulk_load_multicast``,
+                               ``bulk_store``,
                                ``bulk_commit``, ``bulk_wait``
 warpgroup MMA                  ``wgmma_fence``, ``wgmma``, ``wgmma_commit``, ``wgmma_wait``
 =============================  ================================================================
@@ -44,11 +46,12 @@ from ..ir import FloatType, IntegerType, Op, OpDef, PointerType, TmaDescType, Tr
 from ..ir.types import AddressSpace
 
 __all__ = [
-    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx", "mbarrier_try_wait",
-    "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init", "elect_sync", "setmaxnreg", "barrier_sync",
-    "barrier_arrive", "cluster_ctarank", "cluster_id", "cluster_ctaid", "cluster_dim", "mapa", "st_async",
-    "ST_ASYNC_SHAPES", "cluster_arrive", "cluster_wait", "tma_make_desc",
-    "tma_load", "tma_store", "tma_prefetch_desc", "bulk_load", "bulk_store", "bulk_commit", "bulk_wait",
+    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx",
+    "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_mbarrier_init", "elect_sync", "setmaxnreg",
+    "barrier_sync", "barrier_arrive", "cluster_ctarank", "cluster_id", "cluster_ctaid", "cluster_dim", "mapa",
+    "st_async", "ST_ASYNC_SHAPES", "cluster_arrive", "cluster_wait", "tma_make_desc",
+    "tma_load", "tma_store", "tma_prefetch_desc", "bulk_load", "bulk_load_multicast", "bulk_store", "bulk_commit",
+    "bulk_wait",
     "wgmma_fence", "wgmma", "wgmma_commit", "wgmma_wait", "PROXY_SPACES", "TMA_SWIZZLES", "TMA_DTYPES",
     "TmaFields", "tma_desc_encode", "tma_desc_decode", "WGMMA_TYPES", "wgmma_valid_n", "SM90_OPS",
     "TASK_OPS", "CLUSTER_OPS",
@@ -113,6 +116,21 @@ mbarrier_arrive = OpDef(
     results=0,
     verify=_arrive_verify,
     doc="(bar[, count]): each active thread arrives `count` (default 1) times (mbarrier.arrive)",
+)
+mbarrier_arrive_cluster = OpDef(
+    "nvvm.mbarrier_arrive_cluster",
+    requires="mbarrier_cluster",
+    operands=1,
+    results=0,
+    verify=lambda op: (
+        None
+        if isinstance(t := op.operands[0].type, PointerType)
+        and t.space == AddressSpace.SHARED_CLUSTER
+        and t.elem is i64
+        else f"the mbarrier must be a !fly.ptr<i64, shared_cluster> (from mapa), got {t}"
+    ),
+    doc="(mbarrier ptr<i64, shared_cluster>): each active thread arrives once on that mbarrier of a block of the "
+    "cluster, releasing its earlier accesses at block scope (mbarrier.arrive.release.cta.shared::cluster)",
 )
 mbarrier_arrive_expect_tx = OpDef(
     "nvvm.mbarrier_arrive_expect_tx",
@@ -548,16 +566,20 @@ tma_prefetch_desc = OpDef(
 )
 
 
-def _bulk_verify(dst_space, src_space, with_bar: bool):
+def _bulk_verify(dst_space, src_space, with_bar: bool, multicast: bool = False):
     def verify(op: Op):
-        n = 4 if with_bar else 3
+        n = (4 if with_bar else 3) + multicast
         if len(op.operands) != n:
             return f"{op.defn.name} takes {n} operands"
         dst, src, nb = op.operands[:3]
         for v, sp, what in ((dst, dst_space, "destination"), (src, src_space, "source")):
             if not isinstance(v.type, PointerType) or v.type.space != sp:
                 return f"the {what} must be a {AddressSpace.NAMES[sp]} pointer, got {v.type}"
-        return _first_error(_i32_check(nb, "the byte count"), _bar_check(op.operands[3]) if with_bar else None)
+        return _first_error(
+            _i32_check(nb, "the byte count"),
+            _bar_check(op.operands[3]) if with_bar else None,
+            _i32_check(op.operands[4], "the block mask") if multicast else None,
+        )
 
     return verify
 
@@ -570,6 +592,16 @@ bulk_load = OpDef(
     verify=_bulk_verify(AddressSpace.SHARED, AddressSpace.GLOBAL, True),
     doc="(smem dst, global src, bytes, mbarrier): a 1-D bulk copy completing on the mbarrier "
     "(cp.async.bulk; 16-byte aligned, bytes a multiple of 16)",
+)
+bulk_load_multicast = OpDef(
+    "nvvm.bulk_load_multicast",
+    requires="tma_multicast",
+    operands=-1,
+    results=0,
+    verify=_bulk_verify(AddressSpace.SHARED, AddressSpace.GLOBAL, True, multicast=True),
+    doc="(smem dst, global src, bytes, mbarrier, block mask i32): one read of the bytes, written at the same "
+    "shared offset of every block of the cluster whose rank's bit is set in the mask (bits 0-15), each "
+    "completing them on its mbarrier at the same offset (cp.async.bulk...multicast::cluster)",
 )
 bulk_store = OpDef(
     "nvvm.bulk_store",
@@ -718,14 +750,18 @@ wgmma_wait = OpDef(
 )
 
 SM90_OPS = tuple(o.name for o in (
-    mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_expect_tx, mbarrier_try_wait,
-    mbarrier_wait, fence_proxy_async, fence_mbarrier_init, griddep_wait, griddep_launch_dependents,
+    mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_expect_tx,
+    mbarrier_try_wait, mbarrier_wait, fence_proxy_async, fence_mbarrier_init, griddep_wait, griddep_launch_dependents,
     elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
     cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, st_async, cluster_arrive, cluster_wait,
     tma_make_desc, tma_load, tma_store, tma_prefetch_desc,
-    bulk_load, bulk_store, bulk_prefetch_l2, bulk_commit, bulk_wait, wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
+    bulk_load, bulk_load_multicast, bulk_store, bulk_prefetch_l2, bulk_commit, bulk_wait,
+    wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
 ))  # fmt: skip
 # ops whose threads wait on other warps: a kernel that has one runs warp by warp in the interpreter
 TASK_OPS = frozenset({mbarrier_try_wait.name, mbarrier_wait.name, barrier_sync.name, barrier_arrive.name})
 # ops through which the blocks of a cluster reach each other: the interpreter runs whole clusters together
-CLUSTER_OPS = frozenset({mapa.name, st_async.name, cluster_arrive.name, cluster_wait.name})
+CLUSTER_OPS = frozenset({
+    mapa.name, st_async.name, cluster_arrive.name, cluster_wait.name, bulk_load_multicast.name,
+    mbarrier_arrive_cluster.name,
+})  # fmt: skip

@@ -1,5 +1,6 @@
 """The thread block cluster on the interpreter: ``nvvm.mapa`` (another block's shared memory), ``nvvm.st_async``
-(a store there completing on that block's mbarrier) and the cluster barrier (``nvvm.cluster_arrive`` /
+(a store there completing on that block's mbarrier), ``nvvm.mbarrier_arrive_cluster`` (an arrive on another
+block's mbarrier) and the cluster barrier (``nvvm.cluster_arrive`` /
 ``nvvm.cluster_wait``).
 
 The blocks of a cluster run in one batch (flydsl/interp/kernel.py), so a shared-cluster pointer
@@ -23,7 +24,7 @@ from .access import CLUSTER_RANK_SHIFT, SHARED_CLUSTER, cluster_dims, cluster_pe
 from .machine import Compiler, impl, value_dtype
 from .tasks import get_barrier
 
-__all__: list[str] = []
+__all__ = ["check_whole_warps"]
 
 
 def _active(lanes) -> np.ndarray:
@@ -80,6 +81,36 @@ def st_async(op: Op, cc: Compiler):
     return step
 
 
+@impl("nvvm.mbarrier_arrive_cluster")
+def mbarrier_arrive_cluster(op: Op, cc: Compiler):
+    """``mbarrier.arrive.shared::cluster``: each active lane arrives once on the mbarrier its ``mapa`` pointer
+    names in a block of its cluster (the barrier must be initialized; more arrivals than its phase expects is a
+    fault, as for a local arrive)."""
+    (b,) = cc.slots_of(op.operands)
+
+    def step(env, lanes):
+        act = _active(lanes)
+        bars = np.broadcast_to(np.asarray(env[b], np.int64).reshape(-1), (lanes.T,))[act]
+        rank, off = bars >> CLUSTER_RANK_SHIFT, bars & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        peer = cluster_peer(lanes, act // lanes.tpb, rank)
+        groups: dict = {}  # the lanes arriving on each barrier, arriving together (as a local arrive's do)
+        for i, (blk, o) in enumerate(zip(peer.tolist(), off.tolist())):
+            groups.setdefault((blk, o), []).append(i)
+        for (blk, o), idx in groups.items():
+            ln = int(act[idx[0]])
+            if o % 8:
+                raise lanes.fault(op, f"mbarrier (i64) at shared offset 0x{o:x} is not 8-byte aligned", ln)
+            err = get_barrier(lanes, op, int(blk), int(o)).arrive(len(idx))
+            if err:
+                raise lanes.fault(op, f"the mbarrier at shared offset 0x{o:x} of cluster rank {int(rank[idx[0]])}: "
+                                  f"{err} (check the count given to mbarrier_init and which threads arrive)",
+                                  ln)  # fmt: skip
+        if lanes.sched is not None:
+            lanes.sched.bump()
+
+    return step
+
+
 def _late(lanes, lane_root, arr, act, need) -> str:
     """What a cluster barrier's waiting warp waits for (a deadlock report)."""
     late = np.flatnonzero((lane_root == lane_root[act[0]]) & (arr < need[0]))
@@ -99,8 +130,8 @@ def _state(lanes) -> tuple[np.ndarray, np.ndarray]:
     return st
 
 
-def _check_aligned(op: Op, lanes, what: str) -> None:
-    """An ``.aligned`` form: every thread of each warp that reaches it (whole warps or none)."""
+def check_whole_warps(op: Op, lanes, what: str) -> None:
+    """An ``.aligned`` form (or ``bar.warp.sync``): every thread of each warp that reaches it (whole warps or none)."""
     m = lanes.mask
     if m is None:
         return
@@ -113,8 +144,8 @@ def _check_aligned(op: Op, lanes, what: str) -> None:
         lane = int(np.flatnonzero(m & (warp == w))[0])
         raise lanes.fault(
             op,
-            f"{what} (.aligned) reached by only {int(on[w])} of the {int(size[w])} threads of a warp: the aligned "
-            "form must be executed by the whole warp (not inside a branch that depends on the lane)",
+            f"{what} reached by only {int(on[w])} of the {int(size[w])} threads of a warp: it must be executed by the "
+            "whole warp (not inside a branch that depends on the lane)",
             lane,
         )
 
@@ -126,7 +157,7 @@ def cluster_arrive(op: Op, cc: Compiler):
 
     def step(env, lanes):
         if aligned:
-            _check_aligned(op, lanes, "cluster_arrive")
+            check_whole_warps(op, lanes, "cluster_arrive (.aligned)")
         arr, passed = _state(lanes)
         act = _active(lanes)
         twice = arr[act] != passed[act]
@@ -151,7 +182,7 @@ def cluster_wait(op: Op, cc: Compiler):
 
     def step(env, lanes):
         if aligned:
-            _check_aligned(op, lanes, "cluster_wait")
+            check_whole_warps(op, lanes, "cluster_wait (.aligned)")
         arr, passed = _state(lanes)
         act = _active(lanes)
         if act.shape[0] == 0:

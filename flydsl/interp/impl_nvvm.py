@@ -26,6 +26,7 @@ import numpy as np
 from ..dialects.nvvm import MMA_SHAPES, fragment_coords, ldmatrix_lanes
 from ..ir import Op, VectorType
 from .access import GLOBAL, SHARED, load, store
+from .impl_cluster import check_whole_warps
 from .machine import Compiler, impl, value_dtype
 
 __all__ = ["CpAsyncState"]
@@ -334,5 +335,16 @@ def cp_async_wait_all(op: Op, cc: Compiler):
         st.committed += act
         if st.copies:
             st.complete(lanes, np.where(act, st.committed, np.iinfo(np.int64).min))
+
+    return step
+
+
+@impl("nvvm.syncwarp")
+def syncwarp(op: Op, cc: Compiler):
+    """``bar.warp.sync 0xffffffff``: the lanes of a warp run together here (lock-step, or warp by warp), so it
+    only checks that every lane of each warp that reaches it is active (else the GPU waits forever)."""
+
+    def step(env, lanes):
+        check_whole_warps(op, lanes, "syncwarp")
 
     return step

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..dialects.nvvm_sm90 import TMA_DTYPES, TmaFields, tma_desc_decode, tma_desc_encode
 from ..ir import Op, PointerType
-from .access import GLOBAL, resolve
+from .access import GLOBAL, cluster_dims, cluster_peer, resolve
 from .errors import InterpError
 from .host import HOST_IMPLS
 from .machine import Compiler, impl
@@ -242,6 +242,41 @@ def _bulk(op: Op, cc: Compiler, to_smem: bool):
 def bulk_load(op: Op, cc: Compiler):
     """``cp.async.bulk`` global → shared, completing its bytes on the mbarrier."""
     return _bulk(op, cc, to_smem=True)
+
+
+@impl("nvvm.bulk_load_multicast")
+def bulk_load_multicast(op: Op, cc: Compiler):
+    """``cp.async.bulk ... .multicast::cluster``: each active lane's copy reads the bytes once and writes them at
+    the same shared offset of every block of its cluster whose rank's bit is set in the mask (bits 0-15; a rank
+    outside the cluster is a fault), completing them on each such block's mbarrier at the barrier's offset."""
+    dst, src, nb, bar, mk = cc.slots_of(op.operands)
+
+    def step(env, lanes):
+        cx, cy, cz = cluster_dims(lanes.program)
+        size = cx * cy * cz
+        for ln in active_lanes(lanes).tolist():
+            n, s_off, g_addr, b_off = (_at(env[s], lanes, ln) for s in (nb, dst, src, bar))
+            mask = _at(env[mk], lanes, ln) & 0xFFFF
+            ranks = [r for r in range(16) if mask >> r & 1]
+            if n <= 0 or n % 16:
+                raise lanes.fault(op, f"a bulk copy moves a positive multiple of 16 bytes, got {n}", ln)
+            if g_addr % 16:
+                raise lanes.fault(op, f"bulk copy: global address 0x{g_addr:x} is not 16-byte aligned", ln)
+            if not ranks or ranks[-1] >= size:
+                raise lanes.fault(op, f"multicast bulk copy: block mask 0x{mask:x} names no block or a rank outside "
+                                  f"the cluster of {size} block(s) (ranks 0-{size - 1})", ln)  # fmt: skip
+            ((buf, off, _),) = resolve(lanes, op, GLOBAL, np.array([g_addr], np.int64), np.array([ln]), 1, "i8",
+                                       "read", n)  # fmt: skip
+            data = buf.u8[int(off[0]) : int(off[0]) + n].copy()
+            peers = cluster_peer(lanes, np.full(len(ranks), ln // lanes.tpb, np.int64), np.array(ranks, np.int64))
+            for blk in peers.tolist():
+                smem = _smem(lanes, op, int(blk), s_off, n, ln, 16, "multicast bulk copy")
+                smem[s_off : s_off + n] = data
+                get_barrier(lanes, op, int(blk), b_off).complete_tx(n)
+            if lanes.sched is not None:
+                lanes.sched.bump()
+
+    return step
 
 
 @impl("nvvm.bulk_store")

@@ -62,9 +62,10 @@ LONG_ROWS: list = [
     # 64K bf16: one row per block of 512 threads, two per SM, with streaming hints (rounds 2-4: 43.9-45.1 -> 41.2 us,
     # 78-80 -> 85%; two rows per block measured the same, 41.2-41.3)
     ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}),
-    # 64K f32 (rows do not pair: 2 x 256 KB): one row per block of 512 threads with 128 registers, 64 values kept
-    # (256 x 64K, round 4: 44.1 -> 41.8 us, 80 -> 85%)
-    ((49153, 1 << 31, ("f32",)), {"onchip_threads": 512, "max_registers": 128, "kept_values": 64, "cache_hint": "cs"}),
+    # 64K f32 (rows do not pair: 2 x 256 KB): eight chunks of 8 values per thread, four kept and four staged, all
+    # loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%; ln2r's 512 x 128-register plan
+    # measured 41.8 in rounds 4-5)
+    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}),
 ]
 
 

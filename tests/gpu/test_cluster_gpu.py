@@ -1,7 +1,8 @@
 """Thread block clusters on the H200 against the interpreter: the blocks of a cluster read and write each
 other's shared memory through ``fx.nvvm.map_shared`` between cluster barriers (tests/unit/test_cluster.py
 has the programs), in 1-D, 2-D and 3-D clusters, and add atomically to one block's counter; the launch runs clusters from the kernel's compile-time
-cluster shape (``.reqnctapercluster``)."""
+cluster shape (``.reqnctapercluster``); ``st.async`` exchanges and a multicast ring (bulk copies to every block of
+the cluster, released by remote mbarrier arrives)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "unit"))
 
 from test_cluster import _counter, _ring  # noqa: E402
+from test_multicast import _ring as _mcast_ring  # noqa: E402
+from test_multicast import _want as _mcast_want  # noqa: E402
 from test_st_async import _exchange, _want  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -60,3 +63,19 @@ def test_st_async_exchange_gpu_equals_interpreter(cluster, rounds, monkeypatch, 
     _exchange(cluster, rounds)(out)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(out.cpu().numpy(), _want(cluster, rounds))
+
+
+@pytest.mark.parametrize("cluster, stages, pieces", [(2, 2, 5), (2, 4, 11), (4, 4, 9), (4, 8, 20)])
+def test_multicast_ring_gpu(cluster, stages, pieces, monkeypatch, tmp_path):
+    """A ring of shared stages refilled by multicast bulk copies, each released by every warp of the cluster with
+    a remote mbarrier arrive (tests/unit/test_multicast.py): every block of the H200 gets every piece."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    rng = np.random.default_rng(cluster * 100 + pieces)
+    w = rng.integers(-8, 8, size=pieces * 64).astype(np.float32)
+    out = torch.zeros(2 * cluster * 64, dtype=torch.float32, device="cuda")
+    _mcast_ring(cluster, stages, pieces)(torch.from_numpy(w).cuda(), out)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), _mcast_want(w, cluster, pieces))

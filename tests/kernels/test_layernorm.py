@@ -148,6 +148,14 @@ def test_layernorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
     assert not any(op in ptx for op in ("div.s32", "div.u32", "rem.s32", "rem.u32", ".local")), ptx
 
 
+@pytest.mark.parametrize("M,N", [(3, 32768), (2, 65536)])
+def test_layernorm_long_f32_rows_default_plans(M, N, interpreter):
+    """The f32 long-row defaults (LONG_ROWS): 32K rows in pairs (512 threads, 128 registers), 64K in eight chunks of
+    8 values per thread (four staged), every chunk's loads issued together."""
+    x, w, b = make_inputs(M, N, "f32", seed=N)
+    check(x, w, b, "f32", run("cpu", x, w, b, "f32"))
+
+
 # -- GPU ----------------------------------------------------------------------------------------------
 
 

@@ -292,7 +292,7 @@ def test_fewer_kept_values_pair_with_up_to_224_kb_of_slots(monkeypatch):
 def test_layernorm_long_rows_defaults():
     """LayerNorm's rows of 32K-64K (ln2r rounds 2-4 on the H200, docs/kernels.md "Paired rows"): 32K rows in pairs
     (bf16: blocks of 512 threads, two per SM; f32: one block of 512 threads with 128 registers), 64K bf16 one row per
-    block with streaming hints, 64K f32 one row per block of 512 threads with 128 registers."""
+    block with streaming hints; 64K f32 (lnmc rounds 3-5) one row per 1024-thread block, eight chunks of 8 values."""
     from kernels.norm.layernorm_kernel import plan_defaults
     from kernels.norm.norm_common import split_options
 
@@ -308,4 +308,6 @@ def test_layernorm_long_rows_defaults():
     p, k = default_plan(65536, "bf16", 2)
     assert (p.paired, p.threads, p.cache, k) == (False, 512, "cs", {"max_registers": 64})
     p, k = default_plan(65536, "f32", 4)
-    assert (p.paired, p.threads, p.kept, p.cache, k) == (False, 512, 2, "cs", {"max_registers": 128})
+    assert (p.paired, p.threads, p.vecs * p.vec, p.chunks, p.kept, p.cache, k) == (False, 1024, 8, 8, 4, "cs", {})
+    assert p.batches() == [list(range(8))]  # every chunk's loads issued together
+    assert norm_sweep.applicable("e8", 256, 65536) and not norm_sweep.applicable("e8", 2048, 16384)

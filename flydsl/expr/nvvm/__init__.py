@@ -82,6 +82,7 @@ from .warp import (
     ldmatrix,
     mma_sync,
     stmatrix,
+    syncwarp,
 )
 
 __all__ = [
@@ -98,5 +99,5 @@ __all__ = [
     "wgmma_acc_coords", "wgmma_commit_group", "wgmma_fence", "wgmma_wait_group",
     "MmaF16BF16Op", "MmaFP8Op", "MmaI8Op", "MMA", "LdMatrix8x8x16bOp", "StMatrix8x8x16bOp", "CopyG2SOp",
     "LoadCacheMode", "mma_sync", "ldmatrix", "stmatrix", "cp_async", "cp_async_commit_group",
-    "cp_async_wait_group", "cp_async_wait_all",
+    "cp_async_wait_group", "cp_async_wait_all", "syncwarp",
 ]  # fmt: skip

@@ -7,6 +7,7 @@ fx.nvvm                                                CuTe DSL counterpart     
 =====================================================  ===========================================  ==========
 ``mbarrier_init(bar, count)``                          ``cute.arch.mbarrier_init``                  90
 ``mbarrier_arrive(bar[, count])``                      ``cute.arch.mbarrier_arrive``                90
+``mbarrier_arrive(bar, peer_cta_rank_in_cluster=r)``   ``cute.arch.mbarrier_arrive`` (remote)       90
 ``mbarrier_arrive_expect_tx(bar, nbytes)``             ``cute.arch.mbarrier_arrive_and_expect_tx``  90
 ``mbarrier_expect_tx(bar, nbytes)``                    ``cute.arch.mbarrier_expect_tx``             90
 ``mbarrier_try_wait(bar, phase)``                      ``cute.arch.mbarrier_try_wait``              90
@@ -73,8 +74,20 @@ def mbarrier_init(bar, count) -> None:
     _d.mbarrier_init(_bar(bar).ir_value(), _i32(count, "the arrival count"))
 
 
-def mbarrier_arrive(bar, count=None) -> None:
-    """Each calling thread arrives ``count`` (default 1) times."""
+def mbarrier_arrive(bar, count=None, *, peer_cta_rank_in_cluster=None) -> None:
+    """Each calling thread arrives ``count`` (default 1) times on ``bar``. On the mbarrier of another block of
+    the cluster: ``bar`` a :func:`map_shared` pointer, or this block's ``bar`` with ``peer_cta_rank_in_cluster``
+    (CuTe's name) — one arrival per thread, releasing its earlier accesses at block scope (a consumer's "I am done
+    with this buffer" to the block that refills it; ``mbarrier.arrive.release.cta.shared::cluster``). That block
+    must still be running: it has to wait on the barrier (or at a cluster barrier) after the last such arrive."""
+    if peer_cta_rank_in_cluster is not None:
+        bar = map_shared(_bar(bar), peer_cta_rank_in_cluster)
+    p = bar.ptr if hasattr(type(bar), "peek") else as_pointer(bar)
+    if p.address_space == AddressSpace.SHARED_CLUSTER:
+        if count is not None:
+            raise TypeError("an arrive on another block's mbarrier arrives once per thread (no count)")
+        _d.mbarrier_arrive_cluster((p if p.dtype.ir_type is Int64.ir_type else p.recast(Int64)).ir_value())
+        return
     ops = [_bar(bar).ir_value()] + ([] if count is None else [_i32(count, "the arrival count")])
     _d.mbarrier_arrive(*ops)
 

@@ -330,15 +330,28 @@ def _ptr(x, space: int, what: str) -> Pointer:
     return p
 
 
-def bulk_copy_g2s(dst, src, nbytes, mbar) -> None:
+def bulk_copy_g2s(dst, src, nbytes, mbar, *, multicast_mask=None) -> None:
     """1-D bulk copy of ``nbytes`` (a multiple of 16, 16-byte aligned addresses) from global ``src`` to
-    shared ``dst``, completing its bytes on ``mbar`` (``cp.async.bulk``; no descriptor)."""
+    shared ``dst``, completing its bytes on ``mbar`` (``cp.async.bulk``; no descriptor).
+
+    ``multicast_mask`` (sm_90, a cluster launch): the bytes are read once and land at ``dst``'s offset in the
+    shared memory of every block of the cluster whose rank (:func:`cluster_ctarank`) has its bit set (bits 0-15),
+    each completing them on its own mbarrier at ``mbar``'s offset — so every receiver arms its own barrier
+    (``mbarrier_arrive_expect_tx``) for the bytes, and no receiver may reuse ``dst`` before it has waited
+    (``.multicast::cluster``; one L2 read for the whole cluster)."""
     n = _static_int(as_numeric(nbytes))
     if n is not None and (n <= 0 or n % 16):
         raise ValueError(f"a bulk copy moves a positive multiple of 16 bytes, got {n}")
     d = _ptr(dst, AddressSpace.SHARED, "the destination")
     s = _ptr(src, AddressSpace.GLOBAL, "the source")
-    _d.bulk_load(d.ir_value(), s.ir_value(), _i32(nbytes, "the byte count"), _bar(mbar).ir_value())
+    ops = [d.ir_value(), s.ir_value(), _i32(nbytes, "the byte count"), _bar(mbar).ir_value()]
+    if multicast_mask is None:
+        _d.bulk_load(*ops)
+        return
+    m = _static_int(as_numeric(multicast_mask))
+    if m is not None and not 0 < m < 1 << 16:
+        raise ValueError(f"a multicast mask names 1-16 blocks of the cluster (bits 0-15), got {m:#x}")
+    _d.bulk_load_multicast(*ops, _i32(multicast_mask, "the multicast mask"))
 
 
 def bulk_prefetch_l2(src, nbytes) -> None:

@@ -53,7 +53,7 @@ from ..vector import Vector
 __all__ = [
     "MmaF16BF16Op", "MmaFP8Op", "MmaI8Op", "MMA", "LdMatrix8x8x16bOp", "StMatrix8x8x16bOp", "CopyG2SOp",
     "mma_sync", "ldmatrix", "stmatrix", "cp_async", "cp_async_commit_group", "cp_async_wait_group",
-    "cp_async_wait_all", "LoadCacheMode",
+    "cp_async_wait_all", "syncwarp", "LoadCacheMode",
 ]  # fmt: skip
 
 _WARP = Layout._make(32, 1)
@@ -366,6 +366,12 @@ def cp_async_wait_group(n: int = 0) -> None:
     if type(n) is not int or not 0 <= n < 64:
         raise TypeError(f"cp_async_wait_group takes a compile-time int in [0, 64), got {n!r}")
     _d.cp_async_wait_group(n=n)
+
+
+def syncwarp() -> None:
+    """Every lane of the warp waits for the others here; memory accesses before it are ordered before every lane's
+    accesses after it (``bar.warp.sync 0xffffffff``; CUDA's ``__syncwarp()``). Reach it with the whole warp."""
+    _d.syncwarp()
 
 
 def cp_async_wait_all() -> None:
