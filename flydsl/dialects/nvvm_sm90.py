@@ -70,6 +70,13 @@ def _bar_check(v, what: str = "the mbarrier") -> str | None:
     return None
 
 
+def _cluster_bar_check(v) -> str | None:
+    t = v.type
+    if isinstance(t, PointerType) and t.space == AddressSpace.SHARED_CLUSTER and t.elem is i64:
+        return None
+    return f"the mbarrier must be a !fly.ptr<i64, shared_cluster> (from mapa), got {t}"
+
+
 def _i32_check(v, what: str) -> str | None:
     return None if v.type is i32 else f"{what} must be i32, got {v.type}"
 
@@ -122,13 +129,7 @@ mbarrier_arrive_cluster = OpDef(
     requires="mbarrier_cluster",
     operands=1,
     results=0,
-    verify=lambda op: (
-        None
-        if isinstance(t := op.operands[0].type, PointerType)
-        and t.space == AddressSpace.SHARED_CLUSTER
-        and t.elem is i64
-        else f"the mbarrier must be a !fly.ptr<i64, shared_cluster> (from mapa), got {t}"
-    ),
+    verify=lambda op: _cluster_bar_check(op.operands[0]),
     doc="(mbarrier ptr<i64, shared_cluster>): each active thread arrives once on that mbarrier of a block of the "
     "cluster, releasing its earlier accesses at block scope (mbarrier.arrive.release.cta.shared::cluster)",
 )
@@ -300,11 +301,7 @@ def _st_async_verify(op: Op):
         return f"st_async stores 1, 2 or 4 values of 32 bits or 1 or 2 of 64 bits, got {t}"
     if not isinstance(dst.type, PointerType) or dst.type.space != AddressSpace.SHARED_CLUSTER:
         return f"the destination must be a shared_cluster pointer (from mapa), got {dst.type}"
-    if not (
-        isinstance(bar.type, PointerType) and bar.type.space == AddressSpace.SHARED_CLUSTER and bar.type.elem is i64
-    ):
-        return f"the mbarrier must be a !fly.ptr<i64, shared_cluster> (from mapa), got {bar.type}"
-    return None
+    return _cluster_bar_check(bar)
 
 
 ST_ASYNC_SHAPES = {(32, 1), (32, 2), (32, 4), (64, 1), (64, 2)}  # (bits per value, values)

@@ -205,6 +205,14 @@ def tma_store(op: Op, cc: Compiler):
     return step
 
 
+def _check_bulk(op: Op, lanes, ln: int, n: int, g_addr: int) -> None:
+    """Lane ``ln``'s bulk copy moves a positive multiple of 16 bytes from/to a 16-byte aligned global address."""
+    if n <= 0 or n % 16:
+        raise lanes.fault(op, f"a bulk copy moves a positive multiple of 16 bytes, got {n}", ln)
+    if g_addr % 16:
+        raise lanes.fault(op, f"bulk copy: global address 0x{g_addr:x} is not 16-byte aligned", ln)
+
+
 def _bulk(op: Op, cc: Compiler, to_smem: bool):
     if to_smem:
         dst, src, nb, bar = cc.slots_of(op.operands)
@@ -215,11 +223,8 @@ def _bulk(op: Op, cc: Compiler, to_smem: bool):
     def step(env, lanes):
         for ln in active_lanes(lanes).tolist():
             n, d_addr, s_addr = (_at(env[s], lanes, ln) for s in (nb, dst, src))
-            if n <= 0 or n % 16:
-                raise lanes.fault(op, f"a bulk copy moves a positive multiple of 16 bytes, got {n}", ln)
             g_addr, s_off = (s_addr, d_addr) if to_smem else (d_addr, s_addr)
-            if g_addr % 16:
-                raise lanes.fault(op, f"bulk copy: global address 0x{g_addr:x} is not 16-byte aligned", ln)
+            _check_bulk(op, lanes, ln, n, g_addr)
             smem = _smem(lanes, op, ln // lanes.tpb, s_off, n, ln, 16, "bulk copy")
             ((buf, off, _),) = resolve(lanes, op, GLOBAL, np.array([g_addr], np.int64), np.array([ln]), 1, "i8",
                                        "read" if to_smem else "write", n)  # fmt: skip
@@ -258,10 +263,7 @@ def bulk_load_multicast(op: Op, cc: Compiler):
             n, s_off, g_addr, b_off = (_at(env[s], lanes, ln) for s in (nb, dst, src, bar))
             mask = _at(env[mk], lanes, ln) & 0xFFFF
             ranks = [r for r in range(16) if mask >> r & 1]
-            if n <= 0 or n % 16:
-                raise lanes.fault(op, f"a bulk copy moves a positive multiple of 16 bytes, got {n}", ln)
-            if g_addr % 16:
-                raise lanes.fault(op, f"bulk copy: global address 0x{g_addr:x} is not 16-byte aligned", ln)
+            _check_bulk(op, lanes, ln, n, g_addr)
             if not ranks or ranks[-1] >= size:
                 raise lanes.fault(op, f"multicast bulk copy: block mask 0x{mask:x} names no block or a rank outside "
                                   f"the cluster of {size} block(s) (ranks 0-{size - 1})", ln)  # fmt: skip
