@@ -14,6 +14,7 @@ same modes); ``str`` is the ``!fly.tile`` body ``[8|64]``, ``type`` the :class:`
 from __future__ import annotations
 
 from .inttuple import TUPLES, equal, is_static, make_int_tuple
+from .inttuple import rank as _rank
 from .layout import ComposedLayout, Layout
 
 __all__ = ["Tile", "tile_modes"]
@@ -72,7 +73,7 @@ class Tile:
 
     @property
     def rank(self) -> int:
-        return len(self._tiler) if type(self._tiler) is tuple else 1
+        return _rank(self._tiler)
 
     @property
     def is_static(self) -> bool:
