@@ -491,7 +491,7 @@ def _check_operand(atom: MmaAtom, t, operand: str, want: int):
             f"fx.gemm: the first mode of {operand} ({t}) holds {v} values, but one {atom.op.name} takes {per} per "
             "thread; pass fragments from make_fragment_A/B/C or partition_A/B/C of the same tiled MMA"
         )
-    return L.rank(t.layout._shape) if type(t.layout._shape) is tuple else 1
+    return L.rank(t.layout._shape)  # 1 for a leaf shape
 
 
 def _sub(t, *crd):

@@ -211,15 +211,15 @@ def is_dynamic(x) -> bool:
 def is_int(x) -> bool:
     """True for an integer leaf, static (Python int) or traced."""
     t = type(x)
-    return t is int or not (t is tuple or t is Basis or t is bool or x is None)
+    return t in INTS or not (t in TUPLES or t is Basis or t is bool or x is None)
 
 
 def is_static(x) -> bool:
     """True when ``x`` (an IntTuple, coordinate, Basis, Layout, ...) holds no traced integer."""
     t = type(x)
-    if t is int or x is None:
+    if t in INTS or x is None:
         return True
-    if t is tuple:
+    if t in TUPLES:
         return all(is_static(e) for e in x)
     if t is Basis:
         return type(x.value) in INTS
@@ -731,9 +731,9 @@ def weakly_compatible(a, b) -> bool:
 def equal(a, b) -> bool:
     """Structural equality; traced leaves compare by identity (never through ``==``)."""
     ta = type(a)
-    if ta is tuple:
+    if ta in TUPLES:
         return type(b) in TUPLES and len(a) == len(b) and all(equal(x, y) for x, y in zip(a, b))
-    if ta is int:
+    if ta in INTS:
         return type(b) in INTS and a == b
     if ta is Basis:
         return type(b) is Basis and a == b

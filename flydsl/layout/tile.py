@@ -13,9 +13,9 @@ same modes); ``str`` is the ``!fly.tile`` body ``[8|64]``, ``type`` the :class:`
 
 from __future__ import annotations
 
-from .inttuple import equal, is_static, make_int_tuple
+from .inttuple import TUPLES, equal, is_static, make_int_tuple
+from .inttuple import rank as _rank
 from .layout import ComposedLayout, Layout
-from .views import plain
 
 __all__ = ["Tile", "tile_modes"]
 
@@ -35,7 +35,7 @@ def tile_modes(m):
 
 def _same(a, b) -> bool:
     if type(a) is tuple:
-        return type(b) is tuple and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return type(b) in TUPLES and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, (Layout, ComposedLayout)):
         return type(b) is type(a) and a == b
     return equal(a, b)  # ints and basis elements by value, None and run-time leaves by identity
@@ -73,7 +73,7 @@ class Tile:
 
     @property
     def rank(self) -> int:
-        return len(self._tiler) if type(self._tiler) is tuple else 1
+        return _rank(self._tiler)
 
     @property
     def is_static(self) -> bool:
@@ -110,7 +110,7 @@ class Tile:
         if type(other) is Tile:
             return _same(self._tiler, other._tiler)
         if isinstance(other, tuple) and type(self._tiler) is tuple:
-            return _same(self._tiler, plain(other))
+            return _same(self._tiler, other)
         return NotImplemented
 
     def __ne__(self, other):

@@ -171,7 +171,7 @@ class TileType(_FlyTypeBase):
 
     @property
     def rank(self) -> int:
-        return len(self.modes) if type(self.modes) is tuple else 1
+        return _rank(self.modes)
 
     def at(self, i: int):
         return self.modes[i] if type(self.modes) is tuple else self.modes
