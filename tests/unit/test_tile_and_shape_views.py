@@ -114,6 +114,7 @@ def test_flydsl_layout_functions_compute_on_views_as_on_the_plain_tuples(shape, 
         if fn is not None:
             assert fn(vs, vs) == fn(ps, ps) and fn(vs, vd) == fn(ps, pd), name
     assert L.make_layout(vs, vd) == lay and L.make_layout(vs) == L.make_layout(ps)
+    assert L.equal(vs, ps) and L.is_int(vs) == L.is_int(ps)  # a view is its tuple, a tuple view is no int leaf
     assert L.unflatten(L.flatten(vs), vs) == ps
     for i in range(L.size(vs)):
         assert L.idx2crd(i, vs) == L.idx2crd(i, ps) and L.crd2idx(L.idx2crd(i, ps), vs, vd) == lay(i)
