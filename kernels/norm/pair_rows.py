@@ -102,12 +102,7 @@ class PairFragments(RowFragments):
         if not self.async_copies:
             self.in_flight[c] = self._load(t, c)
             return
-        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
-        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
-        src = thr.partition_S(self._view(t, c))
-        base = self.staging + p.slot(c) * (p.rows * p.chunk_cols)
-        dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+        self.copy_async(t, c, self.staging, p.slot(c))
         fx.nvvm.cp_async_commit_group()
 
     def land(self, c, pending: int = 0):

@@ -135,17 +135,6 @@ def _slot(staging, plan: StreamPlan, slot):
     return fx.make_view(staging + slot * p.chunk_cols, fx.make_layout((1, p.chunk_cols), (p.chunk_cols, 1)))
 
 
-def _copy_to_slot(frag: RowFragments, t, c, staging, plan: StreamPlan, slot):
-    """Start copying this thread's vectors of chunk ``c`` of ``t`` (``frag``'s row) to ring slot ``slot``
-    (``cp.async``; zeros past the row's end or for a row past the last); the caller commits the group."""
-    p = plan.row
-    atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * frag.dtype.width), frag.dtype)
-    thr = fx.make_tiled_copy_tv(atom, frag.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
-    src = thr.partition_S(frag._view(t, c))
-    dst = thr.partition_D(_slot(staging, plan, slot))
-    fx.copy(atom, src, dst, pred=frag.pred(c, rows_checked=True))
-
-
 def _read_slot(frag: RowFragments, c, staging, plan: StreamPlan, slot, fill):
     """This thread's values of chunk ``c`` from ring slot ``slot`` (``fill`` past the row's end)."""
     src = frag.thr.partition_S(_slot(staging, plan, slot))
@@ -200,7 +189,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
     step, first = fx.grid_dim.x, fx.block_idx.x
     head = RowFragments(p, dtype, first, rows - first)
     for k in fx.range_constexpr(S):  # the first row's staged chunks: slots 0 .. S-1, in the groups of every row's
-        _copy_to_slot(head, A, K + k, staging, plan, k)
+        head.copy_async(A, K + k, staging, k)
         if fx.const_expr(k == E - 1 or k == S - 1):  # (early ones, then the others)
             fx.nvvm.cp_async_commit_group()
     kept = [_load(head, A, c, masked_min) for c in range(K)]
@@ -211,7 +200,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
         nxt = RowFragments(p, dtype, r + step, rows - r - step)
         if fx.const_expr(S):
             for k in fx.range_constexpr(E):  # the next row's first staged chunks: the spare slots
-                _copy_to_slot(nxt, A, K + k, staging, plan, (base + S + k) % R)
+                nxt.copy_async(A, K + k, staging, (base + S + k) % R)
             fx.nvvm.cp_async_commit_group()
         with fx.fastmath(fastmath):
             m = fx.Float32(masked_min)
@@ -246,7 +235,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
                 v = _read_slot(frag, K + k, staging, plan, slot, masked_min)
                 frag.store(C, K + k, _output(v, maxes[K + k], big_m, inv_s))
                 if fx.const_expr(k < S - E):  # the slot is free: a later staged chunk of the next row
-                    _copy_to_slot(nxt, A, K + E + k, staging, plan, slot)
+                    nxt.copy_async(A, K + E + k, staging, slot)
             if fx.const_expr(S > E):
                 fx.nvvm.cp_async_commit_group()
         kept = nxt_kept
