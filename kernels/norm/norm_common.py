@@ -480,13 +480,16 @@ class RowFragments:
         lanes = [pred[i] for i in range(fx.size(pred)) for _ in range(self.plan.vec)]
         return fx.Vector.from_elements(lanes, dtype=fx.Boolean)
 
-    def load(self, t, c=0, fill=None, broadcast=False):
+    def load(self, t, c=0, fill=None, broadcast=False, rows_checked=False):
+        """This thread's values of chunk ``c`` of ``t`` from global memory (``broadcast``: of a weight, the same
+        for every row); ``fill`` where nothing is read. ``rows_checked``: the row may lie past the last (a next
+        row's load in a persistent loop), so it reads nothing there."""
         if broadcast and self.plan.weights and any(t is w for w in self.weights):
             k = next(i for i, w in enumerate(self.weights) if t is w)
             return self._from_slot(c, weight=k)  # this thread's columns, copied once per block (load_weights)
         src = self.thr.partition_S(self._view(t, c, broadcast))
         regs = fx.make_fragment_like(src)
-        pred = self.pred(c)
+        pred = self.pred(c, rows_checked)
         if fill is not None and pred is not None:
             regs.fill(fill)
         fx.copy(self.tiled_plain if broadcast else self.tiled, src, regs, pred=pred)  # weights: no hint (reused)

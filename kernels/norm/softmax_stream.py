@@ -160,16 +160,6 @@ def _output(v, chunk_max, big_m, inv_s):
     return v * (fx.exp2((chunk_max - big_m) * LOG2E) * inv_s)
 
 
-def _load(frag: RowFragments, t, c, fill):
-    """This thread's values of chunk ``c`` of ``t`` from global memory, the row checked (it may lie past the last:
-    a next row that does not exist reads nothing); ``fill`` where nothing is read."""
-    src = frag.thr.partition_S(frag._view(t, c))
-    regs = fx.make_fragment_like(src)
-    regs.fill(fill)
-    fx.copy(frag.tiled, src, regs, pred=frag.pred(c, rows_checked=True))
-    return regs.load()
-
-
 def _online(m, s, x):
     """One chunk's step of the online (max, sum): the new running max and sum, and the chunk's exps to that max."""
     m_new = fx.max(m, x.reduce("max"))
@@ -192,7 +182,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
         head.copy_async(A, K + k, staging, k)
         if fx.const_expr(k == E - 1 or k == S - 1):  # (early ones, then the others)
             fx.nvvm.cp_async_commit_group()
-    kept = [_load(head, A, c, masked_min) for c in range(K)]
+    kept = [head.load(A, c, masked_min, rows_checked=True) for c in range(K)]
     base = fx.Int32(0)  # slot of this row's first staged chunk: (i * S) % R for the block's i-th row
     parity = fx.Int32(0)
     for r in range(first, rows, step):
@@ -229,7 +219,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
             nxt_kept = []
             for c in fx.range_constexpr(K):
                 frag.store(C, c, _output(held[c], maxes[c], big_m, inv_s))
-                nxt_kept.append(_load(nxt, A, c, masked_min))  # this chunk's registers, refilled
+                nxt_kept.append(nxt.load(A, c, masked_min, rows_checked=True))  # this chunk's registers, refilled
             for k in fx.range_constexpr(S):
                 slot = (base + k) % R
                 v = _read_slot(frag, K + k, staging, plan, slot, masked_min)
