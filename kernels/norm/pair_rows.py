@@ -146,7 +146,7 @@ class PairFragments(RowFragments):
 
 
 def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None, reduce=None):
-    """The two :class:`PairFragments` of pair ``p`` (:meth:`RowPlan.pair_rows`). ``rows_left`` counts from the
+    """The two :class:`PairFragments` of pair ``p`` (:func:`pair_rows`). ``rows_left`` counts from the
     pair's first row, so a pair past the last row reads nothing."""
     pair = pair_rows(plan, p, rows)
     out = []
