@@ -480,13 +480,16 @@ class RowFragments:
         lanes = [pred[i] for i in range(fx.size(pred)) for _ in range(self.plan.vec)]
         return fx.Vector.from_elements(lanes, dtype=fx.Boolean)
 
-    def load(self, t, c=0, fill=None, broadcast=False):
+    def load(self, t, c=0, fill=None, broadcast=False, rows_checked=False):
+        """This thread's values of chunk ``c`` of ``t`` from global memory (``broadcast``: of a weight, the same
+        for every row); ``fill`` where nothing is read. ``rows_checked``: the row may lie past the last (a next
+        row's load in a persistent loop), so it reads nothing there."""
         if broadcast and self.plan.weights and any(t is w for w in self.weights):
             k = next(i for i, w in enumerate(self.weights) if t is w)
             return self._from_slot(c, weight=k)  # this thread's columns, copied once per block (load_weights)
         src = self.thr.partition_S(self._view(t, c, broadcast))
         regs = fx.make_fragment_like(src)
-        pred = self.pred(c)
+        pred = self.pred(c, rows_checked)
         if fill is not None and pred is not None:
             regs.fill(fill)
         fx.copy(self.tiled_plain if broadcast else self.tiled, src, regs, pred=pred)  # weights: no hint (reused)
@@ -514,6 +517,19 @@ class RowFragments:
         fx.copy(self.tiled, src, regs)
         return regs.load()
 
+    def copy_async(self, t, c, staging, slot):
+        """Start copying this thread's vectors of chunk ``c`` of ``t`` to slot ``slot`` (an int or a run-time
+        Int32) of the chunk-sized slots at ``staging`` (``cp.async``; zeros past the row's end or for a row past
+        the last); the caller commits the group. Each thread reads back only what its own copies wrote, so no
+        barrier guards the slot."""
+        p = self.plan
+        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
+        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
+        src = thr.partition_S(self._view(t, c))
+        base = staging + slot * (p.rows * p.chunk_cols)
+        dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
+        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+
     def load_weights(self):
         """Start copying this thread's columns of every chunk of the weights held in shared memory (one group,
         completed by the first row's wait): the same columns for every row, so each thread reads back only what
@@ -534,13 +550,8 @@ class RowFragments:
         ``inputs``) to their shared-memory slots (``cp.async``, 4-16 bytes per access, one group); accesses past
         the row's end or of a row past the last read nothing (zero fill). :meth:`fetch` waits for them."""
         p = self.plan
-        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
-        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
         for c in fx.range_constexpr(p.prefetch):
-            src = thr.partition_S(self._view(t, c))
-            base = self.staging + p.slot(c, self.parity, region) * (p.rows * p.chunk_cols)
-            dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-            fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+            self.copy_async(t, c, self.staging, p.slot(c, self.parity, region))
         fx.nvvm.cp_async_commit_group()
 
     def fetch(self, t, c=0, fill=None, region=0):

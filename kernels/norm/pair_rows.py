@@ -79,16 +79,9 @@ class PairFragments(RowFragments):
         self.ahead = range(plan.kept, ahead_end) if plan.lag and reduce else ()
         self.ahead_stats = reduce[2] if reduce else None
 
-    def _load(self, t, c, cache_hint=True):
-        """This row's chunk ``c`` of ``t`` into registers (nothing where the pair lies past the last row)."""
-        src = self.thr.partition_S(self._view(t, c))
-        regs = fx.make_fragment_like(src)
-        fx.copy(self.tiled if cache_hint else self.tiled_plain, src, regs, pred=self.pred(c, rows_checked=True))
-        return regs.load()
-
     def load_kept(self, t, c):
         """Load this row's kept chunk ``c`` of ``t`` into registers."""
-        self.kept_values[c] = self._load(t, c)
+        self.kept_values[c] = self.load(t, c, rows_checked=True)
         return self.kept_values[c]
 
     def _merge(self, c, values):
@@ -100,14 +93,9 @@ class PairFragments(RowFragments):
         path) an ``ld.global.cs`` that :meth:`land` writes to the slot."""
         p = self.plan
         if not self.async_copies:
-            self.in_flight[c] = self._load(t, c)
+            self.in_flight[c] = self.load(t, c, rows_checked=True)
             return
-        atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
-        thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
-        src = thr.partition_S(self._view(t, c))
-        base = self.staging + p.slot(c) * (p.rows * p.chunk_cols)
-        dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+        self.copy_async(t, c, self.staging, p.slot(c))
         fx.nvvm.cp_async_commit_group()
 
     def land(self, c, pending: int = 0):
@@ -158,7 +146,7 @@ class PairFragments(RowFragments):
 
 
 def _pair(plan: RowPlan, dtype, rows, p, bufs, parity, nxt=None, reduce=None):
-    """The two :class:`PairFragments` of pair ``p`` (:meth:`RowPlan.pair_rows`). ``rows_left`` counts from the
+    """The two :class:`PairFragments` of pair ``p`` (:func:`pair_rows`). ``rows_left`` counts from the
     pair's first row, so a pair past the last row reads nothing."""
     pair = pair_rows(plan, p, rows)
     out = []

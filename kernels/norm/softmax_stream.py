@@ -135,17 +135,6 @@ def _slot(staging, plan: StreamPlan, slot):
     return fx.make_view(staging + slot * p.chunk_cols, fx.make_layout((1, p.chunk_cols), (p.chunk_cols, 1)))
 
 
-def _copy_to_slot(frag: RowFragments, t, c, staging, plan: StreamPlan, slot):
-    """Start copying this thread's vectors of chunk ``c`` of ``t`` (``frag``'s row) to ring slot ``slot``
-    (``cp.async``; zeros past the row's end or for a row past the last); the caller commits the group."""
-    p = plan.row
-    atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * frag.dtype.width), frag.dtype)
-    thr = fx.make_tiled_copy_tv(atom, frag.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
-    src = thr.partition_S(frag._view(t, c))
-    dst = thr.partition_D(_slot(staging, plan, slot))
-    fx.copy(atom, src, dst, pred=frag.pred(c, rows_checked=True))
-
-
 def _read_slot(frag: RowFragments, c, staging, plan: StreamPlan, slot, fill):
     """This thread's values of chunk ``c`` from ring slot ``slot`` (``fill`` past the row's end)."""
     src = frag.thr.partition_S(_slot(staging, plan, slot))
@@ -171,16 +160,6 @@ def _output(v, chunk_max, big_m, inv_s):
     return v * (fx.exp2((chunk_max - big_m) * LOG2E) * inv_s)
 
 
-def _load(frag: RowFragments, t, c, fill):
-    """This thread's values of chunk ``c`` of ``t`` from global memory, the row checked (it may lie past the last:
-    a next row that does not exist reads nothing); ``fill`` where nothing is read."""
-    src = frag.thr.partition_S(frag._view(t, c))
-    regs = fx.make_fragment_like(src)
-    regs.fill(fill)
-    fx.copy(frag.tiled, src, regs, pred=frag.pred(c, rows_checked=True))
-    return regs.load()
-
-
 def _online(m, s, x):
     """One chunk's step of the online (max, sum): the new running max and sum, and the chunk's exps to that max."""
     m_new = fx.max(m, x.reduce("max"))
@@ -200,10 +179,10 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
     step, first = fx.grid_dim.x, fx.block_idx.x
     head = RowFragments(p, dtype, first, rows - first)
     for k in fx.range_constexpr(S):  # the first row's staged chunks: slots 0 .. S-1, in the groups of every row's
-        _copy_to_slot(head, A, K + k, staging, plan, k)
+        head.copy_async(A, K + k, staging, k)
         if fx.const_expr(k == E - 1 or k == S - 1):  # (early ones, then the others)
             fx.nvvm.cp_async_commit_group()
-    kept = [_load(head, A, c, masked_min) for c in range(K)]
+    kept = [head.load(A, c, masked_min, rows_checked=True) for c in range(K)]
     base = fx.Int32(0)  # slot of this row's first staged chunk: (i * S) % R for the block's i-th row
     parity = fx.Int32(0)
     for r in range(first, rows, step):
@@ -211,7 +190,7 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
         nxt = RowFragments(p, dtype, r + step, rows - r - step)
         if fx.const_expr(S):
             for k in fx.range_constexpr(E):  # the next row's first staged chunks: the spare slots
-                _copy_to_slot(nxt, A, K + k, staging, plan, (base + S + k) % R)
+                nxt.copy_async(A, K + k, staging, (base + S + k) % R)
             fx.nvvm.cp_async_commit_group()
         with fx.fastmath(fastmath):
             m = fx.Float32(masked_min)
@@ -240,13 +219,13 @@ def _stream_rows(plan: StreamPlan, dtype, rows, A, C, masked_min, fastmath):
             nxt_kept = []
             for c in fx.range_constexpr(K):
                 frag.store(C, c, _output(held[c], maxes[c], big_m, inv_s))
-                nxt_kept.append(_load(nxt, A, c, masked_min))  # this chunk's registers, refilled
+                nxt_kept.append(nxt.load(A, c, masked_min, rows_checked=True))  # this chunk's registers, refilled
             for k in fx.range_constexpr(S):
                 slot = (base + k) % R
                 v = _read_slot(frag, K + k, staging, plan, slot, masked_min)
                 frag.store(C, K + k, _output(v, maxes[K + k], big_m, inv_s))
                 if fx.const_expr(k < S - E):  # the slot is free: a later staged chunk of the next row
-                    _copy_to_slot(nxt, A, K + E + k, staging, plan, slot)
+                    nxt.copy_async(A, K + E + k, staging, slot)
             if fx.const_expr(S > E):
                 fx.nvvm.cp_async_commit_group()
         kept = nxt_kept
