@@ -199,15 +199,12 @@ class CudaModule:
             self._functions[name] = f
         return f
 
-    def __del__(self):
-        # at interpreter shutdown the module globals (``_STATE`` included) may already be None
-        try:
-            h = getattr(self, "handle", None)
-            d = _STATE.get("driver")
-            if h is not None and d is not None:
-                d.cuModuleUnload(h)
-        except Exception:  # noqa: BLE001 - nothing to report while the process exits
-            pass
+    # No ``__del__`` that unloads the module: a CUDA graph captured from one of its launches (``torch.cuda.graph``
+    # around a jit call) holds the CUfunction, not this object, and the driver crashes the process when such a
+    # graph is replayed after ``cuModuleUnload`` (seen on the H200: a benchmark's compiled launcher collected by the
+    # garbage collector between capture and replay, then a segfault in ``graph.replay()``). The capture cannot be
+    # seen from here (torch begins it on its stream), so a loaded module stays loaded until the context is
+    # destroyed at exit — as Triton and CUDA's own runtime keep theirs.
 
 
 def _ptx_diagnostic(ptx: str) -> str:

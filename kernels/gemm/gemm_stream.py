@@ -45,9 +45,15 @@ PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
 BAR_CONSUMERS = 1  # the named barrier of the consumer warpgroups
 
 
+_WORKSPACES: list = []  # every default workspace made, kept for the process (default_workspace)
+
+
 def default_workspace(words: int):
     """The workspace a launcher is built with (int32 zeros): a torch CUDA tensor on the current device when
-    the runtime would run on the GPU, else a numpy array (the CPU interpreter)."""
+    the runtime would run on the GPU, else a numpy array (the CPU interpreter). A CUDA one is kept alive for the
+    process: a CUDA graph captured from the launcher keeps writing to it after the launcher itself is gone, and
+    torch would hand freed memory to other tensors (the price: up to ~1 MB per launcher built,
+    :func:`.streamk.workspace_words`)."""
     import numpy as np
 
     from flydsl.utils.env import env
@@ -57,7 +63,9 @@ def default_workspace(words: int):
             import torch
 
             if torch.cuda.is_available():
-                return torch.zeros(words, dtype=torch.int32, device="cuda")
+                ws = torch.zeros(words, dtype=torch.int32, device="cuda")
+                _WORKSPACES.append(ws)
+                return ws
         except ImportError:
             pass
     return np.zeros(words, np.int32)

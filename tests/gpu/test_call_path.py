@@ -121,6 +121,60 @@ def test_torch_cuda_graph_captures_the_launcher(fn):
         _check(out, x * 0.5 + y)
 
 
+GRAPH_OUTLIVES_LAUNCHER = """
+import gc, sys, torch
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
+def build():
+    @flyc.kernel
+    def scale(x: fx.Tensor, out: fx.Tensor, n: fx.Int32):
+        i = fx.block_idx.x * fx.block_dim.x + fx.thread_idx.x
+        if i < n:
+            out[i] = x[i] * 2.0
+
+    @flyc.jit
+    def launch(x, out, n: fx.Int32):
+        scale(x, out, n).launch(grid=((n + 255) // 256, 1, 1), block=(256, 1, 1))
+
+    return launch
+
+n = 1 << 16
+x = torch.randn(n, device="cuda"); out = torch.full_like(x, float("nan"))
+
+def capture():  # the launcher and its compiled function exist only inside this call
+    compiled = flyc.compile(build(), x, out, n)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        compiled(x, out, n)
+    return g
+
+g = capture()
+gc.collect()  # the launcher, its specialization and its kernels' module objects are gone now
+junk = [bytearray(64) for _ in range(200000)]; del junk; gc.collect()
+out.fill_(float("nan"))
+g.replay()
+torch.cuda.synchronize()
+torch.testing.assert_close(out, x * 2.0)
+print("replayed ok")
+"""
+
+
+def test_a_graph_outlives_the_launcher_it_captured():
+    """A CUDA graph holds the kernel (the CUfunction), not flydsl's objects: replaying it after the launcher, its
+    compiled function and their module objects were collected must still run the kernel. (The module was unloaded
+    when its object was collected, and the replay crashed the process: a segfault in graph.replay() on the H200.)
+    In a child process, so that a regression fails this test instead of killing the run."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}
+    r = subprocess.run([sys.executable, "-c", GRAPH_OUTLIVES_LAUNCHER], capture_output=True, text=True, env=env,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0 and "replayed ok" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+
+
 def _per_call(fn, k=3000) -> float:
     """Host µs per back-to-back call (best of 3 runs of ``k`` calls)."""
     fn()
