@@ -144,6 +144,11 @@ x = torch.randn(n, device="cuda"); out = torch.full_like(x, float("nan"))
 
 def capture():  # the launcher and its compiled function exist only inside this call
     compiled = flyc.compile(build(), x, out, n)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        compiled(x, out, n)  # warm-up outside the capture, as docs/compiler.md says
+    torch.cuda.current_stream().wait_stream(side)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         compiled(x, out, n)
@@ -160,18 +165,20 @@ print("replayed ok")
 """
 
 
-def test_a_graph_outlives_the_launcher_it_captured():
+def test_a_graph_outlives_the_launcher_it_captured(tmp_path):
     """A CUDA graph holds the kernel (the CUfunction), not flydsl's objects: replaying it after the launcher, its
     compiled function and their module objects were collected must still run the kernel. (The module was unloaded
     when its object was collected, and the replay crashed the process: a segfault in graph.replay() on the H200.)
-    In a child process, so that a regression fails this test instead of killing the run."""
+    In a child process, so that a regression fails this test instead of killing the run; from a file, since a
+    kernel's ``if`` is rewritten from its source."""
     import os
     import subprocess
     import sys
 
+    script = tmp_path / "graph_outlives_launcher.py"
+    script.write_text(GRAPH_OUTLIVES_LAUNCHER)
     env = {**os.environ, "FLYDSL_RUNTIME_ENABLE_CACHE": "0"}
-    r = subprocess.run([sys.executable, "-c", GRAPH_OUTLIVES_LAUNCHER], capture_output=True, text=True, env=env,
-                       timeout=300)  # fmt: skip
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and "replayed ok" in r.stdout, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
 
 
