@@ -105,6 +105,21 @@ SWEEP = [
     (4096, 4096, _M4, "auto"),  # again: the spread between two measurements of one kernel in one run
     (7168, 2048, _M4, "auto"),
 ]
+# --plan stream: where the stream path's time goes beyond the read (10240 x 8192 first). (N, K, M, variant, probe):
+# probe "b" the ring only, "mma" + the wgmmas, "nored" + the epilogue without the split tiles' reduction, "" the
+# GEMM (checked, beside cuBLAS). Read ceilings are (N, K, 0, "read"|"bulk", blocks).
+STREAM_PLAN = [
+    (10240, 8192, 0, "read", 132),
+    (10240, 8192, 0, "bulk", 132),
+    (10240, 8192, 0, "bulk", 128),
+    *[(10240, 8192, M, v, p) for M in (1, 32) for v, ps in (("auto", ("b", "mma", "nored", "")),
+                                                           ("_x64x128@stream", ("b", "nored", "")),
+                                                           ("_x128x128@stream", ("b", "")),
+                                                           ("_x64x256@stream", ("b", ""))) for p in ps],
+    (10240, 8192, 16, "auto", "nored"),
+    (10240, 8192, 16, "auto", ""),
+]  # fmt: skip
+
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
 # (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
 # (the promise broken on purpose) shows whether the race is real
@@ -164,6 +179,35 @@ def time_probe(N, K, M, step, pdl, iters) -> tuple[float, str]:
     return r.us, ("ok" if r.ok else "WRONG") if full else "-"
 
 
+def stream_probe_launcher(N: int, K: int, M: int, variant: str, probe: str):
+    """``variant``'s stream-path kernel built as probe ``probe`` (:data:`kernels.gemm.gemm_stream.STREAM_PROBES`)."""
+    from benchmarks.cases.preshuffle_gemm import variant_kwargs
+    from kernels.gemm.gemm_stream import build_stream_gemm
+    from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
+
+    cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(variant, M, N)).gemm_config
+    if cfg.path != "stream":
+        raise ValueError(f"{variant} at {M}x{N}x{K} is not on the stream path ({cfg.describe()})")
+    return build_stream_gemm(cfg, probe=probe)
+
+
+def time_bulk_ceiling(nbytes: int, blocks: int) -> float:
+    """µs of the bulk-copy read ceiling (16-KB pieces, 12 slots) on ``blocks`` blocks."""
+    import math
+
+    import torch
+
+    from benchmarks.read_ceiling import _graph_us, _reads, bulk_read_launcher
+
+    out = torch.zeros(4, dtype=torch.int32, device="cuda")
+    bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
+            for _ in range(max(2, math.ceil(110e6 / nbytes)))]  # fmt: skip
+    us = _graph_us(_reads(bufs, out, bulk_read_launcher(nbytes, blocks, 16384, 12)))
+    del bufs
+    torch.cuda.empty_cache()
+    return us
+
+
 def time_ceiling(nbytes: int, pdl: bool) -> float:
     import math
 
@@ -187,8 +231,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="1,16")
     ap.add_argument("--shapes", default="4096x4096")
     ap.add_argument("--no-candidates", action="store_true")
-    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep"),
-                    help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP")  # fmt: skip
+    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream"),
+                    help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP; stream: "
+                         "STREAM_PLAN (the stream path's probes and grids)")  # fmt: skip
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     import torch
@@ -253,9 +298,37 @@ def main(argv=None) -> int:
             checks.append(f"pdl-check {M}x{N}x{K} {v}: ERROR {type(ex).__name__}: {str(ex)[:200]}")
         print(checks[-1], flush=True)
 
+    def stream_item(N, K, M, v, probe):
+        """One STREAM_PLAN entry: a read ceiling, a probe kernel, or the GEMM beside cuBLAS."""
+        shape = f"{N}x{K}"
+        if M and not probe:
+            candidate(N, K, M, v)
+            r = rows[-1]
+            ladder.append((shape, M, "plain", f"{v} full", r.us, "ok" if r.ok else "WRONG"))
+            return
+        try:
+            if M == 0:
+                us = time_ceiling(N * K, False) if v == "read" else time_bulk_ceiling(N * K, probe)
+                step = f"{v} ceiling {probe} blocks"
+            else:
+                from kernels.gemm.harness import run_gemm
+
+                fn = stream_probe_launcher(N, K, M, v, probe)
+                us = run_gemm("fp8", M, N, K, launch_fn=fn, cuda=True, bench=True, graph=True, iters=args.iters,
+                              warmup=3, log=lambda *a, **k: None).us  # fmt: skip
+                step = f"{v} {probe}"
+            note = "-"
+        except Exception as ex:  # reported, the others still run
+            us, note, step = float("nan"), f"FAILED {type(ex).__name__}: {str(ex)[:120]}", f"{v} {probe}"
+        ladder.append((shape, M, "plain", step, us, note))
+        print(f"stream {shape} M={M or '-'} {step:28s} {us:6.2f} us {note}", flush=True)
+        torch.cuda.empty_cache()
+
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
-    if args.plan == "sweep":
+    if args.plan == "stream":
+        plan = [((stream_item, *item) for item in STREAM_PLAN)]
+    elif args.plan == "sweep":
         ceilings = ((rung, "4096x4096", 0, mode, "read ceiling 132x512") for mode in ("plain", "pdl", "plain"))
         plan = [ceilings, candidate_tasks(SWEEP), pdl_checks]
     else:

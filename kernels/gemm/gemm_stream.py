@@ -41,6 +41,7 @@ from .streamk import StreamK
 
 __all__ = ["build_stream_gemm", "default_workspace"]
 
+STREAM_PROBES = (None, "late", "b", "mma", "nored")  # build_stream_gemm's measurement kernels
 PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
 BAR_CONSUMERS = 1  # the named barrier of the consumer warpgroups
 
@@ -75,9 +76,13 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     """The ``@flyc.jit`` launcher of the stream path for ``cfg``: FlyDSL's ``launch_gemm`` signature plus a
     trailing ``arg_workspace`` (default: a buffer made for this launcher by :func:`default_workspace`; pass
     another one — ``launch_gemm.workspace_words`` int32 zeros — for another device or a concurrent stream).
-    ``probe="late"``: the epilogue's operands loaded after the main loop (measurement only)."""
-    if probe not in (None, "late"):
-        raise ValueError(f"probe must be None or 'late' on the stream path, got {probe!r}")
+    ``probe`` (measurement only, :data:`STREAM_PROBES`): ``"late"`` the epilogue's operands loaded after the
+    main loop; ``"b"`` the consumers only wait for each stage and release it (the ring, the grid and the
+    schedule: no wgmma, nothing stored); ``"mma"`` + the wgmmas (nothing stored); ``"nored"`` the whole
+    kernel but every segment of a split tile stores its partial through the epilogue as if it were whole
+    (C wrong: what the reduction costs)."""
+    if probe not in STREAM_PROBES:
+        raise ValueError(f"probe must be one of {STREAM_PROBES} on the stream path, got {probe!r}")
     dt, acc_t = WGMMA_TYPES[cfg.in_dtype]
     e = cfg.elem_bytes
     TN, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
@@ -200,48 +205,59 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 tn = tile // mtiles
                 n0 = tn * BN + PANEL_N * cw
                 m0 = (tile - tn * mtiles) * TN
-                ops = None if fx.const_expr(probe == "late") else _tile_operands(epi, n0, m0, t)
+                ops = None if fx.const_expr(probe in ("late", "b", "mma")) else _tile_operands(epi, n0, m0, t)
                 acc = fx.full(VPT, 0, acc_t)
-                prev = fx.Int32(0)
-                for kt in range(k_lo, k_hi):
-                    nvvm.mbarrier_wait(full + st.index, st.phase)
-                    w_k = fx.zipped_divide(sW[None, None, st.index], (64, kin))
-                    a_k = fx.zipped_divide(sA[None, None, st.index], (TN, kin))
-                    nvvm.wgmma_fence()
-                    for kk in fx.range_constexpr(BK // kin):
-                        acc = nvvm.wgmma(acc, w_k[None, (cw, kk)], a_k[None, (0, kk)], op=op, accumulate=True)
-                    nvvm.wgmma_commit_group()
-                    acc = nvvm.wgmma_wait_group(1, acc)  # the previous batch is done: release its stage
-                    if kt > k_lo:
-                        nvvm.mbarrier_arrive(empty + prev)
-                    prev = st.index
-                    st = st.next()
-                acc = nvvm.wgmma_wait_group(0, acc)
-                nvvm.mbarrier_arrive(empty + prev)
-
-                fb = sk.first_block(q, tile)
-                nseg = sk.last_block(q, tile) - fb + 1
-                if nseg == 1:
-                    if t < 2 * ROWS:  # warps holding rows of B (16 per warp)
-                        _store_tile(epi, acc, n0, m0, t, ops)
+                if fx.const_expr(probe == "b"):  # the ring alone: each stage released as soon as it lands
+                    for kt in range(k_lo, k_hi):
+                        nvvm.mbarrier_wait(full + st.index, st.phase)
+                        nvvm.mbarrier_arrive(empty + st.index)
+                        st = st.next()
                 else:
-                    # a split tile: publish the partial, count the arrival; the last block sums in block order
-                    sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
-                    fx.fence("gpu")  # release: the partial is visible before the arrival
-                    nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
-                    if tid == 128:
-                        flag.store(fx.atomic_add(sk.counter(WS, fb), 1))
-                    nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
-                    if flag.load() == nseg - 1:
-                        fx.fence("gpu")  # acquire: every other segment's partial
-                        total = fx.full(VPT, 0, acc_t)
-                        for bb in range(fb, fb + nseg):
-                            total = total + sk.partial(WS, acc_t, sk.slot(q, bb, tile), cw, t)
+                    prev = fx.Int32(0)
+                    for kt in range(k_lo, k_hi):
+                        nvvm.mbarrier_wait(full + st.index, st.phase)
+                        w_k = fx.zipped_divide(sW[None, None, st.index], (64, kin))
+                        a_k = fx.zipped_divide(sA[None, None, st.index], (TN, kin))
+                        nvvm.wgmma_fence()
+                        for kk in fx.range_constexpr(BK // kin):
+                            acc = nvvm.wgmma(acc, w_k[None, (cw, kk)], a_k[None, (0, kk)], op=op, accumulate=True)
+                        nvvm.wgmma_commit_group()
+                        acc = nvvm.wgmma_wait_group(1, acc)  # the previous batch is done: release its stage
+                        if kt > k_lo:
+                            nvvm.mbarrier_arrive(empty + prev)
+                        prev = st.index
+                        st = st.next()
+                    acc = nvvm.wgmma_wait_group(0, acc)
+                    nvvm.mbarrier_arrive(empty + prev)
+                if fx.const_expr(probe == "mma"):  # the wgmmas kept, nothing stored
+                    if acc[0] == fx.Float32(1.25e-38).to(acc_t):
+                        (WS.iterator.recast(acc_t) + tid).store(acc[0])
+                elif fx.const_expr(probe != "b"):
+                    fb = sk.first_block(q, tile)
+                    nseg = sk.last_block(q, tile) - fb + 1
+                    if fx.const_expr(probe == "nored"):
+                        nseg = fx.Int32(1)  # every segment stores its partial (C wrong): the reduction's cost
+                    if nseg == 1:
+                        if t < 2 * ROWS:  # warps holding rows of B (16 per warp)
+                            _store_tile(epi, acc, n0, m0, t, ops)
+                    else:
+                        # a split tile: publish the partial, count the arrival; the last block sums in block order
+                        sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
+                        fx.fence("gpu")  # release: the partial is visible before the arrival
+                        nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
                         if tid == 128:
-                            sk.counter(WS, fb).store(0)  # every segment has arrived: ready for the next launch
-                        if t < 2 * ROWS:
-                            _store_tile(epi, total, n0, m0, t, ops)
-                    # the flag is read by every consumer before any of them can pass the next tile's barrier
+                            flag.store(fx.atomic_add(sk.counter(WS, fb), 1))
+                        nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
+                        if flag.load() == nseg - 1:
+                            fx.fence("gpu")  # acquire: every other segment's partial
+                            total = fx.full(VPT, 0, acc_t)
+                            for bb in range(fb, fb + nseg):
+                                total = total + sk.partial(WS, acc_t, sk.slot(q, bb, tile), cw, t)
+                            if tid == 128:
+                                sk.counter(WS, fb).store(0)  # every segment has arrived: ready for the next launch
+                            if t < 2 * ROWS:
+                                _store_tile(epi, total, n0, m0, t, ops)
+                        # the flag is read by every consumer before any of them can pass the next tile's barrier
 
     def _tile_operands(epi, n0, m0, t):
         """The epilogue's loads for the consumer thread's part of a tile: ``(colops, sas)``, the two column

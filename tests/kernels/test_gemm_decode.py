@@ -150,6 +150,22 @@ def test_stream_late_operands_probe_interpreter(M, interpreter):
     assert res.ok and res.guard_ok, res
 
 
+@pytest.mark.parametrize("probe", ["b", "mma", "nored"])
+def test_stream_probes_interpreter(probe, interpreter):
+    """The stream path's probe kernels (``benchmarks/decode_ladder.py --plan stream``) run on whole and split
+    tiles: ``b`` and ``mma`` write nothing (rows past M untouched, C wrong), ``nored`` stores each segment's
+    partial (C wrong where tiles are split), and an unknown probe is refused."""
+    from kernels.gemm.gemm_stream import build_stream_gemm
+
+    cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=3, path="stream", tile_m=8, tile_n=64,
+                                  tile_k=128, max_blocks=10).gemm_config  # fmt: skip
+    res = run_gemm("fp8", 3, 128, 1024, launch_fn=build_stream_gemm(cfg, probe=probe), cuda=False,
+                   log=lambda *a, **k: None)  # fmt: skip
+    assert res.guard_ok and not res.ok, res
+    with pytest.raises(ValueError, match="probe"):
+        build_stream_gemm(cfg, probe="epilogue")
+
+
 def test_ladder_configurations_build():
     """Every rung and candidate of benchmarks/decode_ladder.py makes its configuration (a typo fails here, not
     on the H200)."""
@@ -160,9 +176,11 @@ def test_ladder_configurations_build():
         LATE,
         PDL_CHECKS,
         PROBE_STEPS,
+        STREAM_PLAN,
         SWEEP,
         late_launcher,
         probe_launcher,
+        stream_probe_launcher,
     )
 
     for pdl in (False, True):
@@ -170,6 +188,9 @@ def test_ladder_configurations_build():
             assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
+    for N, K, M, v, probe in STREAM_PLAN:
+        if M:
+            assert stream_probe_launcher(N, K, M, v, probe or None).gemm_config.path == "stream"
     for N, K, M, v, _ in PDL_CHECKS:
         assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
     from benchmarks import gemm_decode_round as final
