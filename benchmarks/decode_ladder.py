@@ -108,16 +108,19 @@ SWEEP = [
 # --plan stream: where the stream path's time goes beyond the read (10240 x 8192 first). (N, K, M, variant, probe):
 # probe "b" the ring only, "mma" + the wgmmas, "nored" + the epilogue without the split tiles' reduction, "" the
 # GEMM (checked, beside cuBLAS). Read ceilings are (N, K, 0, "read"|"bulk", blocks).
+_EARLY = ("_x64x256@stream/early", "_x64x128@stream/early")  # 64-row tiles, split tiles' heads first
 STREAM_PLAN = [
     (10240, 8192, 0, "read", 132),
     (10240, 8192, 0, "bulk", 132),
     (10240, 8192, 0, "bulk", 128),
-    *[(10240, 8192, M, v, p) for M in (1, 32) for v, ps in (("auto", ("b", "mma", "nored", "")),
-                                                           ("_x64x128@stream", ("b", "nored", "")),
-                                                           ("_x128x128@stream", ("b", "")),
-                                                           ("_x64x256@stream", ("b", ""))) for p in ps],
-    (10240, 8192, 16, "auto", "nored"),
-    (10240, 8192, 16, "auto", ""),
+    *[(10240, 8192, 1, "auto", p) for p in ("b", "mma", "nored", "")],
+    *[(10240, 8192, 1, v, "") for v in _EARLY],
+    *[(10240, 8192, 32, "auto", p) for p in ("b", "mma", "nored", "")],
+    *[(10240, 8192, 32, v, "") for v in _EARLY],
+    *[(10240, 8192, 1, v, p) for v, ps in (("_x64x128@stream", ("b", "nored", "")), ("_x64x256@stream", ("b", "")),
+                                           ("_x128x128@stream", ("b", ""))) for p in ps],
+    *[(10240, 8192, 16, v, p) for v, p in (("auto", "nored"), ("auto", ""), (_EARLY[0], ""))],
+    *[(10240, 8192, 32, v, p) for v, p in (("_x64x128@stream", "b"), ("_x64x256@stream", ""))],
 ]  # fmt: skip
 
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references

@@ -87,6 +87,8 @@ def parse_variant(text: str) -> dict:
             kw["b_cache"] = o[1:]
         elif o in ("tma", "direct"):
             kw["c_store"] = o
+        elif o == "early":
+            kw["streamk"] = "early"
         elif o == "pp":
             kw["schedule"] = "pingpong"
         elif o == "coop":
@@ -94,7 +96,7 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /bcg, /bcs, /pdl, /pdlpf, /pp, /coop, /tma or /direct"
+            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /bcg, /bcs, /pdl, /pdlpf, /early, /pp, /coop, /tma or /direct"
             raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})

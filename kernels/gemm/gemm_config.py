@@ -88,6 +88,7 @@ class GemmConfig(NamedTuple):
     # "prefetch" (mma path): only brought into L2 before it (no promise about B needed)
     b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
     b_cache: str = ""  # mma: cache hint of the weight's loads ("cg": L2 only, "cs": evict first; "": default)
+    streamk: str = ""  # stream: how split tiles are reduced: "" the last block to arrive sums; "early": docs/gemm.md
 
     @property
     def elem_bytes(self) -> int:
@@ -134,6 +135,7 @@ class GemmConfig(NamedTuple):
                 f"stream tile {self.tile_m}x{self.tile_n}x{self.tile_k} (tokens x B rows x K), {self.stages} stages, "
                 f"stream-K over <= {self.max_blocks} blocks of >= {self.min_iters} K stages, "
                 f"{wgs} consumer warpgroup(s) + 1 producer ({128 * (1 + wgs)} threads)"
+                + (", split tiles' heads first" if self.streamk == "early" else "")
             )
         if self.path == "wgmma":
             if self.schedule == "pingpong":
@@ -335,6 +337,7 @@ def make_config(
     max_blocks: int | None = None,
     schedule: str | None = None,
     pdl=False,
+    streamk: str | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -345,6 +348,11 @@ def make_config(
     ``"cooperative"`` (the consumer warpgroups share each tile) or ``"pingpong"`` (each of two consumer
     warpgroups takes whole tiles in turn, one's epilogue under the other's mainloop); default: ping-pong for
     128x128 and 64x256 tiles, cooperative for the others (:func:`default_schedule`).
+
+    ``streamk`` (stream path): ``"arrive"`` (the default: the last block to arrive at a split tile sums its
+    partials) or ``"early"`` (each block works its tiles last first, so that the head of a split tile is done
+    and published at a block's start and the block holding its tail adds it before its own last stage; a
+    block then takes at least a tile's K stages, so that no tile is split over more than two blocks).
 
     ``pdl``: the launch the tiles are for (the heuristic's mma decode tile keeps 16 rows under PDL: round 2
     and the final round measured the 8-row tile 0.5 µs slower there).
@@ -381,6 +389,8 @@ def make_config(
         raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {schedule!r}")
     if schedule == "pingpong" and path != "wgmma":
         raise ValueError("schedule='pingpong' applies to the wgmma path")
+    if streamk is not None and path != "stream":
+        raise ValueError(f"streamk={streamk!r} applies to the stream path (its split tiles)")
     if path == "mma" and max_blocks is not None:
         raise ValueError("max_blocks applies to the stream and wgmma paths (their persistent grids); the mma path's "
                          "grid is one block per tile")  # fmt: skip
@@ -389,10 +399,14 @@ def make_config(
             raise ValueError(
                 f"warps=(...) applies to the mma path; the {path} path has one producer and consumer warpgroups"
             )
+        if streamk not in (None, "arrive", "early"):
+            raise ValueError(f"streamk must be 'arrive' or 'early', got {streamk!r}")
         if path == "stream":
             if c_store not in (None, "direct"):
                 raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
+            if streamk == "early":
+                cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")

@@ -99,6 +99,10 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     w_bytes, a_bytes = w_stage * stages, a_stage * stages
     VPT = TN // 2  # accumulator values per consumer thread
     sk = StreamK(iters, cfg.max_blocks, cfg.min_iters, P, 128, VPT)
+    EARLY = cfg.streamk == "early"
+    if EARLY and (probe not in (None, "late") or cfg.min_iters < iters):
+        raise ValueError(f"streamk='early' needs min_iters >= the K stages of a tile ({iters}) and no probe but "
+                         f"'late', got min_iters={cfg.min_iters}, probe={probe!r}")  # fmt: skip
     ws_default = default_workspace(sk.words) if workspace is None else workspace
 
     @flyc.kernel(known_block_size=(threads, 1, 1))
@@ -134,6 +138,14 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         tiles = tiles_n * mtiles  # tile t: rows of B (t // mtiles) * BN..., tokens (t % mtiles) * TN...
         blk = fx.block_idx.x
         q, it0, it1 = sk.block_range(tiles, blk)
+        t_first = it0 // iters
+        t_last = (it1 - 1) // iters
+        t_count = t_last - t_first + 1
+
+        def seq_tile(j):
+            """The block's ``j``-th tile in the order it is worked: by tile ("arrive"), or last tile first
+            ("early": the head of the split tile the range ends in is done, and published, first)."""
+            return t_last - j if fx.const_expr(EARLY) else t_first + j
 
         if wg == 0:
             # ------------------------------------------------------------ producer: bulk copies (B) + TMA (A)
@@ -158,7 +170,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         # the previous kernel finishes (no kernel of the stream writes B: the caller's promise);
                         # A, the previous kernel's output maybe, after griddepcontrol.wait
                         i = fx.Int32(0)
-                        for tile in range(it0 // iters, (it1 - 1) // iters + 1):
+                        for j in range(t_count):
+                            tile = seq_tile(j)
                             tn = tile // mtiles
                             r0 = tn * BN
                             src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
@@ -170,7 +183,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         nvvm.griddep_wait()
                     st = nvvm.PipelineState(stages, phase=1)  # the empty barriers start free
                     i = fx.Int32(0)
-                    for tile in range(it0 // iters, (it1 - 1) // iters + 1):
+                    for j in range(t_count):
+                        tile = seq_tile(j)
                         tn = tile // mtiles
                         m0 = (tile - tn * mtiles) * TN
                         r0 = tn * BN  # the tile's first row of B: its panel, and the row in the panel
@@ -199,7 +213,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
             op = nvvm.WgmmaOp(dt, acc_t, TN)
             kin = op.shape_mnk[2]
             st = nvvm.PipelineState(stages)
-            for tile in range(it0 // iters, (it1 - 1) // iters + 1):
+            for j in range(t_count):
+                tile = seq_tile(j)
                 k_lo = fx.max(it0 - tile * iters, 0)
                 k_hi = fx.min(it1 - tile * iters, iters)
                 tn = tile // mtiles
@@ -207,8 +222,21 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 m0 = (tile - tn * mtiles) * TN
                 ops = None if fx.const_expr(probe in ("late", "b", "mma")) else _tile_operands(epi, n0, m0, t)
                 acc = fx.full(VPT, 0, acc_t)
+                fb = sk.first_block(q, tile)
+                lb = sk.last_block(q, tile)
+                if fx.const_expr(EARLY):
+                    if lb != fb:
+                        if blk == lb:
+                            # the finisher: the tile's head (its first block's, done first there) starts the sum
+                            if tid == 128:
+                                seen = fx.atomic_or(sk.counter(WS, fb), 0)
+                                while seen == 0:
+                                    seen = fx.atomic_or(sk.counter(WS, fb), 0)
+                            nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
+                            fx.fence("gpu")  # acquire: the head's partial
+                            acc = sk.partial(WS, acc_t, sk.slot(q, fb, tile), cw, t)
                 if fx.const_expr(probe == "b"):  # the ring alone: each stage released as soon as it lands
-                    for kt in range(k_lo, k_hi):
+                    for _kt in range(k_lo, k_hi):
                         nvvm.mbarrier_wait(full + st.index, st.phase)
                         nvvm.mbarrier_arrive(empty + st.index)
                         st = st.next()
@@ -232,9 +260,24 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 if fx.const_expr(probe == "mma"):  # the wgmmas kept, nothing stored
                     if acc[0] == fx.Float32(1.25e-38).to(acc_t):
                         (WS.iterator.recast(acc_t) + tid).store(acc[0])
+                elif fx.const_expr(EARLY):
+                    if lb == fb:
+                        if t < 2 * ROWS:
+                            _store_tile(epi, acc, n0, m0, t, ops)
+                    elif blk == fb:
+                        # the head of a split tile, done first: publish it, then raise the tile's flag
+                        sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
+                        fx.fence("gpu")  # release: the partial is visible before the flag
+                        nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
+                        if tid == 128:
+                            fx.atomic_exchange(sk.counter(WS, fb), 1)
+                    else:
+                        if t < 2 * ROWS:
+                            _store_tile(epi, acc, n0, m0, t, ops)
+                        if tid == 128:
+                            sk.counter(WS, fb).store(0)  # read (the flag was seen): ready for the next launch
                 elif fx.const_expr(probe != "b"):
-                    fb = sk.first_block(q, tile)
-                    nseg = sk.last_block(q, tile) - fb + 1
+                    nseg = lb - fb + 1
                     if fx.const_expr(probe == "nored"):
                         nseg = fx.Int32(1)  # every segment stores its partial (C wrong): the reduction's cost
                     if nseg == 1:
