@@ -105,7 +105,8 @@ SWEEP = [
     (4096, 4096, _M4, "auto"),  # again: the spread between two measurements of one kernel in one run
     (7168, 2048, _M4, "auto"),
 ]
-# --plan stream: where the stream path's time goes beyond the read (10240 x 8192 first). (N, K, M, variant, probe):
+# --plan stream: where the stream path's time goes beyond the read (10240 x 8192 first), then 4096 x 4096 with each
+# tile's K split over a cluster of 2 or 4 blocks (/cN, reduced in distributed shared memory). (N, K, M, variant, probe):
 # probe "b" the ring only, "mma" + the wgmmas, "nored" + the epilogue without the split tiles' reduction, "" the
 # GEMM (checked, beside cuBLAS). Read ceilings are (N, K, 0, "read"|"bulk", blocks).
 _EARLY = ("_x64x256@stream/early", "_x64x128@stream/early")  # 64-row tiles, split tiles' heads first
@@ -117,6 +118,8 @@ STREAM_PLAN = [
     *[(10240, 8192, 1, v, "") for v in _EARLY],
     *[(10240, 8192, 32, "auto", p) for p in ("b", "mma", "nored", "")],
     *[(10240, 8192, 32, v, "") for v in _EARLY],
+    *[(4096, 4096, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", "_x64x256@stream/c2")],
+    *[(4096, 4096, M, "_x128x256@stream/c4", "") for M in (16, 32)],
     *[(10240, 8192, 1, v, p) for v, ps in (("_x64x128@stream", ("b", "nored", "")), ("_x64x256@stream", ("b", "")),
                                            ("_x128x128@stream", ("b", ""))) for p in ps],
     *[(10240, 8192, 16, v, p) for v, p in (("auto", "nored"), ("auto", ""), (_EARLY[0], ""))],

@@ -89,6 +89,7 @@ class GemmConfig(NamedTuple):
     b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
     b_cache: str = ""  # mma: cache hint of the weight's loads ("cg": L2 only, "cs": evict first; "": default)
     streamk: str = ""  # stream: how split tiles are reduced: "" the last block to arrive sums; "early": docs/gemm.md
+    cluster_k: int = 0  # stream: a cluster of this many blocks per tile, each a share of K, reduced in DSMEM (0: no)
 
     @property
     def elem_bytes(self) -> int:
@@ -136,6 +137,7 @@ class GemmConfig(NamedTuple):
                 f"stream-K over <= {self.max_blocks} blocks of >= {self.min_iters} K stages, "
                 f"{wgs} consumer warpgroup(s) + 1 producer ({128 * (1 + wgs)} threads)"
                 + (", split tiles' heads first" if self.streamk == "early" else "")
+                + (f", K over clusters of {self.cluster_k}" if self.cluster_k > 1 else "")
             )
         if self.path == "wgmma":
             if self.schedule == "pingpong":
@@ -338,6 +340,7 @@ def make_config(
     schedule: str | None = None,
     pdl=False,
     streamk: str | None = None,
+    cluster_k: int | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -353,6 +356,9 @@ def make_config(
     partials) or ``"early"`` (each block works its tiles last first, so that the head of a split tile is done
     and published at a block's start and the block holding its tail adds it before its own last stage; a
     block then takes at least a tile's K stages, so that no tile is split over more than two blocks).
+    ``cluster_k`` (stream path): each tile is one thread block cluster of that many blocks (2 or 4), block ``r``
+    taking the ``r``-th share of K; the partials are summed through distributed shared memory (no stream-K,
+    no workspace round trips); the tile's K stages and its ``tile_m / 4`` value pairs must divide by it.
 
     ``pdl``: the launch the tiles are for (the heuristic's mma decode tile keeps 16 rows under PDL: round 2
     and the final round measured the 8-row tile 0.5 µs slower there).
@@ -389,6 +395,10 @@ def make_config(
         raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {schedule!r}")
     if schedule == "pingpong" and path != "wgmma":
         raise ValueError("schedule='pingpong' applies to the wgmma path")
+    if cluster_k not in (None, 1, 2, 4):
+        raise ValueError(f"cluster_k must be 1, 2 or 4, got {cluster_k!r}")
+    if (cluster_k or 1) > 1 and path != "stream":
+        raise ValueError(f"cluster_k={cluster_k} applies to the stream path")
     if streamk is not None and path != "stream":
         raise ValueError(f"streamk={streamk!r} applies to the stream path (its split tiles)")
     if path == "mma" and max_blocks is not None:
@@ -407,6 +417,13 @@ def make_config(
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
             if streamk == "early":
                 cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
+            if (cluster_k or 1) > 1:
+                if streamk == "early" or cfg.iters % cluster_k or (cfg.tile_m // 4) % cluster_k:
+                    raise ValueError(
+                        f"cluster_k={cluster_k}: {cfg.describe()} needs K stages ({cfg.iters}) and value "
+                        f"pairs (tile_m / 4 = {cfg.tile_m // 4}) divisible by it, and no streamk='early'"
+                    )
+                return cfg._replace(cluster_k=cluster_k)
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")

@@ -100,6 +100,10 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     VPT = TN // 2  # accumulator values per consumer thread
     sk = StreamK(iters, cfg.max_blocks, cfg.min_iters, P, 128, VPT)
     EARLY = cfg.streamk == "early"
+    CK = max(1, cfg.cluster_k)  # blocks of a cluster sharing each tile's K (1: stream-K)
+    if CK > 1 and (EARLY or probe not in (None, "late") or iters % CK or (TN // 4) % CK):
+        raise ValueError(f"cluster_k={CK} needs the tile's K stages ({iters}) and value pairs ({TN // 4}) divisible by "
+                         f"it, no streamk='early' and no probe but 'late'")  # fmt: skip
     if EARLY and (probe not in (None, "late") or cfg.min_iters < iters):
         raise ValueError(f"streamk='early' needs min_iters >= the K stages of a tile ({iters}) and no probe but "
                          f"'late', got min_iters={cfg.min_iters}, probe={probe!r}")  # fmt: skip
@@ -137,7 +141,12 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         mtiles = (M + TN - 1) // TN
         tiles = tiles_n * mtiles  # tile t: rows of B (t // mtiles) * BN..., tokens (t % mtiles) * TN...
         blk = fx.block_idx.x
-        q, it0, it1 = sk.block_range(tiles, blk)
+        if fx.const_expr(CK > 1):  # a cluster per tile, its blocks' K stages in rank order
+            q = fx.Int32(iters // CK)
+            it0 = blk * (iters // CK)
+            it1 = it0 + iters // CK
+        else:
+            q, it0, it1 = sk.block_range(tiles, blk)
         t_first = it0 // iters
         t_last = (it1 - 1) // iters
         t_count = t_last - t_first + 1
@@ -202,6 +211,11 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                             nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             st = st.next()
                             i = i + 1
+            if fx.const_expr(CK > 1):  # the consumers' two cluster barriers: every thread of the cluster arrives
+                nvvm.cluster_arrive(aligned=True)
+                nvvm.cluster_wait(aligned=True)
+                nvvm.cluster_arrive(relaxed=True, aligned=True)
+                nvvm.cluster_wait(aligned=True)
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             if fx.const_expr(not cfg.min_blocks):
@@ -260,6 +274,22 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 if fx.const_expr(probe == "mma"):  # the wgmmas kept, nothing stored
                     if acc[0] == fx.Float32(1.25e-38).to(acc_t):
                         (WS.iterator.recast(acc_t) + tid).store(acc[0])
+                elif fx.const_expr(CK > 1):
+                    # the tile's K is split over the cluster's blocks: partials meet in distributed shared memory
+                    nvvm.barrier_sync(BAR_CONSUMERS, P * 128)  # every wgmma of the block is done: the ring is free
+                    red = base.recast(acc_t)
+                    for c in fx.range_constexpr(VPT // 4):
+                        _red_chunk(red, c, cw, t).store(acc[4 * c : 4 * c + 4], align=16)
+                    nvvm.cluster_arrive(aligned=True)  # release: the partial, to the cluster's blocks
+                    nvvm.cluster_wait(aligned=True)
+                    rank = nvvm.cluster_ctarank()
+                    for rr in fx.range_constexpr(CK):
+                        if rank == rr:  # this block's share of the tile's value pairs
+                            total, units = _cluster_total(acc, red, rr, cw, t)
+                            if t < 2 * ROWS:
+                                _store_tile(epi, total, n0, m0, t, ops, units)
+                    nvvm.cluster_arrive(relaxed=True, aligned=True)  # done reading the others' partials
+                    nvvm.cluster_wait(aligned=True)
                 elif fx.const_expr(EARLY):
                     if lb == fb:
                         if t < 2 * ROWS:
@@ -302,6 +332,35 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                                 _store_tile(epi, total, n0, m0, t, ops)
                         # the flag is read by every consumer before any of them can pass the next tile's barrier
 
+    def _red_chunk(red, c, cw, t):
+        """Consumer ``cw`` thread ``t``'s 16-byte chunk ``c`` (values ``4c … 4c+3``) in a block's partial buffer:
+        a warp's chunks are 512 contiguous bytes."""
+        return red + ((c * P + cw) * 128 + t) * 4
+
+    def _cluster_total(acc, red, rr, cw, t):
+        """The cluster's reduction of one tile (split over its ``CK`` blocks along K), in block ``rr``: every block
+        wrote its partial into its own shared memory (:func:`_red_chunk`) and passed the cluster barrier; block
+        ``rr`` sums the value pairs ``[rr · U/CK, (rr+1) · U/CK)`` (``U = TN / 4``) of all the blocks in rank
+        order (the same bits whichever block sums), its own from registers, the others' through distributed
+        shared memory. Returns ``(values, units)``: the accumulators with those pairs summed, and the pairs."""
+        per = TN // 4 // CK
+        units = list(range(rr * per, (rr + 1) * per))
+        vals = [acc[i] for i in range(VPT)]
+        for u in units:
+            parts = []
+            for p in range(CK):
+                if p == rr:
+                    parts.append((acc[2 * u], acc[2 * u + 1]))
+                else:
+                    x = nvvm.map_shared(_red_chunk(red, u // 2, cw, t) + 2 * (u % 2), p).load(vec_width=2, align=8)
+                    parts.append((x[0], x[1]))
+            for i in range(2):
+                tot = parts[0][i]
+                for p in range(1, CK):
+                    tot = tot + parts[p][i]
+                vals[2 * u + i] = tot
+        return fx.Vector.from_elements(vals, acc_t), units
+
     def _tile_operands(epi, n0, m0, t):
         """The epilogue's loads for the consumer thread's part of a tile: ``(colops, sas)``, the two column
         pairs' ``(scale_b, bias)`` and the ``scale_a`` of each of its ``TN / 8`` token rows (row scales are
@@ -313,11 +372,12 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         rows = [m0 + 8 * j + 2 * (lane % 4) + g % 2 for j in range(TN // 8)]
         return colops, [epi.row_scale(r) if epi.scaled else None for r in rows]
 
-    def _store_tile(epi, acc, n0, m0, t, ops):
+    def _store_tile(epi, acc, n0, m0, t, ops, units=None):
         """The consumer thread's accumulators (``Cᵀ``: value ``4j + 2h + i`` at B row ``16w + g + 8h``, token
         ``8j + 2·(lane % 4) + i``) through the epilogue. Lanes ``g`` and ``g ^ 1`` swap one value of each pair
         (``shfl.xor 4``): the even lane then holds token ``m`` at columns ``n, n+1``, the odd lane token ``m+1``.
-        ``ops``: :func:`_tile_operands` loaded earlier, or None: loaded here (probe ``"late"``)."""
+        ``ops``: :func:`_tile_operands` loaded earlier, or None: loaded here (probe ``"late"``). ``units``: the
+        value pairs ``2j + h`` to store (None: all; a cluster's block stores its share, :func:`_cluster_sum`)."""
         lane = t % 32
         g = lane // 4
         odd = (g % 2) == 1
@@ -325,12 +385,16 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         cols = [n0 + 16 * (t // 32) + 8 * h + (g - g % 2) for h in range(2)]
         colops = [epi.col_operands(c) for c in cols] if fx.const_expr(ops is None) else ops[0]
         for j in fx.range_constexpr(TN // 8):
+            if fx.const_expr(units is not None and not {2 * j, 2 * j + 1} & set(units)):
+                continue  # (a compile-time loop)
             row = m0 + 8 * j + 2 * (lane % 4) + g % 2
             if fx.const_expr(ops is None):
                 sa = epi.row_scale(row) if epi.scaled else None
             else:
                 sa = ops[1][j]
             for h in fx.range_constexpr(2):
+                if fx.const_expr(units is not None and 2 * j + h not in units):
+                    continue
                 v0, v1 = v[4 * j + 2 * h], v[4 * j + 2 * h + 1]
                 recv = fx.shuffle_xor(odd.select(v0, v1), 4)
                 pair = fx.Vector.from_elements([odd.select(recv, v0), odd.select(v1, recv)], fx.Float32)
@@ -355,9 +419,11 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (TN, BK)))
         tiles = tiles_n * ((i32_m + TN - 1) // TN)
         attrs = {"min_blocks_per_sm": cfg.min_blocks} if cfg.min_blocks else None
+        grid = tiles * CK if fx.const_expr(CK > 1) else sk.grid(tiles)
         kernel_gemm(tma_a, arg_c, arg_b, arg_scale_a, arg_scale_b, arg_bias, arg_workspace, i32_m).launch(
-            grid=(sk.grid(tiles), 1, 1), block=(threads, 1, 1), stream=stream, value_attrs=attrs
-        )
+            grid=(grid, 1, 1), block=(threads, 1, 1), stream=stream, value_attrs=attrs,
+            cluster=(CK, 1, 1) if CK > 1 else None,
+        )  # fmt: skip
 
     launch_gemm.gemm_config = cfg
     launch_gemm.workspace_words = sk.words

@@ -189,8 +189,10 @@ def test_ladder_configurations_build():
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
     for N, K, M, v, probe in STREAM_PLAN:
-        if M:
-            assert stream_probe_launcher(N, K, M, v, probe or None).gemm_config.path == "stream"
+        if M and probe:
+            assert stream_probe_launcher(N, K, M, v, probe).gemm_config.path == "stream"
+        elif M:
+            compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N))
     for N, K, M, v, _ in PDL_CHECKS:
         assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
     from benchmarks import gemm_decode_round as final

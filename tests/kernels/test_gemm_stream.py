@@ -179,6 +179,35 @@ def test_stream_k_early_schedule(tiles, iters, max_blocks):
             assert max(before_tail, h_hi) + (t_hi - t_lo) <= q, (t, ss, q)
 
 
+# (M, N, K in 8-bit elements, tiles, cluster_k): each tile's K over a cluster, reduced in distributed shared memory
+CLUSTER_CASES = [
+    (3, 128, 1024, (8, 64, 128), 2),  # 2 tiles x 2 blocks, 8-token tile (one value pair per block)
+    (21, 128, 1024, (16, 64, 256), 4),  # 2 token tiles x 2 panels x 4 blocks, two K atoms a stage
+    (9, 128, 512, (16, 32, 128), 2),  # 32-row tiles (half an m64 tile stored)
+    (40, 256, 1024, (32, 128, 256), 4),  # two consumer warpgroups
+]
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("M,N,K,tiles,ck", CLUSTER_CASES,
+                         ids=[f"M{c[0]}-N{c[1]}-t{'x'.join(map(str, c[3]))}-c{c[4]}" for c in CLUSTER_CASES])  # fmt: skip
+def test_stream_cluster_k_interpreter(in_dtype, M, N, K, tiles, ck, interpreter):
+    """``cluster_k``: block ``r`` of a tile's cluster takes the ``r``-th share of its K stages; the partials meet
+    in distributed shared memory, each block summing and storing its share of the value pairs — right for
+    every in_dtype, rows past M untouched, no workspace used."""
+    res = _run(in_dtype, M, N, K, tiles, None, seed=M + 3, cluster_k=ck)
+    assert f"clusters of {ck}" in res.config, res.config
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
+def test_stream_cluster_k_rejected():
+    for kw, match in [({"cluster_k": 3}, "1, 2 or 4"), ({"cluster_k": 2, "path": "mma"}, "stream path"),
+                      ({"cluster_k": 4, "tile_m": 8}, "divisible"), ({"cluster_k": 2, "streamk": "early"}, "early")]:  # fmt: skip
+        kw = {"path": "stream", "tile_m": 16, "tile_n": 64, "tile_k": 256, **kw}
+        with pytest.raises(ValueError, match=match):
+            compile_preshuffle_gemm(N=256, K=1024, **kw)
+
+
 def test_stream_config_mapping_and_rejection():
     import warnings
 
@@ -232,6 +261,18 @@ def test_stream_early_gpu(in_dtype, M, N, K, tile_n, tile_k):
     assert res.ok and res.guard_ok, res
     torch.cuda.synchronize()
     assert int(fn.workspace[:COUNTER_WORDS].abs().sum()) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize(
+    "M,N,K,tile_n,ck", [(1, 4096, 4096, 64, 2), (33, 4096, 4096, 128, 4), (16, 10240, 8192, 64, 2)]
+)
+def test_stream_cluster_k_gpu(in_dtype, M, N, K, tile_n, ck):
+    """``cluster_k`` on the H200: right, rows past M untouched, in a CUDA graph too."""
+    e = 1 if in_dtype in ("fp8", "int8") else 2
+    res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream", tile_n=tile_n, cluster_k=ck)
+    assert f"clusters of {ck}" in res.config and res.ok and res.guard_ok, res
 
 
 def test_gpu_check_variants_build_for_every_problem():
