@@ -212,10 +212,10 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                             st = st.next()
                             i = i + 1
             if fx.const_expr(CK > 1):  # the consumers' two cluster barriers: every thread of the cluster arrives
-                nvvm.cluster_arrive(aligned=True)
-                nvvm.cluster_wait(aligned=True)
-                nvvm.cluster_arrive(relaxed=True, aligned=True)
-                nvvm.cluster_wait(aligned=True)
+                nvvm.cluster_arrive()
+                nvvm.cluster_wait()
+                nvvm.cluster_arrive(relaxed=True)
+                nvvm.cluster_wait()
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             if fx.const_expr(not cfg.min_blocks):
@@ -280,16 +280,16 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                     red = base.recast(acc_t)
                     for c in fx.range_constexpr(VPT // 4):
                         _red_chunk(red, c, cw, t).store(acc[4 * c : 4 * c + 4], align=16)
-                    nvvm.cluster_arrive(aligned=True)  # release: the partial, to the cluster's blocks
-                    nvvm.cluster_wait(aligned=True)
+                    nvvm.cluster_arrive()  # release: the partial, to the cluster's blocks
+                    nvvm.cluster_wait()
                     rank = nvvm.cluster_ctarank()
                     for rr in fx.range_constexpr(CK):
                         if rank == rr:  # this block's share of the tile's value pairs
                             total, units = _cluster_total(acc, red, rr, cw, t)
                             if t < 2 * ROWS:
                                 _store_tile(epi, total, n0, m0, t, ops, units)
-                    nvvm.cluster_arrive(relaxed=True, aligned=True)  # done reading the others' partials
-                    nvvm.cluster_wait(aligned=True)
+                    nvvm.cluster_arrive(relaxed=True)  # done reading the others' partials
+                    nvvm.cluster_wait()
                 elif fx.const_expr(EARLY):
                     if lb == fb:
                         if t < 2 * ROWS:
