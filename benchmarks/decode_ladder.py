@@ -240,6 +240,9 @@ def main(argv=None) -> int:
     ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream"),
                     help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP; stream: "
                          "STREAM_PLAN (the stream path's probes and grids)")  # fmt: skip
+    ap.add_argument("--only", default="", help="--plan stream: only the items whose variant contains one of these "
+                    "','-separated strings")  # fmt: skip
+    ap.add_argument("--skip", default="", help="--plan stream: leave out the items whose variant contains one of these")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     import torch
@@ -333,7 +336,10 @@ def main(argv=None) -> int:
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
     if args.plan == "stream":
-        plan = [((stream_item, *item) for item in STREAM_PLAN)]
+        only, skip = [x for x in args.only.split(",") if x], [x for x in args.skip.split(",") if x]
+        items = [it for it in STREAM_PLAN if (not only or any(o in it[3] for o in only))
+                 and not any(k in it[3] for k in skip)]  # fmt: skip
+        plan = [((stream_item, *item) for item in items)]
     elif args.plan == "sweep":
         ceilings = ((rung, "4096x4096", 0, mode, "read ceiling 132x512") for mode in ("plain", "pdl", "plain"))
         plan = [ceilings, candidate_tasks(SWEEP), pdl_checks]
