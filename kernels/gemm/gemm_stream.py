@@ -236,6 +236,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 m0 = (tile - tn * mtiles) * TN
                 ops = None if fx.const_expr(probe in ("late", "b", "mma")) else _tile_operands(epi, n0, m0, t)
                 acc = fx.full(VPT, 0, acc_t)
+                head = fx.full(VPT, 0, acc_t)
                 fb = sk.first_block(q, tile)
                 lb = sk.last_block(q, tile)
                 if fx.const_expr(EARLY):
@@ -248,7 +249,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                                     seen = fx.atomic_or(sk.counter(WS, fb), 0)
                             nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
                             fx.fence("gpu")  # acquire: the head's partial
-                            acc = sk.partial(WS, acc_t, sk.slot(q, fb, tile), cw, t)
+                            # added after the K loop: a load defining the wgmma accumulators would make ptxas
+                            # serialize every wgmma of the kernel (C7515)
+                            head = sk.partial(WS, acc_t, sk.slot(q, fb, tile), cw, t)
                 if fx.const_expr(probe == "b"):  # the ring alone: each stage released as soon as it lands
                     for _kt in range(k_lo, k_hi):
                         nvvm.mbarrier_wait(full + st.index, st.phase)
@@ -303,7 +306,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                             fx.atomic_exchange(sk.counter(WS, fb), 1)
                     else:
                         if t < 2 * ROWS:
-                            _store_tile(epi, acc, n0, m0, t, ops)
+                            _store_tile(epi, head + acc, n0, m0, t, ops)
                         if tid == 128:
                             sk.counter(WS, fb).store(0)  # read (the flag was seen): ready for the next launch
                 elif fx.const_expr(probe != "b"):

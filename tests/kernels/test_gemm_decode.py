@@ -85,6 +85,9 @@ def test_knobs_are_rejected_where_they_do_not_apply():
                                                                     "mbarrier.try_wait"]),
     (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
     (dict(path="mma"), []),
+    (dict(path="stream", tile_n=64, streamk="early"), ["atom.global.or.b32", "atom.global.exch.b32", "fence.sc.gpu"]),
+    (dict(path="stream", tile_n=64, cluster_k=2), [".reqnctapercluster 2, 1, 1", "barrier.cluster.arrive.relaxed",
+                                                   "barrier.cluster.wait", "mapa", "ld.shared::cluster"]),
 ])  # fmt: skip
 def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
     for k, v in {"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(tmp_path),
@@ -106,6 +109,7 @@ def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
         out = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(tmp_path / "k.cubin")],
                              capture_output=True, text=True)  # fmt: skip
         assert out.returncode == 0 and "0 bytes spill stores" in out.stdout + out.stderr, out.stderr
+        assert "C7515" not in out.stdout + out.stderr, out.stderr  # wgmmas not serialized by ptxas
 
 
 @pytest.mark.gpu
