@@ -416,7 +416,7 @@ def make_config(
                 raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
             if streamk == "early":
-                cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
+                cfg = _early_config(cfg, stages)
             if (cluster_k or 1) > 1:
                 if streamk == "early" or cfg.iters % cluster_k or (cfg.tile_m // 4) % cluster_k:
                     raise ValueError(
@@ -571,6 +571,20 @@ def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 
                       "direct", blocks, STREAM_MIN_ITERS)  # fmt: skip
 
 
+def early_head_bytes(cfg: GemmConfig) -> int:
+    """Shared bytes of a split tile's head under ``streamk="early"``: ``tile_m / 2`` accumulators per consumer
+    thread."""
+    return max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2) * 4
+
+
+def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:
+    """``cfg`` with ``streamk="early"``: a block takes at least a tile's K stages, and its ring leaves room for the
+    copy of a split tile's head (``tile_m / 2`` values per consumer thread)."""
+    stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+    fit = max(2, min(STREAM_MAX_STAGES, (SMEM_LIMIT - 1024 - 16 - early_head_bytes(cfg)) // (stage_bytes + 16)))
+    return cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters), stages=_stages(stages, fit))
+
+
 SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block
 
 
@@ -583,7 +597,7 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
         raise ValueError(f"min_blocks={min_blocks!r}: the mma and stream paths take 1..32 blocks per SM")
     if cfg.path == "stream":
         stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
-        budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16
+        budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16 - (early_head_bytes(cfg) if cfg.streamk == "early" else 0)
         if budget < 2 * (stage_bytes + 16):
             raise ValueError(f"min_blocks={min_blocks}: two stages of {cfg.describe()} do not fit {min_blocks} "
                              "blocks per SM")  # fmt: skip

@@ -100,6 +100,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     VPT = TN // 2  # accumulator values per consumer thread
     sk = StreamK(iters, cfg.max_blocks, cfg.min_iters, P, 128, VPT)
     EARLY = cfg.streamk == "early"
+    HEAD_BYTES = sk.slot_words * 4 if EARLY else 0  # the finisher's copy of its split tile's head
     CK = max(1, cfg.cluster_k)  # blocks of a cluster sharing each tile's K (1: stream-K)
     if CK > 1 and (EARLY or probe not in (None, "late") or iters % CK or (TN // 4) % CK):
         raise ValueError(f"cluster_k={CK} needs the tile's K stages ({iters}) and value pairs ({TN // 4}) divisible by "
@@ -122,7 +123,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         # mbarriers, the reduction's flag
         lw = nvvm.make_smem_layout_gmma(dt, (P * PANEL_N, BK), stages=stages)
         la = nvvm.make_smem_layout_gmma(dt, (TN, BK), stages=stages)
-        raw = fx.SharedAllocator(static=False).allocate(w_bytes + a_bytes + 16 * stages + 16 + 1024).ptr
+        raw = fx.SharedAllocator(static=False).allocate(w_bytes + a_bytes + 16 * stages + 16 + HEAD_BYTES + 1024).ptr
         base = nvvm.align_shared(raw, 1024).recast(fx.Int8)
         sW = fx.make_tensor(base.recast(dt), lw)
         sA_bytes = base + w_bytes
@@ -130,11 +131,15 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         full = (base + w_bytes + a_bytes).recast(fx.Int64)
         empty = full + stages
         flag = (empty + stages).recast(fx.Int32)
+        headbar = (empty + stages) + 1  # "early": the split tile's head is in shared memory (head_smem)
+        head_smem = (base + (w_bytes + a_bytes + 16 * stages + 16)).recast(acc_t)
         if tid == 0:
             nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
             for s in fx.range_constexpr(stages):
                 nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
                 nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage
+            if fx.const_expr(EARLY):
+                nvvm.mbarrier_init(headbar, 32)  # the fetching warp's lanes
             nvvm.fence_mbarrier_init()
         fx.barrier()
 
@@ -211,6 +216,28 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                             nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             st = st.next()
                             i = i + 1
+            if fx.const_expr(EARLY):
+                if nvvm.warp_idx_in_warpgroup() == 1:
+                    # the finisher's head, fetched in the background: wait for the flag of the split tile this
+                    # block's range starts in (raised when the block before has published its head, early in its
+                    # run), copy the partial into shared memory and arrive on headbar; the consumers add it after
+                    # their last K stage without a round trip at the kernel's end
+                    if sk.first_block(q, t_first) < blk:
+                        if fx.const_expr(cfg.pdl):
+                            nvvm.griddep_wait()
+                        lane = tid % 32
+                        fb0 = sk.first_block(q, t_first)
+                        if lane == 0:
+                            seen = fx.atomic_or(sk.counter(WS, fb0), 0)
+                            while seen == 0:
+                                seen = fx.atomic_or(sk.counter(WS, fb0), 0)
+                        nvvm.syncwarp()
+                        fx.fence("gpu")  # acquire: the head's partial
+                        src = sk.slot_base(WS, acc_t, sk.slot(q, fb0, t_first))
+                        for k in fx.range_constexpr(sk.slot_words // 4 // 32):
+                            x = (src + (lane + 32 * k) * 4).load(vec_width=4, align=16, cache="cg")
+                            (head_smem + (lane + 32 * k) * 4).store(x, align=16)
+                        nvvm.mbarrier_arrive(headbar)
             if fx.const_expr(CK > 1):  # the consumers' two cluster barriers: every thread of the cluster arrives
                 nvvm.cluster_arrive()
                 nvvm.cluster_wait()
@@ -236,22 +263,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 m0 = (tile - tn * mtiles) * TN
                 ops = None if fx.const_expr(probe in ("late", "b", "mma")) else _tile_operands(epi, n0, m0, t)
                 acc = fx.full(VPT, 0, acc_t)
-                head = fx.full(VPT, 0, acc_t)
                 fb = sk.first_block(q, tile)
                 lb = sk.last_block(q, tile)
-                if fx.const_expr(EARLY):
-                    if lb != fb:
-                        if blk == lb:
-                            # the finisher: the tile's head (its first block's, done first there) starts the sum
-                            if tid == 128:
-                                seen = fx.atomic_or(sk.counter(WS, fb), 0)
-                                while seen == 0:
-                                    seen = fx.atomic_or(sk.counter(WS, fb), 0)
-                            nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
-                            fx.fence("gpu")  # acquire: the head's partial
-                            # added after the K loop: a load defining the wgmma accumulators would make ptxas
-                            # serialize every wgmma of the kernel (C7515)
-                            head = sk.partial(WS, acc_t, sk.slot(q, fb, tile), cw, t)
                 if fx.const_expr(probe == "b"):  # the ring alone: each stage released as soon as it lands
                     for _kt in range(k_lo, k_hi):
                         nvvm.mbarrier_wait(full + st.index, st.phase)
@@ -305,6 +318,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         if tid == 128:
                             fx.atomic_exchange(sk.counter(WS, fb), 1)
                     else:
+                        # the finisher: the head (fetched by the producer warpgroup's warp 1) plus this tail
+                        nvvm.mbarrier_wait(headbar, 0)
+                        head = sk.partial_at(head_smem, acc_t, cw, t)
                         if t < 2 * ROWS:
                             _store_tile(epi, head + acc, n0, m0, t, ops)
                         if tid == 128:
