@@ -126,6 +126,18 @@ STREAM_PLAN = [
     *[(10240, 8192, 32, v, p) for v, p in (("_x64x128@stream", "b"), ("_x64x256@stream", ""))],
 ]  # fmt: skip
 
+# --plan stream2 (round 2): streamk="early" with the head fetched in the background against the default, every M;
+# 4096 x 4096 cluster_k=2 probes (the stream path's fixed cost at a small weight)
+_C2 = "_x64x256@stream/c2"
+STREAM_PLAN2 = [
+    (10240, 8192, 0, "read", 132),
+    *[(10240, 8192, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", _EARLY[0])],
+    (4096, 4096, 0, "read", 132),
+    *[(4096, 4096, M, v, p) for M, vps in ((16, (("auto", ""), (_C2, "b"), (_C2, "mma"), (_C2, ""))),
+                                           (32, (("auto", ""), (_C2, "b"), (_C2, ""))), (1, ((_C2, "b"),)))
+      for v, p in vps],
+]  # fmt: skip
+
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
 # (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
 # (the promise broken on purpose) shows whether the race is real
@@ -237,7 +249,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="1,16")
     ap.add_argument("--shapes", default="4096x4096")
     ap.add_argument("--no-candidates", action="store_true")
-    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream"),
+    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream", "stream2"),
                     help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP; stream: "
                          "STREAM_PLAN (the stream path's probes and grids)")  # fmt: skip
     ap.add_argument("--only", default="", help="--plan stream: only the items whose variant contains one of these "
@@ -335,10 +347,10 @@ def main(argv=None) -> int:
 
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
-    if args.plan == "stream":
+    if args.plan in ("stream", "stream2"):
         only, skip = [x for x in args.only.split(",") if x], [x for x in args.skip.split(",") if x]
-        items = [it for it in STREAM_PLAN if (not only or any(o in it[3] for o in only))
-                 and not any(k in it[3] for k in skip)]  # fmt: skip
+        items = [it for it in (STREAM_PLAN if args.plan == "stream" else STREAM_PLAN2)
+                 if (not only or any(o in it[3] for o in only)) and not any(k in it[3] for k in skip)]  # fmt: skip
         plan = [((stream_item, *item) for item in items)]
     elif args.plan == "sweep":
         ceilings = ((rung, "4096x4096", 0, mode, "read ceiling 132x512") for mode in ("plain", "pdl", "plain"))

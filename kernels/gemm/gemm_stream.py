@@ -102,9 +102,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     EARLY = cfg.streamk == "early"
     HEAD_BYTES = sk.slot_words * 4 if EARLY else 0  # the finisher's copy of its split tile's head
     CK = max(1, cfg.cluster_k)  # blocks of a cluster sharing each tile's K (1: stream-K)
-    if CK > 1 and (EARLY or probe not in (None, "late") or iters % CK or (TN // 4) % CK):
+    if CK > 1 and (EARLY or probe == "nored" or iters % CK or (TN // 4) % CK):
         raise ValueError(f"cluster_k={CK} needs the tile's K stages ({iters}) and value pairs ({TN // 4}) divisible by "
-                         f"it, no streamk='early' and no probe but 'late'")  # fmt: skip
+                         f"it, no streamk='early' and no probe 'nored'")  # fmt: skip
     if EARLY and (probe not in (None, "late") or cfg.min_iters < iters):
         raise ValueError(f"streamk='early' needs min_iters >= the K stages of a tile ({iters}) and no probe but "
                          f"'late', got min_iters={cfg.min_iters}, probe={probe!r}")  # fmt: skip
@@ -287,9 +287,15 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         st = st.next()
                     acc = nvvm.wgmma_wait_group(0, acc)
                     nvvm.mbarrier_arrive(empty + prev)
-                if fx.const_expr(probe == "mma"):  # the wgmmas kept, nothing stored
-                    if acc[0] == fx.Float32(1.25e-38).to(acc_t):
-                        (WS.iterator.recast(acc_t) + tid).store(acc[0])
+                if fx.const_expr(probe in ("b", "mma")):  # (the wgmmas kept,) nothing stored
+                    if fx.const_expr(probe == "mma"):
+                        if acc[0] == fx.Float32(1.25e-38).to(acc_t):
+                            (WS.iterator.recast(acc_t) + tid).store(acc[0])
+                    if fx.const_expr(CK > 1):  # the producer's cluster barriers still need every thread
+                        nvvm.cluster_arrive()
+                        nvvm.cluster_wait()
+                        nvvm.cluster_arrive(relaxed=True)
+                        nvvm.cluster_wait()
                 elif fx.const_expr(CK > 1):
                     # the tile's K is split over the cluster's blocks: partials meet in distributed shared memory
                     nvvm.barrier_sync(BAR_CONSUMERS, P * 128)  # every wgmma of the block is done: the ring is free
@@ -325,7 +331,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                             _store_tile(epi, head + acc, n0, m0, t, ops)
                         if tid == 128:
                             sk.counter(WS, fb).store(0)  # read (the flag was seen): ready for the next launch
-                elif fx.const_expr(probe != "b"):
+                else:
                     nseg = lb - fb + 1
                     if fx.const_expr(probe == "nored"):
                         nseg = fx.Int32(1)  # every segment stores its partial (C wrong): the reduction's cost
