@@ -57,6 +57,7 @@ STREAM_WIDE_TILES = NUM_SMS // 2  # stream-K over 128-row tiles when they make a
 STREAM_MAX_STAGES = 32
 DECODE_B_CACHE = "cs"  # the heuristic's mma decode kernel: evict-first weight loads (round 2: -0.27..-0.35 us)
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
+STREAM_EARLY = False  # the heuristic's stream-K on 64-row tiles with streamk="early" (stream_early)
 STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
 # two K atoms a stage while a ring of this many fits (round 2: 32 x 10240 x 8192 on 128-row tiles, 5 stages of
 # two atoms, 27.2 us; 64-row tiles: two atoms 28.0, one atom 29.1)
@@ -248,10 +249,23 @@ def _stream_rows(N: int, tile_m: int, M: int) -> int:
     for r in ok:
         if STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, M) <= NUM_SMS:
             return r
+    if stream_early(N, tile_m, M):
+        return PANEL_N
     wide = 2 * PANEL_N
     if N % wide == 0 and (tile_m >= 128 or _stream_fill(N, tile_m, wide, M) >= STREAM_WIDE_TILES):
         return wide
     return PANEL_N if N % PANEL_N == 0 else (ok[-1] if ok else 16)
+
+
+def stream_early(N: int, tile_m: int, M: int | None) -> bool:
+    """Whether the heuristic's stream-K kernel is ``streamk="early"`` on 64-row tiles: when no width of whole tiles
+    fills the SMs and 64-row tiles are at least one per SM (a block then takes at least a tile's K stages on a
+    full grid). Measured (session ``dec``, round 2): see docs/gemm.md."""
+    if not STREAM_EARLY or N % PANEL_N:
+        return False
+    whole = any(STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, 16 if M is None else M) <= NUM_SMS
+                for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128))  # fmt: skip
+    return not whole and _stream_fill(N, tile_m, PANEL_N, 16 if M is None else M) >= NUM_SMS
 
 
 def stream_blocks(N: int, tile_m: int, tile_n: int, M: int | None) -> int:
@@ -415,6 +429,8 @@ def make_config(
             if c_store not in (None, "direct"):
                 raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
+            if streamk is None and given[1] is None and cfg.tile_n == PANEL_N and stream_early(N, cfg.tile_m, M):
+                streamk = "early"  # the heuristic's choice (its 64-row tiles came from stream_early too)
             if streamk == "early":
                 cfg = _early_config(cfg, stages)
             if (cluster_k or 1) > 1:
