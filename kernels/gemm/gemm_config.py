@@ -588,9 +588,9 @@ def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 
 
 
 def early_head_bytes(cfg: GemmConfig) -> int:
-    """Shared bytes of a split tile's head under ``streamk="early"``: ``tile_m / 2`` accumulators per consumer
-    thread."""
-    return max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2) * 4
+    """Shared bytes of the split tiles' heads under ``streamk="early"`` (the one fetched, the one published):
+    ``tile_m / 2`` accumulators per consumer thread each, and their mbarriers."""
+    return 2 * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2) * 4 + 16
 
 
 def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:

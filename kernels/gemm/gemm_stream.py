@@ -100,7 +100,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     VPT = TN // 2  # accumulator values per consumer thread
     sk = StreamK(iters, cfg.max_blocks, cfg.min_iters, P, 128, VPT)
     EARLY = cfg.streamk == "early"
-    HEAD_BYTES = sk.slot_words * 4 if EARLY else 0  # the finisher's copy of its split tile's head
+    # "early": a split tile's head, in (fetched for the finisher) and out (published by the head's block)
+    HEAD_BYTES = 2 * sk.slot_words * 4 if EARLY else 0
     CK = max(1, cfg.cluster_k)  # blocks of a cluster sharing each tile's K (1: stream-K)
     if CK > 1 and (EARLY or probe == "nored" or iters % CK or (TN // 4) % CK):
         raise ValueError(f"cluster_k={CK} needs the tile's K stages ({iters}) and value pairs ({TN // 4}) divisible by "
@@ -123,7 +124,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         # mbarriers, the reduction's flag
         lw = nvvm.make_smem_layout_gmma(dt, (P * PANEL_N, BK), stages=stages)
         la = nvvm.make_smem_layout_gmma(dt, (TN, BK), stages=stages)
-        raw = fx.SharedAllocator(static=False).allocate(w_bytes + a_bytes + 16 * stages + 16 + HEAD_BYTES + 1024).ptr
+        raw = fx.SharedAllocator(static=False).allocate(w_bytes + a_bytes + 16 * stages + 32 + HEAD_BYTES + 1024).ptr
         base = nvvm.align_shared(raw, 1024).recast(fx.Int8)
         sW = fx.make_tensor(base.recast(dt), lw)
         sA_bytes = base + w_bytes
@@ -132,7 +133,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         empty = full + stages
         flag = (empty + stages).recast(fx.Int32)
         headbar = (empty + stages) + 1  # "early": the split tile's head is in shared memory (head_smem)
-        head_smem = (base + (w_bytes + a_bytes + 16 * stages + 16)).recast(acc_t)
+        outbar = (empty + stages) + 2  # "early": this block's head is in shared memory (out_smem), to publish
+        head_smem = (base + (w_bytes + a_bytes + 16 * stages + 32)).recast(acc_t)
+        out_smem = head_smem + sk.slot_words
         if tid == 0:
             nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
             for s in fx.range_constexpr(stages):
@@ -140,6 +143,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage
             if fx.const_expr(EARLY):
                 nvvm.mbarrier_init(headbar, 32)  # the fetching warp's lanes
+                nvvm.mbarrier_init(outbar, P * 128)  # the consumers, once their head is in out_smem
             nvvm.fence_mbarrier_init()
         fx.barrier()
 
@@ -238,6 +242,23 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                             x = (src + (lane + 32 * k) * 4).load(vec_width=4, align=16, cache="cg")
                             (head_smem + (lane + 32 * k) * 4).store(x, align=16)
                         nvvm.mbarrier_arrive(headbar)
+                if nvvm.warp_idx_in_warpgroup() == 2:
+                    # this block's head of the split tile its range ends in (the consumers' first work), published
+                    # in the background: out of shared memory into its workspace slot, then the tile's flag
+                    if sk.last_block(q, t_last) > blk:
+                        if fx.const_expr(cfg.pdl):
+                            nvvm.griddep_wait()
+                        lane = tid % 32
+                        nvvm.mbarrier_wait(outbar, 0)
+                        dst = sk.slot_base(WS, acc_t, sk.slot(q, blk, t_last))
+                        for k in fx.range_constexpr(sk.slot_words // 4 // 32):
+                            (dst + (lane + 32 * k) * 4).store(
+                                (out_smem + (lane + 32 * k) * 4).load(vec_width=4, align=16), align=16
+                            )
+                        fx.fence("gpu")  # release: the partial is visible before the flag
+                        nvvm.syncwarp()
+                        if lane == 0:
+                            fx.atomic_exchange(sk.counter(WS, blk), 1)
             if fx.const_expr(CK > 1):  # the consumers' two cluster barriers: every thread of the cluster arrives
                 nvvm.cluster_arrive()
                 nvvm.cluster_wait()
@@ -317,12 +338,10 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         if t < 2 * ROWS:
                             _store_tile(epi, acc, n0, m0, t, ops)
                     elif blk == fb:
-                        # the head of a split tile, done first: publish it, then raise the tile's flag
-                        sk.publish(WS, acc, sk.slot(q, blk, tile), cw, t)
-                        fx.fence("gpu")  # release: the partial is visible before the flag
-                        nvvm.barrier_sync(BAR_CONSUMERS, P * 128)
-                        if tid == 128:
-                            fx.atomic_exchange(sk.counter(WS, fb), 1)
+                        # the head of a split tile, done first: into shared memory; the producer warpgroup's warp 2
+                        # publishes it and raises the tile's flag while the consumers go on
+                        sk.publish_at(out_smem, acc, cw, t)
+                        nvvm.mbarrier_arrive(outbar)
                     else:
                         # the finisher: the head (fetched by the producer warpgroup's warp 1) plus this tail
                         nvvm.mbarrier_wait(headbar, 0)

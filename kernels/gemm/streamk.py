@@ -114,6 +114,11 @@ class StreamK:
                   for j in range(self.vals // 4)]  # fmt: skip
         return fx.Vector.from_elements([x for v in chunks for x in v], dt)
 
+    def publish_at(self, base, acc, c, t) -> None:
+        """:meth:`publish` into a copy of a slot at ``base`` (shared memory)."""
+        for j in fx.range_constexpr(self.vals // 4):
+            (base + self._offset(c, j, t)).store(acc[4 * j : 4 * j + 4], align=16)
+
     def partial_at(self, base, dt, c, t):
         """Thread ``t`` of consumer ``c``'s accumulators in a copy of a slot at ``base`` (shared memory)."""
         chunks = [(base + self._offset(c, j, t)).load(vec_width=4, align=16) for j in range(self.vals // 4)]
