@@ -138,6 +138,16 @@ STREAM_PLAN2 = [
       for v, p in vps],
 ]  # fmt: skip
 
+# --plan stream3 (round 3): "early" with both heads in the background and cluster_k=2 with st.async, every M, against
+# the defaults; the 64-row stream-K floor (nored)
+STREAM_PLAN3 = [
+    (10240, 8192, 0, "read", 132),
+    *[(10240, 8192, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", _EARLY[0])],
+    *[(10240, 8192, M, "_x64x256@stream", "nored") for M in (1, 32)],
+    (4096, 4096, 0, "read", 132),
+    *[(4096, 4096, M, v, "") for M in (16, 32, 1, 8) for v in ("auto", _C2)],
+]
+
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
 # (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
 # (the promise broken on purpose) shows whether the race is real
@@ -249,7 +259,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="1,16")
     ap.add_argument("--shapes", default="4096x4096")
     ap.add_argument("--no-candidates", action="store_true")
-    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream", "stream2"),
+    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream", "stream2", "stream3"),
                     help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP; stream: "
                          "STREAM_PLAN (the stream path's probes and grids)")  # fmt: skip
     ap.add_argument("--only", default="", help="--plan stream: only the items whose variant contains one of these "
@@ -347,9 +357,9 @@ def main(argv=None) -> int:
 
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
-    if args.plan in ("stream", "stream2"):
+    if args.plan in ("stream", "stream2", "stream3"):
         only, skip = [x for x in args.only.split(",") if x], [x for x in args.skip.split(",") if x]
-        items = [it for it in (STREAM_PLAN if args.plan == "stream" else STREAM_PLAN2)
+        items = [it for it in {"stream": STREAM_PLAN, "stream2": STREAM_PLAN2, "stream3": STREAM_PLAN3}[args.plan]
                  if (not only or any(o in it[3] for o in only)) and not any(k in it[3] for k in skip)]  # fmt: skip
         plan = [((stream_item, *item) for item in items)]
     elif args.plan == "sweep":

@@ -439,7 +439,7 @@ def make_config(
                         f"cluster_k={cluster_k}: {cfg.describe()} needs K stages ({cfg.iters}) and value "
                         f"pairs (tile_m / 4 = {cfg.tile_m // 4}) divisible by it, and no streamk='early'"
                     )
-                return cfg._replace(cluster_k=cluster_k)
+                return _reserve(cfg._replace(cluster_k=cluster_k), stages, cluster_recv_bytes(cfg, cluster_k))
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
@@ -593,12 +593,23 @@ def early_head_bytes(cfg: GemmConfig) -> int:
     return 2 * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2) * 4 + 16
 
 
+def cluster_recv_bytes(cfg: GemmConfig, cluster_k: int) -> int:
+    """Shared bytes a ``cluster_k`` block receives: the other blocks' shares of its value pairs, and an mbarrier."""
+    return (cluster_k - 1) * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2 // cluster_k) * 4 + 16
+
+
+def _reserve(cfg: GemmConfig, stages: int | None, extra: int) -> GemmConfig:
+    """``cfg`` with a ring that leaves ``extra`` bytes of shared memory (``stages`` when they still fit)."""
+    stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+    fit = max(2, min(STREAM_MAX_STAGES, (SMEM_LIMIT - 1024 - 16 - extra) // (stage_bytes + 16)))
+    return cfg._replace(stages=_stages(stages, fit))
+
+
 def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:
     """``cfg`` with ``streamk="early"``: a block takes at least a tile's K stages, and its ring leaves room for the
-    copy of a split tile's head (``tile_m / 2`` values per consumer thread)."""
-    stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
-    fit = max(2, min(STREAM_MAX_STAGES, (SMEM_LIMIT - 1024 - 16 - early_head_bytes(cfg)) // (stage_bytes + 16)))
-    return cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters), stages=_stages(stages, fit))
+    copies of the split tiles' heads (``tile_m / 2`` values per consumer thread each)."""
+    cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
+    return _reserve(cfg, stages, early_head_bytes(cfg))
 
 
 SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block

@@ -103,6 +103,9 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     # "early": a split tile's head, in (fetched for the finisher) and out (published by the head's block)
     HEAD_BYTES = 2 * sk.slot_words * 4 if EARLY else 0
     CK = max(1, cfg.cluster_k)  # blocks of a cluster sharing each tile's K (1: stream-K)
+    PER = TN // 4 // CK  # value pairs each block of a cluster sums and stores
+    if CK > 1:  # the others' shares of this block's value pairs, pushed with st.async
+        HEAD_BYTES = (CK - 1) * P * 128 * PER * 2 * 4
     if CK > 1 and (EARLY or probe == "nored" or iters % CK or (TN // 4) % CK):
         raise ValueError(f"cluster_k={CK} needs the tile's K stages ({iters}) and value pairs ({TN // 4}) divisible by "
                          f"it, no streamk='early' and no probe 'nored'")  # fmt: skip
@@ -133,9 +136,11 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         empty = full + stages
         flag = (empty + stages).recast(fx.Int32)
         headbar = (empty + stages) + 1  # "early": the split tile's head is in shared memory (head_smem)
+        redbar = headbar  # cluster_k: the other blocks' shares have landed in xbuf (head_smem)
         outbar = (empty + stages) + 2  # "early": this block's head is in shared memory (out_smem), to publish
         head_smem = (base + (w_bytes + a_bytes + 16 * stages + 32)).recast(acc_t)
         out_smem = head_smem + sk.slot_words
+        xbuf = head_smem
         if tid == 0:
             nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
             for s in fx.range_constexpr(stages):
@@ -144,8 +149,13 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
             if fx.const_expr(EARLY):
                 nvvm.mbarrier_init(headbar, 32)  # the fetching warp's lanes
                 nvvm.mbarrier_init(outbar, P * 128)  # the consumers, once their head is in out_smem
+            if fx.const_expr(CK > 1):
+                nvvm.mbarrier_init(redbar, 1)
+                nvvm.mbarrier_arrive_expect_tx(redbar, HEAD_BYTES)  # the other blocks' st.async bytes
             nvvm.fence_mbarrier_init()
         fx.barrier()
+        if fx.const_expr(CK > 1):
+            nvvm.cluster_arrive(relaxed=True)  # this block runs, its redbar armed (waited before the first push)
 
         mtiles = (M + TN - 1) // TN
         tiles = tiles_n * mtiles  # tile t: rows of B (t // mtiles) * BN..., tokens (t % mtiles) * TN...
@@ -259,11 +269,8 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         nvvm.syncwarp()
                         if lane == 0:
                             fx.atomic_exchange(sk.counter(WS, blk), 1)
-            if fx.const_expr(CK > 1):  # the consumers' two cluster barriers: every thread of the cluster arrives
-                nvvm.cluster_arrive()
-                nvvm.cluster_wait()
-                nvvm.cluster_arrive(relaxed=True)
-                nvvm.cluster_wait()
+            if fx.const_expr(CK > 1):
+                nvvm.cluster_wait()  # (every thread waits once for the arrival at the start)
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             if fx.const_expr(not cfg.min_blocks):
@@ -312,27 +319,20 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                     if fx.const_expr(probe == "mma"):
                         if acc[0] == fx.Float32(1.25e-38).to(acc_t):
                             (WS.iterator.recast(acc_t) + tid).store(acc[0])
-                    if fx.const_expr(CK > 1):  # the producer's cluster barriers still need every thread
-                        nvvm.cluster_arrive()
-                        nvvm.cluster_wait()
-                        nvvm.cluster_arrive(relaxed=True)
+                    if fx.const_expr(CK > 1):
                         nvvm.cluster_wait()
                 elif fx.const_expr(CK > 1):
-                    # the tile's K is split over the cluster's blocks: partials meet in distributed shared memory
-                    nvvm.barrier_sync(BAR_CONSUMERS, P * 128)  # every wgmma of the block is done: the ring is free
-                    red = base.recast(acc_t)
-                    for c in fx.range_constexpr(VPT // 4):
-                        _red_chunk(red, c, cw, t).store(acc[4 * c : 4 * c + 4], align=16)
-                    nvvm.cluster_arrive()  # release: the partial, to the cluster's blocks
-                    nvvm.cluster_wait()
+                    # the tile's K is split over the cluster's blocks: each block pushes the others' shares of its
+                    # partial into their shared memory (st.async, completing on their redbar), then sums its own
+                    nvvm.cluster_wait()  # every block of the cluster runs, its redbar armed
                     rank = nvvm.cluster_ctarank()
                     for rr in fx.range_constexpr(CK):
-                        if rank == rr:  # this block's share of the tile's value pairs
-                            total, units = _cluster_total(acc, red, rr, cw, t)
+                        if rank == rr:
+                            _cluster_push(acc, xbuf, redbar, rr, cw, t)
+                            nvvm.mbarrier_wait(redbar, 0)
+                            total, units = _cluster_total(acc, xbuf, rr, cw, t)
                             if t < 2 * ROWS:
                                 _store_tile(epi, total, n0, m0, t, ops, units)
-                    nvvm.cluster_arrive(relaxed=True)  # done reading the others' partials
-                    nvvm.cluster_wait()
                 elif fx.const_expr(EARLY):
                     if lb == fb:
                         if t < 2 * ROWS:
@@ -376,33 +376,44 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                                 _store_tile(epi, total, n0, m0, t, ops)
                         # the flag is read by every consumer before any of them can pass the next tile's barrier
 
-    def _red_chunk(red, c, cw, t):
-        """Consumer ``cw`` thread ``t``'s 16-byte chunk ``c`` (values ``4c … 4c+3``) in a block's partial buffer:
-        a warp's chunks are 512 contiguous bytes."""
-        return red + ((c * P + cw) * 128 + t) * 4
+    def _xoff(k, cw, t, i):
+        """Offset (values) in a block's xbuf of pair ``i`` of its share from the ``k``-th other block (rank order,
+        itself skipped), for consumer ``cw`` thread ``t``: a thread's pairs are contiguous."""
+        return (((k * P + cw) * 128 + t) * PER + i) * 2
 
-    def _cluster_total(acc, red, rr, cw, t):
-        """The cluster's reduction of one tile (split over its ``CK`` blocks along K), in block ``rr``: every block
-        wrote its partial into its own shared memory (:func:`_red_chunk`) and passed the cluster barrier; block
-        ``rr`` sums the value pairs ``[rr · U/CK, (rr+1) · U/CK)`` (``U = TN / 4``) of all the blocks in rank
-        order (the same bits whichever block sums), its own from registers, the others' through distributed
-        shared memory. Returns ``(values, units)``: the accumulators with those pairs summed, and the pairs."""
-        per = TN // 4 // CK
-        units = list(range(rr * per, (rr + 1) * per))
+    def _cluster_push(acc, xbuf, redbar, rr, cw, t):
+        """Block ``rr``'s partial, each other block's share of the value pairs (``[p · PER, (p+1) · PER)`` for
+        block ``p``) pushed into that block's xbuf, completing on its redbar (``st.async``: no fence, no cluster
+        barrier). Two pairs a store when a share has an even number of them."""
+        step = 2 if PER % 2 == 0 else 1
+        for p in range(CK):
+            if p != rr:
+                k = rr if rr < p else rr - 1
+                for i in range(0, PER, step):
+                    u = p * PER + i
+                    v = fx.Vector.from_elements([acc[2 * u + x] for x in range(2 * step)], acc_t)
+                    dst = nvvm.map_shared(xbuf + _xoff(k, cw, t, i), p)
+                    nvvm.st_async(dst, v, nvvm.map_shared(redbar, p))
+
+    def _cluster_total(acc, xbuf, rr, cw, t):
+        """Block ``rr``'s share of the tile: its value pairs ``[rr · PER, (rr+1) · PER)`` summed over the cluster's
+        blocks in rank order (the same bits whichever block sums): its own from registers, the others' from
+        xbuf. Returns ``(values, pairs)``: the accumulators with those pairs summed, and the pairs."""
+        units = list(range(rr * PER, (rr + 1) * PER))
         vals = [acc[i] for i in range(VPT)]
-        for u in units:
+        for i, u in enumerate(units):
             parts = []
-            for p in range(CK):
-                if p == rr:
+            for s_ in range(CK):
+                if s_ == rr:
                     parts.append((acc[2 * u], acc[2 * u + 1]))
                 else:
-                    x = nvvm.map_shared(_red_chunk(red, u // 2, cw, t) + 2 * (u % 2), p).load(vec_width=2, align=8)
+                    x = (xbuf + _xoff(s_ if s_ < rr else s_ - 1, cw, t, i)).load(vec_width=2, align=8)
                     parts.append((x[0], x[1]))
-            for i in range(2):
-                tot = parts[0][i]
-                for p in range(1, CK):
-                    tot = tot + parts[p][i]
-                vals[2 * u + i] = tot
+            for h in range(2):
+                tot = parts[0][h]
+                for s_ in range(1, CK):
+                    tot = tot + parts[s_][h]
+                vals[2 * u + h] = tot
         return fx.Vector.from_elements(vals, acc_t), units
 
     def _tile_operands(epi, n0, m0, t):

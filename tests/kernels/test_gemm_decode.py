@@ -87,7 +87,8 @@ def test_knobs_are_rejected_where_they_do_not_apply():
     (dict(path="mma"), []),
     (dict(path="stream", tile_n=64, streamk="early"), ["atom.global.or.b32", "atom.global.exch.b32", "fence.sc.gpu"]),
     (dict(path="stream", tile_n=64, cluster_k=2), [".reqnctapercluster 2, 1, 1", "barrier.cluster.arrive.relaxed",
-                                                   "barrier.cluster.wait", "mapa", "ld.shared::cluster"]),
+                                                   "barrier.cluster.wait", "mapa",
+                                                   "st.async.shared::cluster.mbarrier::complete_tx::bytes"]),
 ])  # fmt: skip
 def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
     for k, v in {"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(tmp_path),
@@ -183,6 +184,7 @@ def test_ladder_configurations_build():
         PROBE_STEPS,
         STREAM_PLAN,
         STREAM_PLAN2,
+        STREAM_PLAN3,
         SWEEP,
         late_launcher,
         probe_launcher,
@@ -194,7 +196,7 @@ def test_ladder_configurations_build():
             assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
-    for N, K, M, v, probe in STREAM_PLAN + STREAM_PLAN2:
+    for N, K, M, v, probe in STREAM_PLAN + STREAM_PLAN2 + STREAM_PLAN3:
         if M and probe:
             assert stream_probe_launcher(N, K, M, v, probe).gemm_config.path == "stream"
         elif M:
