@@ -138,14 +138,18 @@ STREAM_PLAN2 = [
       for v, p in vps],
 ]  # fmt: skip
 
-# --plan stream3 (round 3): "early" with both heads in the background and cluster_k=2 with st.async, every M, against
-# the defaults; the 64-row stream-K floor (nored)
+# --plan stream3 (round 3): "early" with both heads in the background, cluster_k=2 with st.async, /pf (the ring's
+# first pass issued right after the mbarriers' init) against the defaults; the 64-row stream-K floor (nored)
+_E, _EP = _EARLY[0], _EARLY[0] + "/pf"
 STREAM_PLAN3 = [
     (10240, 8192, 0, "read", 132),
-    *[(10240, 8192, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", _EARLY[0])],
-    *[(10240, 8192, M, "_x64x256@stream", "nored") for M in (1, 32)],
+    *[(10240, 8192, 1, v, p) for v, p in (("auto", ""), (_E, ""), (_EP, ""), ("_x64x256@stream", "nored"))],
+    *[(10240, 8192, 32, v, p) for v, p in (("auto", ""), (_E, ""), (_EP, ""), ("_x64x256@stream", "nored"))],
     (4096, 4096, 0, "read", 132),
-    *[(4096, 4096, M, v, "") for M in (16, 32, 1, 8) for v in ("auto", _C2)],
+    *[(4096, 4096, M, v, "") for M in (16, 32) for v in ("auto", _C2, _C2 + "/pf")],
+    *[(10240, 8192, M, v, "") for M in (8, 16) for v in ("auto", _EP)],
+    *[(4096, 4096, 1, v, "") for v in ("auto", _C2 + "/pf")],
+    *[(7168, 2048, M, v, "") for M in (1, 32) for v in ("auto", "auto/pf")],
 ]
 
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references

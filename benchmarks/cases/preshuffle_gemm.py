@@ -89,6 +89,8 @@ def parse_variant(text: str) -> dict:
             kw["c_store"] = o
         elif o == "early":
             kw["streamk"] = "early"
+        elif o in ("pf", "nopf"):
+            kw["prefill"] = o == "pf"
         elif o == "pp":
             kw["schedule"] = "pingpong"
         elif o == "coop":
@@ -96,7 +98,7 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /cN, /bcg, /bcs, /pdl, /pdlpf, /early, /pp, /coop, /tma or /direct"
+            opts = "/rNN /sNN /bNN /mNN /kNN /cN /bcg /bcs /pdl /pdlpf /early /pf /nopf /pp /coop /tma /direct"
             raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})

@@ -58,6 +58,7 @@ STREAM_MAX_STAGES = 32
 DECODE_B_CACHE = "cs"  # the heuristic's mma decode kernel: evict-first weight loads (round 2: -0.27..-0.35 us)
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
 STREAM_EARLY = False  # the heuristic's stream-K on 64-row tiles with streamk="early" (stream_early)
+STREAM_PREFILL = False  # the stream path's default for prefill
 STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
 # two K atoms a stage while a ring of this many fits (round 2: 32 x 10240 x 8192 on 128-row tiles, 5 stages of
 # two atoms, 27.2 us; 64-row tiles: two atoms 28.0, one atom 29.1)
@@ -91,6 +92,7 @@ class GemmConfig(NamedTuple):
     b_cache: str = ""  # mma: cache hint of the weight's loads ("cg": L2 only, "cs": evict first; "": default)
     streamk: str = ""  # stream: how split tiles are reduced: "" the last block to arrive sums; "early": docs/gemm.md
     cluster_k: int = 0  # stream: a cluster of this many blocks per tile, each a share of K, reduced in DSMEM (0: no)
+    prefill: bool = False  # stream: the ring's first pass issued by thread 0 right after the mbarriers' init
 
     @property
     def elem_bytes(self) -> int:
@@ -139,6 +141,7 @@ class GemmConfig(NamedTuple):
                 f"{wgs} consumer warpgroup(s) + 1 producer ({128 * (1 + wgs)} threads)"
                 + (", split tiles' heads first" if self.streamk == "early" else "")
                 + (f", K over clusters of {self.cluster_k}" if self.cluster_k > 1 else "")
+                + (", prefilled" if self.prefill and not self.pdl else "")
             )
         if self.path == "wgmma":
             if self.schedule == "pingpong":
@@ -355,6 +358,7 @@ def make_config(
     pdl=False,
     streamk: str | None = None,
     cluster_k: int | None = None,
+    prefill: bool | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -370,9 +374,11 @@ def make_config(
     partials) or ``"early"`` (each block works its tiles last first, so that the head of a split tile is done
     and published at a block's start and the block holding its tail adds it before its own last stage; a
     block then takes at least a tile's K stages, so that no tile is split over more than two blocks).
-    ``cluster_k`` (stream path): each tile is one thread block cluster of that many blocks (2 or 4), block ``r``
-    taking the ``r``-th share of K; the partials are summed through distributed shared memory (no stream-K,
-    no workspace round trips); the tile's K stages and its ``tile_m / 4`` value pairs must divide by it.
+    ``prefill`` (stream path): thread 0 issues the ring's first pass right after initializing the mbarriers
+    (default :data:`STREAM_PREFILL`). ``cluster_k`` (stream path): each tile is one thread block cluster of that
+    many blocks (2 or 4), block ``r`` taking the ``r``-th share of K; the partials are summed through distributed
+    shared memory (no stream-K, no workspace round trips); the tile's K stages and its ``tile_m / 4`` value pairs
+    must divide by it.
 
     ``pdl``: the launch the tiles are for (the heuristic's mma decode tile keeps 16 rows under PDL: round 2
     and the final round measured the 8-row tile 0.5 µs slower there).
@@ -425,10 +431,13 @@ def make_config(
             )
         if streamk not in (None, "arrive", "early"):
             raise ValueError(f"streamk must be 'arrive' or 'early', got {streamk!r}")
+        if prefill is not None and path != "stream":
+            raise ValueError("prefill applies to the stream path (its ring)")
         if path == "stream":
             if c_store not in (None, "direct"):
                 raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
+            cfg = cfg._replace(prefill=STREAM_PREFILL if prefill is None else bool(prefill))
             if streamk is None and given[1] is None and cfg.tile_n == PANEL_N and stream_early(N, cfg.tile_m, M):
                 streamk = "early"  # the heuristic's choice (its 64-row tiles came from stream_early too)
             if streamk == "early":

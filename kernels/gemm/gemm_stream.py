@@ -102,6 +102,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     EARLY = cfg.streamk == "early"
     # "early": a split tile's head, in (fetched for the finisher) and out (published by the head's block)
     HEAD_BYTES = 2 * sk.slot_words * 4 if EARLY else 0
+    PREFILL = cfg.prefill and not cfg.pdl  # (with PDL the first pass is issued before griddepcontrol.wait anyway)
     CK = max(1, cfg.cluster_k)  # blocks of a cluster sharing each tile's K (1: stream-K)
     PER = TN // 4 // CK  # value pairs each block of a cluster sums and stores
     if CK > 1:  # the others' shares of this block's value pairs, pushed with st.async
@@ -141,22 +142,6 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
         head_smem = (base + (w_bytes + a_bytes + 16 * stages + 32)).recast(acc_t)
         out_smem = head_smem + sk.slot_words
         xbuf = head_smem
-        if tid == 0:
-            nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
-            for s in fx.range_constexpr(stages):
-                nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
-                nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage
-            if fx.const_expr(EARLY):
-                nvvm.mbarrier_init(headbar, 32)  # the fetching warp's lanes
-                nvvm.mbarrier_init(outbar, P * 128)  # the consumers, once their head is in out_smem
-            if fx.const_expr(CK > 1):
-                nvvm.mbarrier_init(redbar, 1)
-                nvvm.mbarrier_arrive_expect_tx(redbar, HEAD_BYTES)  # the other blocks' st.async bytes
-            nvvm.fence_mbarrier_init()
-        fx.barrier()
-        if fx.const_expr(CK > 1):
-            nvvm.cluster_arrive(relaxed=True)  # this block runs, its redbar armed (waited before the first push)
-
         mtiles = (M + TN - 1) // TN
         tiles = tiles_n * mtiles  # tile t: rows of B (t // mtiles) * BN..., tokens (t % mtiles) * TN...
         blk = fx.block_idx.x
@@ -175,24 +160,61 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
             ("early": the head of the split tile the range ends in is done, and published, first)."""
             return t_last - j if fx.const_expr(EARLY) else t_first + j
 
+        gB = B.iterator.recast(fx.Int8)
+
+        def copy_b(src0, kt, stage):
+            """The stage's pieces of B: panel p's rows of K atom j, one bulk copy each."""
+            src = src0 + kt * (kblks * PIECE)
+            dst = base + stage * w_stage
+            for p in fx.range_constexpr(P):
+                for j in fx.range_constexpr(kblks):
+                    nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
+                                       src + (p * PANEL_N * row_bytes + j * PIECE),
+                                       ROWS * ATOM_BYTES, full + stage)  # fmt: skip
+
+        def tile_src(tile):
+            """``(src0, m0)``: the tile's first byte of B (its panel, and its row in the panel) and first token."""
+            tn = tile // mtiles
+            r0 = tn * BN
+            return gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES), (
+                tile - tn * mtiles
+            ) * TN
+
+        if tid == 0:
+            nvvm.tma_prefetch_descriptor(tma_a)  # the first TMA of the producer (this thread) finds it cached
+            for s in fx.range_constexpr(stages):
+                nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
+                nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage
+            if fx.const_expr(EARLY):
+                nvvm.mbarrier_init(headbar, 32)  # the fetching warp's lanes
+                nvvm.mbarrier_init(outbar, P * 128)  # the consumers, once their head is in out_smem
+            if fx.const_expr(CK > 1):
+                nvvm.mbarrier_init(redbar, 1)
+                nvvm.mbarrier_arrive_expect_tx(redbar, HEAD_BYTES)  # the other blocks' st.async bytes
+            nvvm.fence_mbarrier_init()
+            if fx.const_expr(PREFILL):
+                # the ring's first pass (B and A) issued by this thread right after the barriers exist, before the
+                # block's barrier, the warpgroups' register reallocation and the producer's setup
+                i = fx.Int32(0)
+                for j in range(t_count):
+                    tile = seq_tile(j)
+                    src0, m0 = tile_src(tile)
+                    for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
+                        if i < stages:
+                            nvvm.mbarrier_arrive_expect_tx(full + i, tma_a.tile_bytes + w_copy)
+                            copy_b(src0, kt, i)
+                            nvvm.tma_load(tma_a, sA[None, None, i], full + i, (m0, kt * BK))
+                        i = i + 1
+        fx.barrier()
+        if fx.const_expr(CK > 1):
+            nvvm.cluster_arrive(relaxed=True)  # this block runs, its redbar armed (waited before the first push)
+
         if wg == 0:
             # ------------------------------------------------------------ producer: bulk copies (B) + TMA (A)
             if fx.const_expr(not cfg.min_blocks):  # several blocks per SM: ptxas's bound, no reallocation
                 nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
             if nvvm.warp_idx_in_warpgroup() == 0:
                 if nvvm.elect_one():
-                    gB = B.iterator.recast(fx.Int8)
-
-                    def copy_b(src0, kt, stage):
-                        """The stage's pieces of B: panel p's rows of K atom j, one bulk copy each."""
-                        src = src0 + kt * (kblks * PIECE)
-                        dst = base + stage * w_stage
-                        for p in fx.range_constexpr(P):
-                            for j in fx.range_constexpr(kblks):
-                                nvvm.bulk_copy_g2s(dst + (j * P * PIECE + p * PIECE),
-                                                   src + (p * PANEL_N * row_bytes + j * PIECE),
-                                                   ROWS * ATOM_BYTES, full + stage)  # fmt: skip
-
                     if fx.const_expr(cfg.pdl):
                         # programmatic dependent launch: the first pass of the ring fills with the weight while
                         # the previous kernel finishes (no kernel of the stream writes B: the caller's promise);
@@ -218,16 +240,23 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         r0 = tn * BN  # the tile's first row of B: its panel, and the row in the panel
                         src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
                         for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
-                            if fx.const_expr(cfg.pdl):
-                                if i >= stages:
+                            if fx.const_expr(PREFILL):
+                                if i >= stages:  # (the first pass was issued at the start)
                                     nvvm.mbarrier_wait(empty + st.index, st.phase)
                                     nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
                                     copy_b(src0, kt, st.index)
+                                    nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             else:
-                                nvvm.mbarrier_wait(empty + st.index, st.phase)
-                                nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
-                                copy_b(src0, kt, st.index)
-                            nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
+                                if fx.const_expr(cfg.pdl):
+                                    if i >= stages:
+                                        nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                        nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                        copy_b(src0, kt, st.index)
+                                else:
+                                    nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                    nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                    copy_b(src0, kt, st.index)
+                                nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             st = st.next()
                             i = i + 1
             if fx.const_expr(EARLY):

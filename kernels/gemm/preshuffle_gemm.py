@@ -77,6 +77,7 @@ def compile_preshuffle_gemm(
     b_cache: str | None = None,
     streamk: str | None = None,
     cluster_k: int | None = None,
+    prefill: bool | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -99,7 +100,8 @@ def compile_preshuffle_gemm(
     bulk-copied into shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_config.with_b_smem`).
     ``streamk`` (stream path): how split tiles are reduced, ``"arrive"`` (default) or ``"early"``
     (:func:`~kernels.gemm.gemm_config.make_config`); ``cluster_k`` (stream path, 2 or 4): each tile's K split
-    over a thread block cluster, reduced in distributed shared memory. ``b_cache`` (mma path): the cache hint
+    over a thread block cluster, reduced in distributed shared memory; ``prefill`` (stream path): the ring's
+    first pass issued right after the mbarriers' init. ``b_cache`` (mma path): the cache hint
     of the weight's loads (``"cg"``: L2 only, so that the weight streaming past does not evict the activations
     from L1; ``"cs"``: evict first).
 
@@ -142,6 +144,7 @@ def compile_preshuffle_gemm(
         pdl=pdl,
         streamk=streamk,
         cluster_k=cluster_k,
+        prefill=prefill,
     )
     if min_blocks is None and pdl is True and cfg.path == "stream" and stages is None:
         min_blocks = stream_pdl_min_blocks(cfg) if stream_pdl_min_blocks(cfg) > 1 else None

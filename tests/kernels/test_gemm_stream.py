@@ -200,6 +200,18 @@ def test_stream_cluster_k_interpreter(in_dtype, M, N, K, tiles, ck, interpreter)
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
 
 
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("kw", [dict(max_blocks=10), dict(max_blocks=4, streamk="early"), dict(cluster_k=2),
+                                dict(max_blocks=10, pdl=True)], ids=["arrive", "early", "c2", "pdl"])  # fmt: skip
+def test_stream_prefill_interpreter(in_dtype, kw, interpreter):
+    """``prefill``: thread 0 issues the ring's first pass (B and A) right after the mbarriers' init; the producer
+    goes on from the next stage — right with split tiles, early heads, clusters (and ignored under PDL, which
+    issues the first pass before griddepcontrol.wait)."""
+    res = _run(in_dtype, 21, 128, 1024, (8, 64, 128), kw.pop("max_blocks", None), seed=5, prefill=True, **kw)
+    assert ("prefilled" in res.config) != bool(kw.get("pdl")), res.config
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
 def test_stream_cluster_k_rejected():
     for kw, match in [({"cluster_k": 3}, "1, 2 or 4"), ({"cluster_k": 2, "path": "mma"}, "stream path"),
                       ({"cluster_k": 4, "tile_m": 8}, "divisible"), ({"cluster_k": 2, "streamk": "early"}, "early")]:  # fmt: skip
