@@ -90,9 +90,9 @@ SWEEP = [
     (4096, 4096, (1, 8), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
     (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma/m3/pdl"),
     (4096, 4096, _M3, "auto/m3/pdl"),
-    (4096, 4096, _M3, "auto/bcs"),
-    (4096, 4096, _M3, "auto/bcg"),
-    (4096, 4096, _M3, "auto/m2/bcs"),
+    (4096, 4096, _M3, "_x_x_@mma/bcs"),
+    (4096, 4096, _M3, "_x_x_@mma/bcg"),
+    (4096, 4096, _M3, "_x_x_@mma/m2/bcs"),
     (4096, 4096, _M3, "auto/bcs/pdl"),
     (4096, 4096, _M4, "_x_x_@stream"),
     (4096, 4096, _M4, "_x_x_@stream/pdl"),
@@ -110,19 +110,20 @@ SWEEP = [
 # probe "b" the ring only, "mma" + the wgmmas, "nored" + the epilogue without the split tiles' reduction, "" the
 # GEMM (checked, beside cuBLAS). Read ceilings are (N, K, 0, "read"|"bulk", blocks).
 _EARLY = ("_x64x256@stream/early", "_x64x128@stream/early")  # 64-row tiles, split tiles' heads first
+_R5 = "_x128x256@stream/nopf"  # the 10240 x 8192 default before this session (round 1's "auto")
 STREAM_PLAN = [
     (10240, 8192, 0, "read", 132),
     (10240, 8192, 0, "bulk", 132),
     (10240, 8192, 0, "bulk", 128),
-    *[(10240, 8192, 1, "auto", p) for p in ("b", "mma", "nored", "")],
+    *[(10240, 8192, 1, _R5, p) for p in ("b", "mma", "nored", "")],
     *[(10240, 8192, 1, v, "") for v in _EARLY],
-    *[(10240, 8192, 32, "auto", p) for p in ("b", "mma", "nored", "")],
+    *[(10240, 8192, 32, _R5, p) for p in ("b", "mma", "nored", "")],
     *[(10240, 8192, 32, v, "") for v in _EARLY],
     *[(4096, 4096, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", "_x64x256@stream/c2")],
     *[(4096, 4096, M, "_x128x256@stream/c4", "") for M in (16, 32)],
     *[(10240, 8192, 1, v, p) for v, ps in (("_x64x128@stream", ("b", "nored", "")), ("_x64x256@stream", ("b", "")),
                                            ("_x128x128@stream", ("b", ""))) for p in ps],
-    *[(10240, 8192, 16, v, p) for v, p in (("auto", "nored"), ("auto", ""), (_EARLY[0], ""))],
+    *[(10240, 8192, 16, v, p) for v, p in ((_R5, "nored"), (_R5, ""), (_EARLY[0], ""))],
     *[(10240, 8192, 32, v, p) for v, p in (("_x64x128@stream", "b"), ("_x64x256@stream", ""))],
 ]  # fmt: skip
 

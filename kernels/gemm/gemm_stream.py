@@ -186,7 +186,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 nvvm.mbarrier_init(full + s, 1)  # the producer's arrive_expect_tx
                 nvvm.mbarrier_init(empty + s, P * 128)  # every consumer thread releases the stage
             if fx.const_expr(EARLY):
-                nvvm.mbarrier_init(headbar, 32)  # the fetching warp's lanes
+                nvvm.mbarrier_init(headbar, 1)  # the fetching thread's expect_tx (the bulk copy's bytes)
                 nvvm.mbarrier_init(outbar, P * 128)  # the consumers, once their head is in out_smem
             if fx.const_expr(CK > 1):
                 nvvm.mbarrier_init(redbar, 1)
@@ -263,24 +263,23 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                 if nvvm.warp_idx_in_warpgroup() == 1:
                     # the finisher's head, fetched in the background: wait for the flag of the split tile this
                     # block's range starts in (raised when the block before has published its head, early in its
-                    # run), copy the partial into shared memory and arrive on headbar; the consumers add it after
+                    # run), bulk-copy the partial into shared memory, completing on headbar; the consumers add it after
                     # their last K stage without a round trip at the kernel's end
                     if sk.first_block(q, t_first) < blk:
                         if fx.const_expr(cfg.pdl):
                             nvvm.griddep_wait()
-                        lane = tid % 32
                         fb0 = sk.first_block(q, t_first)
-                        if lane == 0:
+                        if tid % 32 == 0:
                             seen = fx.atomic_or(sk.counter(WS, fb0), 0)
                             while seen == 0:
                                 seen = fx.atomic_or(sk.counter(WS, fb0), 0)
-                        nvvm.syncwarp()
-                        fx.fence("gpu")  # acquire: the head's partial
-                        src = sk.slot_base(WS, acc_t, sk.slot(q, fb0, t_first))
-                        for k in fx.range_constexpr(sk.slot_words // 4 // 32):
-                            x = (src + (lane + 32 * k) * 4).load(vec_width=4, align=16, cache="cg")
-                            (head_smem + (lane + 32 * k) * 4).store(x, align=16)
-                        nvvm.mbarrier_arrive(headbar)
+                            fx.fence("gpu")  # acquire: the head's partial
+                            nvvm.fence_proxy_async("global")  # ... for the bulk copy's reads (the async proxy)
+                            # one bulk copy (a loop of loads would be one L2 round trip per chunk: 40 registers)
+                            nvvm.mbarrier_arrive_expect_tx(headbar, sk.slot_words * 4)
+                            nvvm.bulk_copy_g2s(head_smem.recast(fx.Int8),
+                                               sk.slot_base(WS, acc_t, sk.slot(q, fb0, t_first)).recast(fx.Int8),
+                                               sk.slot_words * 4, headbar)  # fmt: skip
                 if nvvm.warp_idx_in_warpgroup() == 2:
                     # this block's head of the split tile its range ends in (the consumers' first work), published
                     # in the background: out of shared memory into its workspace slot, then the tile's flag
