@@ -153,6 +153,19 @@ STREAM_PLAN3 = [
     *[(7168, 2048, M, v, "") for M in (1, 32) for v in ("auto", "auto/pf")],
 ]
 
+# --plan stream4 (round 4): where the early kernel's last microsecond goes (probes in its order), then the new defaults
+# at every decode shape and M beside the read ceilings and the previous 10240 x 8192 default
+STREAM_PLAN4 = [
+    (10240, 8192, 0, "read", 132),
+    *[(10240, 8192, 1, v, p) for v, p in (("auto", ""), (_E, "b"), (_E, "mma"), ("_x64x256@stream", "nored"),
+                                          (_R5, ""))],
+    *[(10240, 8192, M, "auto", "") for M in (8, 16, 32)],
+    (4096, 4096, 0, "read", 132),
+    *[(4096, 4096, M, "auto", "") for M in (1, 8, 16, 32)],
+    (7168, 2048, 0, "read", 132),
+    *[(7168, 2048, M, "auto", "") for M in (1, 8, 16, 32)],
+]  # fmt: skip
+
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
 # (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
 # (the promise broken on purpose) shows whether the race is real
@@ -264,7 +277,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="1,16")
     ap.add_argument("--shapes", default="4096x4096")
     ap.add_argument("--no-candidates", action="store_true")
-    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream", "stream2", "stream3"),
+    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream", "stream2", "stream3", "stream4"),
                     help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP; stream: "
                          "STREAM_PLAN (the stream path's probes and grids)")  # fmt: skip
     ap.add_argument("--only", default="", help="--plan stream: only the items whose variant contains one of these "
@@ -362,9 +375,10 @@ def main(argv=None) -> int:
 
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
-    if args.plan in ("stream", "stream2", "stream3"):
+    if args.plan.startswith("stream"):
         only, skip = [x for x in args.only.split(",") if x], [x for x in args.skip.split(",") if x]
-        items = [it for it in {"stream": STREAM_PLAN, "stream2": STREAM_PLAN2, "stream3": STREAM_PLAN3}[args.plan]
+        plans = {"stream": STREAM_PLAN, "stream2": STREAM_PLAN2, "stream3": STREAM_PLAN3, "stream4": STREAM_PLAN4}
+        items = [it for it in plans[args.plan]
                  if (not only or any(o in it[3] for o in only)) and not any(k in it[3] for k in skip)]  # fmt: skip
         plan = [((stream_item, *item) for item in items)]
     elif args.plan == "sweep":

@@ -110,9 +110,10 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
     if CK > 1 and (EARLY or probe == "nored" or iters % CK or (TN // 4) % CK):
         raise ValueError(f"cluster_k={CK} needs the tile's K stages ({iters}) and value pairs ({TN // 4}) divisible by "
                          f"it, no streamk='early' and no probe 'nored'")  # fmt: skip
-    if EARLY and (probe not in (None, "late") or cfg.min_iters < iters):
-        raise ValueError(f"streamk='early' needs min_iters >= the K stages of a tile ({iters}) and no probe but "
-                         f"'late', got min_iters={cfg.min_iters}, probe={probe!r}")  # fmt: skip
+    if EARLY and (probe == "nored" or cfg.min_iters < iters):
+        raise ValueError(f"streamk='early' needs min_iters >= the K stages of a tile ({iters}) and no probe 'nored', "
+                         f"got min_iters={cfg.min_iters}, probe={probe!r}")  # fmt: skip
+    HEADS = EARLY and probe in (None, "late")  # the split tiles' heads handed over (not in the b / mma probes)
     ws_default = default_workspace(sk.words) if workspace is None else workspace
 
     @flyc.kernel(known_block_size=(threads, 1, 1))
@@ -259,7 +260,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                                 nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             st = st.next()
                             i = i + 1
-            if fx.const_expr(EARLY):
+            if fx.const_expr(HEADS):
                 if nvvm.warp_idx_in_warpgroup() == 1:
                     # the finisher's head, fetched in the background: wait for the flag of the split tile this
                     # block's range starts in (raised when the block before has published its head, early in its

@@ -156,15 +156,17 @@ def test_stream_late_operands_probe_interpreter(M, interpreter):
     assert res.ok and res.guard_ok, res
 
 
-@pytest.mark.parametrize("probe,ck", [("b", 0), ("mma", 0), ("nored", 0), ("b", 2), ("mma", 2)])
-def test_stream_probes_interpreter(probe, ck, interpreter):
+@pytest.mark.parametrize("probe,ck,early", [("b", 0, 0), ("mma", 0, 0), ("nored", 0, 0), ("b", 2, 0), ("mma", 2, 0),
+                                            ("b", 0, 1), ("mma", 0, 1)])  # fmt: skip
+def test_stream_probes_interpreter(probe, ck, early, interpreter):
     """The stream path's probe kernels (``benchmarks/decode_ladder.py --plan stream``) run on whole and split
-    tiles and on cluster tiles (``ck``): ``b`` and ``mma`` write nothing (rows past M untouched, C wrong), ``nored`` stores each segment's
+    tiles, on cluster tiles (``ck``) and in the ``early`` order: ``b`` and ``mma`` write nothing (rows past M untouched, C wrong), ``nored`` stores each segment's
     partial (C wrong where tiles are split), and an unknown probe is refused."""
     from kernels.gemm.gemm_stream import build_stream_gemm
 
     cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=3, path="stream", tile_m=8, tile_n=64,
-                                  tile_k=128, max_blocks=10, cluster_k=ck or None).gemm_config  # fmt: skip
+                                  tile_k=128, max_blocks=4 if early else 10, cluster_k=ck or None,
+                                  streamk="early" if early else None).gemm_config  # fmt: skip
     res = run_gemm("fp8", 3, 128, 1024, launch_fn=build_stream_gemm(cfg, probe=probe), cuda=False,
                    log=lambda *a, **k: None)  # fmt: skip
     assert res.guard_ok and not res.ok, res
@@ -185,6 +187,7 @@ def test_ladder_configurations_build():
         STREAM_PLAN,
         STREAM_PLAN2,
         STREAM_PLAN3,
+        STREAM_PLAN4,
         SWEEP,
         late_launcher,
         probe_launcher,
@@ -196,7 +199,7 @@ def test_ladder_configurations_build():
             assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
-    for N, K, M, v, probe in STREAM_PLAN + STREAM_PLAN2 + STREAM_PLAN3:
+    for N, K, M, v, probe in STREAM_PLAN + STREAM_PLAN2 + STREAM_PLAN3 + STREAM_PLAN4:
         if M and probe:
             assert stream_probe_launcher(N, K, M, v, probe).gemm_config.path == "stream"
         elif M:
