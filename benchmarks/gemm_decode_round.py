@@ -163,7 +163,7 @@ def main(argv=None) -> int:
         "--ceiling-cvt", action="store_true", help="the ceiling's plain read and its widening variants only"
     )
     ap.add_argument("--ceiling-plain", action="store_true",
-                    help="the ceiling's plain read only (132 x 512, every size): the final table's")  # fmt: skip
+                    help="the ceiling: only the plain read (132 x 512) of every size")  # fmt: skip
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--sweep", action="store_true", help="first: TFLOP/s against M = 1 … 8192 (N = K = 4096), plot")
     ap.add_argument("--no-start", action="store_true", help="skip the cached-start and PDL checks")
