@@ -655,6 +655,7 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
     if cfg.path == "stream":
         stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
         budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16 - (early_head_bytes(cfg) if cfg.streamk == "early" else 0)
+        budget -= cluster_recv_bytes(cfg, cfg.cluster_k) if cfg.cluster_k > 1 else 0
         if budget < 2 * (stage_bytes + 16):
             raise ValueError(f"min_blocks={min_blocks}: two stages of {cfg.describe()} do not fit {min_blocks} "
                              "blocks per SM")  # fmt: skip

@@ -212,6 +212,17 @@ def test_stream_prefill_interpreter(in_dtype, kw, interpreter):
     assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
 
 
+@pytest.mark.parametrize("kw", [dict(max_blocks=4, streamk="early"), dict(cluster_k=2)], ids=["early", "c2"])
+@pytest.mark.parametrize("min_blocks", [None, 2])
+def test_stream_schedules_with_pdl_interpreter(kw, min_blocks, interpreter):
+    """The early and cluster schedules built for programmatic dependent launch (their heads' warps and the
+    consumers wait for the previous kernel before the workspace; with two blocks per SM the ring leaves room for
+    the heads / the other blocks' shares)."""
+    res = _run("fp8", 21, 128, 1024, (8, 64, 128), kw.pop("max_blocks", None), seed=6, pdl=True,
+               min_blocks=min_blocks, **kw)  # fmt: skip
+    assert "PDL" in res.config and res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
 def test_stream_cluster_k_rejected():
     for kw, match in [({"cluster_k": 3}, "1, 2 or 4"), ({"cluster_k": 2, "path": "mma"}, "stream path"),
                       ({"cluster_k": 4, "tile_m": 8}, "divisible"), ({"cluster_k": 2, "streamk": "early"}, "early")]:  # fmt: skip
