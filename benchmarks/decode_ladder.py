@@ -90,9 +90,9 @@ SWEEP = [
     (4096, 4096, (1, 8), "8x32x1024:1,1,8@mma/m2/k3/pdl"),
     (4096, 4096, (1, 8), "8x16x1024:1,1,8@mma/m3/pdl"),
     (4096, 4096, _M3, "auto/m3/pdl"),
-    (4096, 4096, _M3, "auto/bcs"),
-    (4096, 4096, _M3, "auto/bcg"),
-    (4096, 4096, _M3, "auto/m2/bcs"),
+    (4096, 4096, _M3, "_x_x_@mma/bcs"),
+    (4096, 4096, _M3, "_x_x_@mma/bcg"),
+    (4096, 4096, _M3, "_x_x_@mma/m2/bcs"),
     (4096, 4096, _M3, "auto/bcs/pdl"),
     (4096, 4096, _M4, "_x_x_@stream"),
     (4096, 4096, _M4, "_x_x_@stream/pdl"),
@@ -105,6 +105,67 @@ SWEEP = [
     (4096, 4096, _M4, "auto"),  # again: the spread between two measurements of one kernel in one run
     (7168, 2048, _M4, "auto"),
 ]
+# --plan stream: where the stream path's time goes beyond the read (10240 x 8192 first), then 4096 x 4096 with each
+# tile's K split over a cluster of 2 or 4 blocks (/cN, reduced in distributed shared memory). (N, K, M, variant, probe):
+# probe "b" the ring only, "mma" + the wgmmas, "nored" + the epilogue without the split tiles' reduction, "" the
+# GEMM (checked, beside cuBLAS). Read ceilings are (N, K, 0, "read"|"bulk", blocks).
+_EARLY = ("_x64x256@stream/early", "_x64x128@stream/early")  # 64-row tiles, split tiles' heads first
+_R5 = "_x128x256@stream/nopf"  # the 10240 x 8192 default before this session (round 1's "auto")
+STREAM_PLAN = [
+    (10240, 8192, 0, "read", 132),
+    (10240, 8192, 0, "bulk", 132),
+    (10240, 8192, 0, "bulk", 128),
+    *[(10240, 8192, 1, _R5, p) for p in ("b", "mma", "nored", "")],
+    *[(10240, 8192, 1, v, "") for v in _EARLY],
+    *[(10240, 8192, 32, _R5, p) for p in ("b", "mma", "nored", "")],
+    *[(10240, 8192, 32, v, "") for v in _EARLY],
+    *[(4096, 4096, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", "_x64x256@stream/c2")],
+    *[(4096, 4096, M, "_x128x256@stream/c4", "") for M in (16, 32)],
+    *[(10240, 8192, 1, v, p) for v, ps in (("_x64x128@stream", ("b", "nored", "")), ("_x64x256@stream", ("b", "")),
+                                           ("_x128x128@stream", ("b", ""))) for p in ps],
+    *[(10240, 8192, 16, v, p) for v, p in ((_R5, "nored"), (_R5, ""), (_EARLY[0], ""))],
+    *[(10240, 8192, 32, v, p) for v, p in (("_x64x128@stream", "b"), ("_x64x256@stream", ""))],
+]  # fmt: skip
+
+# --plan stream2 (round 2): streamk="early" with the head fetched in the background against the default, every M;
+# 4096 x 4096 cluster_k=2 probes (the stream path's fixed cost at a small weight)
+_C2 = "_x64x256@stream/c2"
+STREAM_PLAN2 = [
+    (10240, 8192, 0, "read", 132),
+    *[(10240, 8192, M, v, "") for M in (1, 8, 16, 32) for v in ("auto", _EARLY[0])],
+    (4096, 4096, 0, "read", 132),
+    *[(4096, 4096, M, v, p) for M, vps in ((16, (("auto", ""), (_C2, "b"), (_C2, "mma"), (_C2, ""))),
+                                           (32, (("auto", ""), (_C2, "b"), (_C2, ""))), (1, ((_C2, "b"),)))
+      for v, p in vps],
+]  # fmt: skip
+
+# --plan stream3 (round 3): "early" with both heads in the background, cluster_k=2 with st.async, /pf (the ring's
+# first pass issued right after the mbarriers' init) against the defaults; the 64-row stream-K floor (nored)
+_E, _EP = _EARLY[0], _EARLY[0] + "/pf"
+STREAM_PLAN3 = [
+    (10240, 8192, 0, "read", 132),
+    *[(10240, 8192, 1, v, p) for v, p in (("auto", ""), (_E, ""), (_EP, ""), ("_x64x256@stream", "nored"))],
+    *[(10240, 8192, 32, v, p) for v, p in (("auto", ""), (_E, ""), (_EP, ""), ("_x64x256@stream", "nored"))],
+    (4096, 4096, 0, "read", 132),
+    *[(4096, 4096, M, v, "") for M in (16, 32) for v in ("auto", _C2, _C2 + "/pf")],
+    *[(10240, 8192, M, v, "") for M in (8, 16) for v in ("auto", _EP)],
+    *[(4096, 4096, 1, v, "") for v in ("auto", _C2 + "/pf")],
+    *[(7168, 2048, M, v, "") for M in (1, 32) for v in ("auto", "auto/pf")],
+]
+
+# --plan stream4 (round 4): where the early kernel's last microsecond goes (probes in its order), then the new defaults
+# at every decode shape and M beside the read ceilings and the previous 10240 x 8192 default
+STREAM_PLAN4 = [
+    (10240, 8192, 0, "read", 132),
+    *[(10240, 8192, 1, v, p) for v, p in (("auto", ""), (_E, "b"), (_E, "mma"), ("_x64x256@stream", "nored"),
+                                          (_R5, ""))],
+    *[(10240, 8192, M, "auto", "") for M in (8, 16, 32)],
+    (4096, 4096, 0, "read", 132),
+    *[(4096, 4096, M, "auto", "") for M in (1, 8, 16, 32)],
+    (7168, 2048, 0, "read", 132),
+    *[(7168, 2048, M, "auto", "") for M in (1, 8, 16, 32)],
+]  # fmt: skip
+
 # (N, K, M, variant): PDL chains (copy -> GEMM, GEMM -> GEMM) against both references
 # (N, K, M, variant, write_b): B written by the copy before each GEMM — pdl="prefetch" must stay right; pdl=True
 # (the promise broken on purpose) shows whether the race is real
@@ -164,6 +225,35 @@ def time_probe(N, K, M, step, pdl, iters) -> tuple[float, str]:
     return r.us, ("ok" if r.ok else "WRONG") if full else "-"
 
 
+def stream_probe_launcher(N: int, K: int, M: int, variant: str, probe: str):
+    """``variant``'s stream-path kernel built as probe ``probe`` (:data:`kernels.gemm.gemm_stream.STREAM_PROBES`)."""
+    from benchmarks.cases.preshuffle_gemm import variant_kwargs
+    from kernels.gemm.gemm_stream import build_stream_gemm
+    from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
+
+    cfg = compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(variant, M, N)).gemm_config
+    if cfg.path != "stream":
+        raise ValueError(f"{variant} at {M}x{N}x{K} is not on the stream path ({cfg.describe()})")
+    return build_stream_gemm(cfg, probe=probe)
+
+
+def time_bulk_ceiling(nbytes: int, blocks: int) -> float:
+    """µs of the bulk-copy read ceiling (16-KB pieces, 12 slots) on ``blocks`` blocks."""
+    import math
+
+    import torch
+
+    from benchmarks.read_ceiling import _graph_us, _reads, bulk_read_launcher
+
+    out = torch.zeros(4, dtype=torch.int32, device="cuda")
+    bufs = [torch.randint(-(2**31), 2**31 - 1, (nbytes // 4,), dtype=torch.int32, device="cuda")
+            for _ in range(max(2, math.ceil(110e6 / nbytes)))]  # fmt: skip
+    us = _graph_us(_reads(bufs, out, bulk_read_launcher(nbytes, blocks, 16384, 12)))
+    del bufs
+    torch.cuda.empty_cache()
+    return us
+
+
 def time_ceiling(nbytes: int, pdl: bool) -> float:
     import math
 
@@ -187,8 +277,12 @@ def main(argv=None) -> int:
     ap.add_argument("--ms", default="1,16")
     ap.add_argument("--shapes", default="4096x4096")
     ap.add_argument("--no-candidates", action="store_true")
-    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep"),
-                    help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP")  # fmt: skip
+    ap.add_argument("--plan", default="ladder", choices=("ladder", "sweep", "stream", "stream2", "stream3", "stream4"),
+                    help="ladder: round 1 (ladder, candidates, PDL checks); sweep: ceilings, SWEEP; stream: "
+                         "STREAM_PLAN (the stream path's probes and grids)")  # fmt: skip
+    ap.add_argument("--only", default="", help="--plan stream: only the items whose variant contains one of these "
+                    "','-separated strings")  # fmt: skip
+    ap.add_argument("--skip", default="", help="--plan stream: leave out the items whose variant contains one of these")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     import torch
@@ -253,9 +347,41 @@ def main(argv=None) -> int:
             checks.append(f"pdl-check {M}x{N}x{K} {v}: ERROR {type(ex).__name__}: {str(ex)[:200]}")
         print(checks[-1], flush=True)
 
+    def stream_item(N, K, M, v, probe):
+        """One STREAM_PLAN entry: a read ceiling, a probe kernel, or the GEMM beside cuBLAS."""
+        shape = f"{N}x{K}"
+        if M and not probe:
+            candidate(N, K, M, v)
+            r = rows[-1]
+            ladder.append((shape, M, "plain", f"{v} full", r.us, "ok" if r.ok else "WRONG"))
+            return
+        try:
+            if M == 0:
+                us = time_ceiling(N * K, False) if v == "read" else time_bulk_ceiling(N * K, probe)
+                step = f"{v} ceiling {probe} blocks"
+            else:
+                from kernels.gemm.harness import run_gemm
+
+                fn = stream_probe_launcher(N, K, M, v, probe)
+                us = run_gemm("fp8", M, N, K, launch_fn=fn, cuda=True, bench=True, graph=True, iters=args.iters,
+                              warmup=3, log=lambda *a, **k: None).us  # fmt: skip
+                step = f"{v} {probe}"
+            note = "-"
+        except Exception as ex:  # reported, the others still run
+            us, note, step = float("nan"), f"FAILED {type(ex).__name__}: {str(ex)[:120]}", f"{v} {probe}"
+        ladder.append((shape, M, "plain", step, us, note))
+        print(f"stream {shape} M={M or '-'} {step:28s} {us:6.2f} us {note}", flush=True)
+        torch.cuda.empty_cache()
+
     late = ((rung, f"{N}x{K}", M, "plain", f"late:{v}") for N, K, M, v in LATE)
     pdl_checks = ((pdl_check, *c) for c in PDL_CHECKS)
-    if args.plan == "sweep":
+    if args.plan.startswith("stream"):
+        only, skip = [x for x in args.only.split(",") if x], [x for x in args.skip.split(",") if x]
+        plans = {"stream": STREAM_PLAN, "stream2": STREAM_PLAN2, "stream3": STREAM_PLAN3, "stream4": STREAM_PLAN4}
+        items = [it for it in plans[args.plan]
+                 if (not only or any(o in it[3] for o in only)) and not any(k in it[3] for k in skip)]  # fmt: skip
+        plan = [((stream_item, *item) for item in items)]
+    elif args.plan == "sweep":
         ceilings = ((rung, "4096x4096", 0, mode, "read ceiling 132x512") for mode in ("plain", "pdl", "plain"))
         plan = [ceilings, candidate_tasks(SWEEP), pdl_checks]
     else:

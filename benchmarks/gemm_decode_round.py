@@ -162,6 +162,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--ceiling-cvt", action="store_true", help="the ceiling's plain read and its widening variants only"
     )
+    ap.add_argument("--ceiling-plain", action="store_true",
+                    help="the ceiling: only the plain read (132 x 512) of every size")  # fmt: skip
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--sweep", action="store_true", help="first: TFLOP/s against M = 1 … 8192 (N = K = 4096), plot")
     ap.add_argument("--no-start", action="store_true", help="skip the cached-start and PDL checks")
@@ -192,6 +194,8 @@ def main(argv=None) -> int:
 
         small = {k: v for k, v in SIZES.items() if v < 40e6}
         ceiling = functools.partial(ceiling, sizes=small, configs=[(132, 512, 16)], pdl=(False,), empty=False)
+    if args.ceiling_plain:
+        ceiling = functools.partial(ceiling, configs=[(132, 512, 16)], pdl=(False,), empty=False, extras=False)
     start = functools.partial(cached_start, prof=not args.final)
     for what, fn, into in (("ceiling", ceiling, crow), ("start", start, started)):
         if (what == "ceiling" and args.skip_ceiling) or (what == "start" and args.no_start):

@@ -176,10 +176,10 @@ SIZES = {"4096x4096": 4096 * 4096, "7168x2048": 7168 * 2048, "10240x8192": 10240
 CONFIGS = [(132, 512, 16), (264, 512, 16), (528, 256, 16), (132, 1024, 16), (264, 512, 8)]
 
 
-def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print, empty=True) -> list[tuple]:
+def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print, empty=True, extras=True) -> list[tuple]:
     """``(what, size name, MB, µs, GB/s)`` rows: a torch copy of the bytes (read + written), an empty kernel,
     and the read kernels per configuration, launched plainly and (``pdl``) with programmatic dependent
-    launch; a kernel that fails is reported and skipped."""
+    launch; ``extras``: also the widening and bulk-copy variants. A kernel that fails is reported and skipped."""
     import torch
 
     rows = []
@@ -219,10 +219,11 @@ def ceiling(sizes=SIZES, configs=CONFIGS, pdl=(False, True), log=print, empty=Tr
                     continue
                 one(f"read {blocks}x{threads} u{unroll} {tag}", name, nbytes, reads, read_launcher, nbytes, blocks,
                     threads, unroll, mode)  # fmt: skip
-            for convert in (1, 2) if mode is False and nbytes < 40e6 else ():  # what the mma path's widening costs
+            # what the mma path's widening costs
+            for convert in (1, 2) if extras and mode is False and nbytes < 40e6 else ():
                 one(f"read {configs[0][0]}x{configs[0][1]} u{configs[0][2]} cvt x{convert}", name, nbytes, reads,
                     read_launcher, nbytes, *configs[0], False, convert)  # fmt: skip
-            for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)) if mode != "prefetch" else ():
+            for blocks, piece, slots in ((132, 16384, 12), (264, 16384, 6)) if extras and mode != "prefetch" else ():
                 one(f"bulk {blocks}x{piece // 1024}KBx{slots} {tag}", name, nbytes, reads, bulk_read_launcher, nbytes,
                     blocks, piece, slots, mode)  # fmt: skip
         del bufs

@@ -77,7 +77,7 @@ def parse_variant(text: str) -> dict:
     the heuristic's tiles, and ``_`` for a tile (``_x8x1024``) takes that one from the heuristic."""
     kw = {}
     text, *opts = text.split("/")
-    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks", "k": "b_smem"}
+    names = {"r": "maxnreg", "s": "stages", "b": "max_blocks", "m": "min_blocks", "k": "b_smem", "c": "cluster_k"}
     for o in opts:
         if o == "pdl":
             kw["pdl"] = True
@@ -87,6 +87,10 @@ def parse_variant(text: str) -> dict:
             kw["b_cache"] = o[1:]
         elif o in ("tma", "direct"):
             kw["c_store"] = o
+        elif o == "early":
+            kw["streamk"] = "early"
+        elif o in ("pf", "nopf"):
+            kw["prefill"] = o == "pf"
         elif o == "pp":
             kw["schedule"] = "pingpong"
         elif o == "coop":
@@ -94,7 +98,7 @@ def parse_variant(text: str) -> dict:
         elif o[:1] in names and o[1:].isdigit():
             kw[names[o[:1]]] = int(o[1:])
         else:
-            opts = "/rNN, /sNN, /bNN, /mNN, /kNN, /bcg, /bcs, /pdl, /pdlpf, /pp, /coop, /tma or /direct"
+            opts = "/rNN /sNN /bNN /mNN /kNN /cN /bcg /bcs /pdl /pdlpf /early /pf /nopf /pp /coop /tma /direct"
             raise ValueError(f"unknown variant option /{o} (use {opts})")
     if text in ("auto", "r1"):
         return kw | ({"r1": True} if text == "r1" else {})

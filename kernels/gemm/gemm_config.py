@@ -57,6 +57,9 @@ STREAM_WIDE_TILES = NUM_SMS // 2  # stream-K over 128-row tiles when they make a
 STREAM_MAX_STAGES = 32
 DECODE_B_CACHE = "cs"  # the heuristic's mma decode kernel: evict-first weight loads (round 2: -0.27..-0.35 us)
 STREAM_MIN_ITERS = 4  # a stream-K block takes at least this many K stages (fewer, smaller partial tiles)
+STREAM_EARLY = True  # the heuristic's stream-K on 64-row tiles with streamk="early" (stream_early)
+STREAM_CLUSTER = True  # the heuristic's 64-row tiles split over clusters of two (stream_cluster)
+STREAM_PREFILL = True  # the stream path's default for prefill (session dec, round 3: 7168 x 2048 -0.2 us, else even)
 STREAM_WHOLE = 0.75  # whole tiles (no split-K) when they fill at least this share of the SMs
 # two K atoms a stage while a ring of this many fits (round 2: 32 x 10240 x 8192 on 128-row tiles, 5 stages of
 # two atoms, 27.2 us; 64-row tiles: two atoms 28.0, one atom 29.1)
@@ -88,6 +91,9 @@ class GemmConfig(NamedTuple):
     # "prefetch" (mma path): only brought into L2 before it (no promise about B needed)
     b_smem: int = 0  # mma: leading K iterations whose B is bulk-copied into shared memory at the start
     b_cache: str = ""  # mma: cache hint of the weight's loads ("cg": L2 only, "cs": evict first; "": default)
+    streamk: str = ""  # stream: how split tiles are reduced: "" the last block to arrive sums; "early": docs/gemm.md
+    cluster_k: int = 0  # stream: a cluster of this many blocks per tile, each a share of K, reduced in DSMEM (0: no)
+    prefill: bool = False  # stream: the ring's first pass issued by thread 0 right after the mbarriers' init
 
     @property
     def elem_bytes(self) -> int:
@@ -134,6 +140,9 @@ class GemmConfig(NamedTuple):
                 f"stream tile {self.tile_m}x{self.tile_n}x{self.tile_k} (tokens x B rows x K), {self.stages} stages, "
                 f"stream-K over <= {self.max_blocks} blocks of >= {self.min_iters} K stages, "
                 f"{wgs} consumer warpgroup(s) + 1 producer ({128 * (1 + wgs)} threads)"
+                + (", split tiles' heads first" if self.streamk == "early" else "")
+                + (f", K over clusters of {self.cluster_k}" if self.cluster_k > 1 else "")
+                + (", prefilled" if self.prefill and not self.pdl else "")
             )
         if self.path == "wgmma":
             if self.schedule == "pingpong":
@@ -174,16 +183,19 @@ def _pow2_floor(x: int) -> int:
     return 1 << (max(1, x).bit_length() - 1)
 
 
-def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in_dtype: str = "fp8") -> str:
+def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in_dtype: str = "fp8",
+                   pdl=False) -> str:  # fmt: skip
     """The path for an expected row count ``M`` (None: decode-sized, 16) of an ``N × K`` weight: ``"mma"`` for
     decode rows (<= :data:`MMA_DECODE_MAX_M`) of a small weight (<= :data:`MMA_DECODE_MAX_BYTES`, rows of
-    >= :data:`MMA_DECODE_MIN_KB`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows, ``"wgmma"`` above
+    >= :data:`MMA_DECODE_MIN_KB`) — but above 8 rows the stream path where its tiles split over clusters of two
+    (:func:`stream_cluster`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows, ``"wgmma"`` above
     (docs/gemm.md has the measurements behind each bound)."""
     m = 16 if M is None else M
     if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
         kb = K * ELEM_BYTES[in_dtype]
         if kb >= MMA_DECODE_MIN_KB and N * kb <= MMA_DECODE_MAX_BYTES:
-            return "mma"
+            tn = next(t for t in STREAM_TOKENS if t >= m)
+            return "stream" if m > 8 and stream_cluster(N, K, tn, m, in_dtype, pdl) else "mma"
     return "stream" if m <= STREAM_MAX_M else "wgmma"
 
 
@@ -204,10 +216,10 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     e = ELEM_BYTES[in_dtype]
     kb = K * e
     m = 16 if M is None else M
-    path = path or heuristic_path(M, N, K, in_dtype)
+    path = path or heuristic_path(M, N, K, in_dtype, pdl)
     if path == "stream":
         tn = next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
-        rows = _stream_rows(N, tn, m)
+        rows = _stream_rows(N, tn, m, K, in_dtype, pdl)
         # two K atoms a stage (half the barrier round trips) while that leaves a ring of STREAM_TWO_ATOM_STAGES
         ring = SMEM_LIMIT // ((tn + max(rows, PANEL_N)) * 2 * ATOM_BYTES)
         two = kb % (2 * ATOM_BYTES) == 0 and ring >= STREAM_TWO_ATOM_STAGES
@@ -233,21 +245,47 @@ def _stream_fill(N: int, tile_m: int, tile_n: int, M: int) -> int:
     return N // tile_n * -(-M // tile_m)
 
 
-def _stream_rows(N: int, tile_m: int, M: int) -> int:
+def _stream_rows(N: int, tile_m: int, M: int, K: int | None = None, in_dtype: str = "fp8", pdl=False) -> int:
     """Rows of B per stream tile: the widest of 128, 64, 32, 16 (dividing N; at least ``tile_m`` up to 128, so
     that the activations re-read from L2 per tile stay at most the bytes of B) whose tiles exactly fill
     between 3/4 of the SMs and all of them — one whole tile per block, no split tile to reduce; else stream-K
     splits the tiles' K over all the SMs, on 128-row tiles (two consumer warpgroups) when they still make
     :data:`STREAM_WIDE_TILES` tiles (10240 x 8192: 80 tiles, 2-3% faster than 160 of 64 rows at M = 1-32 in
     round 2), else on 64-row ones."""
+    if K is not None and stream_cluster(N, K, tile_m, M, in_dtype, pdl):
+        return PANEL_N
     ok = [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128)]
     for r in ok:
         if STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, M) <= NUM_SMS:
             return r
+    if stream_early(N, tile_m, M, pdl, in_dtype):
+        return PANEL_N
     wide = 2 * PANEL_N
     if N % wide == 0 and (tile_m >= 128 or _stream_fill(N, tile_m, wide, M) >= STREAM_WIDE_TILES):
         return wide
     return PANEL_N if N % PANEL_N == 0 else (ok[-1] if ok else 16)
+
+
+def stream_early(N: int, tile_m: int, M: int | None, pdl=False, in_dtype: str = "fp8") -> bool:
+    """Whether the heuristic's stream-K kernel is ``streamk="early"`` on 64-row tiles: when no width of whole tiles
+    fills the SMs and 64-row tiles are at least one per SM (a block then takes at least a tile's K stages on a
+    full grid); 8-bit weights up to 32 tokens without PDL (where it was measured: 10240 x 8192, docs/gemm.md)."""
+    if not STREAM_EARLY or N % PANEL_N or tile_m > 32 or pdl or ELEM_BYTES[in_dtype] != 1:
+        return False
+    whole = any(STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, 16 if M is None else M) <= NUM_SMS
+                for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128))  # fmt: skip
+    return not whole and _stream_fill(N, tile_m, PANEL_N, 16 if M is None else M) >= NUM_SMS
+
+
+def stream_cluster(N: int, K: int, tile_m: int, M: int | None, in_dtype: str, pdl=False) -> bool:
+    """Whether the heuristic's stream kernel splits each 64-row tile's K over a cluster of two blocks
+    (``cluster_k=2``): 8-bit weights, up to 32 tokens, no PDL, when the 64-row tiles do not fill the SMs but twice
+    as many blocks do (4096 x 4096: 64 tiles, 128 blocks), with an even number of 256-byte K stages. Measured
+    (docs/gemm.md, session ``dec``): 4096 x 4096 at M = 16 / 32 6.60 / 6.84 µs against 7.23 / 7.55."""
+    if not STREAM_CLUSTER or ELEM_BYTES[in_dtype] != 1 or tile_m > 32 or pdl or N % PANEL_N or K % 512:
+        return False
+    tiles = _stream_fill(N, tile_m, PANEL_N, 16 if M is None else M)
+    return tiles < STREAM_WHOLE * NUM_SMS and STREAM_WHOLE * NUM_SMS <= 2 * tiles <= NUM_SMS
 
 
 def stream_blocks(N: int, tile_m: int, tile_n: int, M: int | None) -> int:
@@ -335,6 +373,9 @@ def make_config(
     max_blocks: int | None = None,
     schedule: str | None = None,
     pdl=False,
+    streamk: str | None = None,
+    cluster_k: int | None = None,
+    prefill: bool | None = None,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -345,6 +386,16 @@ def make_config(
     ``"cooperative"`` (the consumer warpgroups share each tile) or ``"pingpong"`` (each of two consumer
     warpgroups takes whole tiles in turn, one's epilogue under the other's mainloop); default: ping-pong for
     128x128 and 64x256 tiles, cooperative for the others (:func:`default_schedule`).
+
+    ``streamk`` (stream path): ``"arrive"`` (the default: the last block to arrive at a split tile sums its
+    partials) or ``"early"`` (each block works its tiles last first, so that the head of a split tile is done
+    and published at a block's start and the block holding its tail adds it before its own last stage; a
+    block then takes at least a tile's K stages, so that no tile is split over more than two blocks).
+    ``prefill`` (stream path): thread 0 issues the ring's first pass right after initializing the mbarriers
+    (default :data:`STREAM_PREFILL`). ``cluster_k`` (stream path): each tile is one thread block cluster of that
+    many blocks (2 or 4), block ``r`` taking the ``r``-th share of K; the partials are summed through distributed
+    shared memory (no stream-K, no workspace round trips); the tile's K stages and its ``tile_m / 4`` value pairs
+    must divide by it.
 
     ``pdl``: the launch the tiles are for (the heuristic's mma decode tile keeps 16 rows under PDL: round 2
     and the final round measured the 8-row tile 0.5 µs slower there).
@@ -370,9 +421,9 @@ def make_config(
     for name, v in (("stages", stages), ("max_blocks", max_blocks)):
         if v is not None and (type(v) is not int or v < 1):
             raise ValueError(f"{name} must be a positive int, got {v!r}")
-    decode_mma = path is None and tile_m is None and heuristic_path(M, N, K, in_dtype) == "mma"
+    decode_mma = path is None and tile_m is None and heuristic_path(M, N, K, in_dtype, pdl) == "mma"
     if path is None:
-        path = heuristic_path(M, N, K, in_dtype) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
+        path = heuristic_path(M, N, K, in_dtype, pdl) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
     hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path, pdl)
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
@@ -381,6 +432,12 @@ def make_config(
         raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {schedule!r}")
     if schedule == "pingpong" and path != "wgmma":
         raise ValueError("schedule='pingpong' applies to the wgmma path")
+    if cluster_k not in (None, 1, 2, 4):
+        raise ValueError(f"cluster_k must be 1, 2 or 4, got {cluster_k!r}")
+    if (cluster_k or 1) > 1 and path != "stream":
+        raise ValueError(f"cluster_k={cluster_k} applies to the stream path")
+    if streamk is not None and path != "stream":
+        raise ValueError(f"streamk={streamk!r} applies to the stream path (its split tiles)")
     if path == "mma" and max_blocks is not None:
         raise ValueError("max_blocks applies to the stream and wgmma paths (their persistent grids); the mma path's "
                          "grid is one block per tile")  # fmt: skip
@@ -389,10 +446,30 @@ def make_config(
             raise ValueError(
                 f"warps=(...) applies to the mma path; the {path} path has one producer and consumer warpgroups"
             )
+        if streamk not in (None, "arrive", "early"):
+            raise ValueError(f"streamk must be 'arrive' or 'early', got {streamk!r}")
+        if prefill is not None and path != "stream":
+            raise ValueError("prefill applies to the stream path (its ring)")
         if path == "stream":
             if c_store not in (None, "direct"):
                 raise ValueError(f"c_store={c_store!r}: the stream path stores C directly from registers")
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
+            cfg = cfg._replace(prefill=STREAM_PREFILL if prefill is None else bool(prefill))
+            auto_rows = given[1] is None and cfg.tile_n == PANEL_N and cfg.tile_k * cfg.elem_bytes == 2 * ATOM_BYTES
+            if cluster_k is None and streamk is None and auto_rows and stream_cluster(N, K, cfg.tile_m, M, in_dtype,
+                                                                                      pdl):  # fmt: skip
+                cluster_k = 2  # the heuristic's choice (its 64-row tiles came from stream_cluster too)
+            elif streamk is None and cluster_k is None and auto_rows and stream_early(N, cfg.tile_m, M, pdl, in_dtype):
+                streamk = "early"  # the heuristic's choice (its 64-row tiles came from stream_early too)
+            if streamk == "early":
+                cfg = _early_config(cfg, stages)
+            if (cluster_k or 1) > 1:
+                if streamk == "early" or cfg.iters % cluster_k or (cfg.tile_m // 4) % cluster_k:
+                    raise ValueError(
+                        f"cluster_k={cluster_k}: {cfg.describe()} needs K stages ({cfg.iters}) and value "
+                        f"pairs (tile_m / 4 = {cfg.tile_m // 4}) divisible by it, and no streamk='early'"
+                    )
+                return _reserve(cfg._replace(cluster_k=cluster_k), stages, cluster_recv_bytes(cfg, cluster_k))
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
@@ -540,6 +617,31 @@ def _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, 
                       "direct", blocks, STREAM_MIN_ITERS)  # fmt: skip
 
 
+def early_head_bytes(cfg: GemmConfig) -> int:
+    """Shared bytes of the split tiles' heads under ``streamk="early"`` (the one fetched, the one published):
+    ``tile_m / 2`` accumulators per consumer thread each, and their mbarriers."""
+    return 2 * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2) * 4 + 16
+
+
+def cluster_recv_bytes(cfg: GemmConfig, cluster_k: int) -> int:
+    """Shared bytes a ``cluster_k`` block receives: the other blocks' shares of its value pairs, and an mbarrier."""
+    return (cluster_k - 1) * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2 // cluster_k) * 4 + 16
+
+
+def _reserve(cfg: GemmConfig, stages: int | None, extra: int) -> GemmConfig:
+    """``cfg`` with a ring that leaves ``extra`` bytes of shared memory (``stages`` when they still fit)."""
+    stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
+    fit = max(2, min(STREAM_MAX_STAGES, (SMEM_LIMIT - 1024 - 16 - extra) // (stage_bytes + 16)))
+    return cfg._replace(stages=_stages(stages, fit))
+
+
+def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:
+    """``cfg`` with ``streamk="early"``: a block takes at least a tile's K stages, and its ring leaves room for the
+    copies of the split tiles' heads (``tile_m / 2`` values per consumer thread each)."""
+    cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
+    return _reserve(cfg, stages, early_head_bytes(cfg))
+
+
 SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block
 
 
@@ -552,7 +654,8 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
         raise ValueError(f"min_blocks={min_blocks!r}: the mma and stream paths take 1..32 blocks per SM")
     if cfg.path == "stream":
         stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
-        budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16
+        budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16 - (early_head_bytes(cfg) if cfg.streamk == "early" else 0)
+        budget -= cluster_recv_bytes(cfg, cfg.cluster_k) if cfg.cluster_k > 1 else 0
         if budget < 2 * (stage_bytes + 16):
             raise ValueError(f"min_blocks={min_blocks}: two stages of {cfg.describe()} do not fit {min_blocks} "
                              "blocks per SM")  # fmt: skip

@@ -75,6 +75,9 @@ def compile_preshuffle_gemm(
     pdl: bool = False,
     b_smem: int | None = None,
     b_cache: str | None = None,
+    streamk: str | None = None,
+    cluster_k: int | None = None,
+    prefill: bool | None = None,
     **amd_only,
 ):
     """Build the launcher (see the module docstring). ``path`` (``"mma"``, ``"wgmma"``, ``"stream"``) and
@@ -95,8 +98,12 @@ def compile_preshuffle_gemm(
     (``cp.async.bulk.prefetch.L2``): nothing is read into the SM before the previous kernel has completed, so no
     promise about B is needed. ``b_smem`` (mma path): the weight bytes of the first ``b_smem`` K iterations are
     bulk-copied into shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_config.with_b_smem`).
-    ``b_cache`` (mma path): the cache hint of the weight's loads (``"cg"``: L2 only, so that the weight streaming
-    past does not evict the activations from L1; ``"cs"``: evict first).
+    ``streamk`` (stream path): how split tiles are reduced, ``"arrive"`` (default) or ``"early"``
+    (:func:`~kernels.gemm.gemm_config.make_config`); ``cluster_k`` (stream path, 2 or 4): each tile's K split
+    over a thread block cluster, reduced in distributed shared memory; ``prefill`` (stream path): the ring's
+    first pass issued right after the mbarriers' init. ``b_cache`` (mma path): the cache hint
+    of the weight's loads (``"cg"``: L2 only, so that the weight streaming past does not evict the activations
+    from L1; ``"cs"``: evict first).
 
     The stream path's launcher takes a trailing ``arg_workspace`` (int32 zeros, ``launch.workspace_words``
     of them) for its split-K reduction; it defaults to a buffer made with the launcher (on the GPU when the
@@ -135,6 +142,9 @@ def compile_preshuffle_gemm(
         max_blocks=max_blocks,
         schedule=schedule,
         pdl=pdl,
+        streamk=streamk,
+        cluster_k=cluster_k,
+        prefill=prefill,
     )
     if min_blocks is None and pdl is True and cfg.path == "stream" and stages is None:
         min_blocks = stream_pdl_min_blocks(cfg) if stream_pdl_min_blocks(cfg) > 1 else None

@@ -93,9 +93,15 @@ class StreamK:
         """The arrival counter of the split tile whose first block is ``fb`` (an Int32 pointer)."""
         return ws.iterator.recast(fx.Int32) + fb
 
+    def slot_base(self, ws, dt, slot):
+        """The first word of partial slot ``slot`` (a pointer to ``dt``): ``slot_words`` contiguous words."""
+        return (ws.iterator.recast(fx.Int32) + COUNTER_WORDS).recast(dt) + slot * self.slot_words
+
+    def _offset(self, c, j, t):
+        return ((c * (self.vals // 4) + j) * self.threads + t) * 4
+
     def _chunk(self, ws, dt, slot, c, j, t):
-        parts = (ws.iterator.recast(fx.Int32) + COUNTER_WORDS).recast(dt)
-        return parts + ((slot * self.consumers + c) * (self.vals // 4) + j) * self.threads * 4 + t * 4
+        return self.slot_base(ws, dt, slot) + self._offset(c, j, t)
 
     def publish(self, ws, acc, slot, c, t) -> None:
         """Store thread ``t`` of consumer ``c``'s accumulators ``acc`` (a Vector of ``vals``) in ``slot``."""
@@ -106,4 +112,14 @@ class StreamK:
         """Thread ``t`` of consumer ``c``'s accumulators in ``slot`` (read from L2: ``ld.global.cg``)."""
         chunks = [self._chunk(ws, dt, slot, c, j, t).load(vec_width=4, align=16, cache="cg")
                   for j in range(self.vals // 4)]  # fmt: skip
+        return fx.Vector.from_elements([x for v in chunks for x in v], dt)
+
+    def publish_at(self, base, acc, c, t) -> None:
+        """:meth:`publish` into a copy of a slot at ``base`` (shared memory)."""
+        for j in fx.range_constexpr(self.vals // 4):
+            (base + self._offset(c, j, t)).store(acc[4 * j : 4 * j + 4], align=16)
+
+    def partial_at(self, base, dt, c, t):
+        """Thread ``t`` of consumer ``c``'s accumulators in a copy of a slot at ``base`` (shared memory)."""
+        chunks = [(base + self._offset(c, j, t)).load(vec_width=4, align=16) for j in range(self.vals // 4)]
         return fx.Vector.from_elements([x for v in chunks for x in v], dt)

@@ -85,6 +85,10 @@ def test_knobs_are_rejected_where_they_do_not_apply():
                                                                     "mbarrier.try_wait"]),
     (dict(path="stream", pdl=True, min_blocks=2), [".minnctapersm 2", "griddepcontrol.wait"]),
     (dict(path="mma"), []),
+    (dict(path="stream", tile_n=64, streamk="early"), ["atom.global.or.b32", "atom.global.exch.b32", "fence.sc.gpu"]),
+    (dict(path="stream", tile_n=64, cluster_k=2), [".reqnctapercluster 2, 1, 1", "barrier.cluster.arrive.relaxed",
+                                                   "barrier.cluster.wait", "mapa",
+                                                   "st.async.shared::cluster.mbarrier::complete_tx::bytes"]),
 ])  # fmt: skip
 def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
     for k, v in {"COMPILE_ONLY": "1", "FLYDSL_DUMP_IR": "1", "FLYDSL_DUMP_DIR": str(tmp_path),
@@ -100,12 +104,14 @@ def test_ptx_of_the_knobs(kw, want, tmp_path, monkeypatch):
     for s in want:
         assert s in ptx, s
     if not want or "pdl" not in kw:
-        assert "griddepcontrol" not in ptx and ("minnctapersm" not in ptx or "min_blocks" in kw)
+        # (the stream path's one block per SM, for setmaxnreg, is .minnctapersm 1)
+        assert "griddepcontrol" not in ptx and (".minnctapersm 2" not in ptx or "min_blocks" in kw)
     ptxas = shutil.which("ptxas")
     if ptxas:
         out = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx_path), "-o", str(tmp_path / "k.cubin")],
                              capture_output=True, text=True)  # fmt: skip
         assert out.returncode == 0 and "0 bytes spill stores" in out.stdout + out.stderr, out.stderr
+        assert "C7515" not in out.stdout + out.stderr, out.stderr  # wgmmas not serialized by ptxas
 
 
 @pytest.mark.gpu
@@ -150,6 +156,24 @@ def test_stream_late_operands_probe_interpreter(M, interpreter):
     assert res.ok and res.guard_ok, res
 
 
+@pytest.mark.parametrize("probe,ck,early", [("b", 0, 0), ("mma", 0, 0), ("nored", 0, 0), ("b", 2, 0), ("mma", 2, 0),
+                                            ("b", 0, 1), ("mma", 0, 1)])  # fmt: skip
+def test_stream_probes_interpreter(probe, ck, early, interpreter):
+    """The stream path's probe kernels (``benchmarks/decode_ladder.py --plan stream``) run on whole and split
+    tiles, on cluster tiles (``ck``) and in the ``early`` order: ``b`` and ``mma`` write nothing (rows past M untouched, C wrong), ``nored`` stores each segment's
+    partial (C wrong where tiles are split), and an unknown probe is refused."""
+    from kernels.gemm.gemm_stream import build_stream_gemm
+
+    cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=3, path="stream", tile_m=8, tile_n=64,
+                                  tile_k=128, max_blocks=4 if early else 10, cluster_k=ck or None,
+                                  streamk="early" if early else None).gemm_config  # fmt: skip
+    res = run_gemm("fp8", 3, 128, 1024, launch_fn=build_stream_gemm(cfg, probe=probe), cuda=False,
+                   log=lambda *a, **k: None)  # fmt: skip
+    assert res.guard_ok and not res.ok, res
+    with pytest.raises(ValueError, match="probe"):
+        build_stream_gemm(cfg, probe="epilogue")
+
+
 def test_ladder_configurations_build():
     """Every rung and candidate of benchmarks/decode_ladder.py makes its configuration (a typo fails here, not
     on the H200)."""
@@ -160,9 +184,14 @@ def test_ladder_configurations_build():
         LATE,
         PDL_CHECKS,
         PROBE_STEPS,
+        STREAM_PLAN,
+        STREAM_PLAN2,
+        STREAM_PLAN3,
+        STREAM_PLAN4,
         SWEEP,
         late_launcher,
         probe_launcher,
+        stream_probe_launcher,
     )
 
     for pdl in (False, True):
@@ -170,6 +199,11 @@ def test_ladder_configurations_build():
             assert probe_launcher(4096, 4096, 16, step, pdl).gemm_config.path == "mma"
     for N, K, M, v in LATE:
         late_launcher(N, K, M, v)
+    for N, K, M, v, probe in STREAM_PLAN + STREAM_PLAN2 + STREAM_PLAN3 + STREAM_PLAN4:
+        if M and probe:
+            assert stream_probe_launcher(N, K, M, v, probe).gemm_config.path == "stream"
+        elif M:
+            compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N))
     for N, K, M, v, _ in PDL_CHECKS:
         assert compile_preshuffle_gemm(N=N, K=K, in_dtype="fp8", M=M, **variant_kwargs(v, M, N)).gemm_config.pdl
     from benchmarks import gemm_decode_round as final

@@ -129,6 +129,108 @@ def test_stream_k_schedule_invariants(tiles, iters, max_blocks, min_iters):
         assert len(mine) == len(set(mine)) <= 2
 
 
+# (M, N, K in 8-bit elements, tiles, max_blocks): split tiles under streamk="early" (a block takes >= a tile)
+EARLY_CASES = [
+    (21, 128, 1024, (8, 64, 128), 4),  # 6 tiles of 8 stages over 4 blocks of 12: heads and tails
+    (40, 256, 1024, (16, 128, 256), 3),  # two consumers, two K atoms a stage: 6 tiles of 4 over 3 blocks of 8
+    (9, 128, 512, (16, 32, 128), 3),  # 32-row tiles: 4 tiles of 4 stages over 3 blocks of 6
+    (5, 64, 256, (8, 64, 128), 7),  # one tile, one block (q = its 2 stages)
+]
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("M,N,K,tiles,max_blocks", EARLY_CASES,
+                         ids=[f"M{c[0]}-N{c[1]}-t{'x'.join(map(str, c[3]))}-b{c[4]}" for c in EARLY_CASES])  # fmt: skip
+def test_stream_early_split_interpreter(in_dtype, M, N, K, tiles, max_blocks, interpreter):
+    """``streamk="early"``: every block works its tiles last first; a split tile's head is published at its
+    block's start and its finisher (the block holding the tail) starts its sum from it — right for every
+    in_dtype, rows past M untouched, the flags back at zero, the same bits on a second launch."""
+    e = 1 if in_dtype in ("fp8", "int8") else 2
+    tm, tn, tk = tiles
+    fn = compile_preshuffle_gemm(N=N, K=K // e, tile_m=tm, tile_n=tn, tile_k=tk // e, in_dtype=in_dtype,
+                                 path="stream", max_blocks=max_blocks, streamk="early")  # fmt: skip
+    assert fn.gemm_config.min_iters >= fn.gemm_config.iters and "heads first" in fn.gemm_config.describe()
+    outs = []
+    for _ in range(2):
+        res = run_gemm(in_dtype, M, N, K // e, launch_fn=fn, cuda=False, seed=M + K)
+        assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+        assert not np.asarray(fn.workspace)[:COUNTER_WORDS].any()
+        outs.append(res)
+    assert outs[0].rel_err == outs[1].rel_err
+
+
+@pytest.mark.parametrize(
+    "tiles,iters,max_blocks", list(itertools.product((1, 3, 64, 160, 448), (1, 4, 32, 64), (7, 132)))
+)
+def test_stream_k_early_schedule(tiles, iters, max_blocks):
+    """With a block taking at least a tile's stages (``streamk="early"``) no tile spans more than two blocks, and
+    with each block's tiles worked last first, a split tile's finisher (the block holding its tail, working it
+    last) is done within one quantum in lock step: its wait for the head (the first thing the block before it
+    works) adds nothing beyond a block's share."""
+    sk, q, grid, segs = _schedule(tiles, iters, max_blocks, iters)
+    assert q >= iters
+    for t, ss in segs.items():
+        assert len(ss) <= 2
+        if len(ss) == 2:
+            (fb, h_lo, h_hi), (lb, t_lo, t_hi) = ss
+            assert lb == fb + 1 and h_lo == 0 and t_lo == h_hi and t_hi == iters
+            _, it0, it1 = (int(x) for x in sk.block_range(tiles, lb))
+            before_tail = (it1 - it0) - (t_hi - t_lo)
+            assert max(before_tail, h_hi) + (t_hi - t_lo) <= q, (t, ss, q)
+
+
+# (M, N, K in 8-bit elements, tiles, cluster_k): each tile's K over a cluster, reduced in distributed shared memory
+CLUSTER_CASES = [
+    (3, 128, 1024, (8, 64, 128), 2),  # 2 tiles x 2 blocks, 8-token tile (one value pair per block)
+    (21, 128, 1024, (16, 64, 256), 4),  # 2 token tiles x 2 panels x 4 blocks, two K atoms a stage
+    (9, 128, 512, (16, 32, 128), 2),  # 32-row tiles (half an m64 tile stored)
+    (40, 256, 1024, (32, 128, 256), 4),  # two consumer warpgroups
+]
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("M,N,K,tiles,ck", CLUSTER_CASES,
+                         ids=[f"M{c[0]}-N{c[1]}-t{'x'.join(map(str, c[3]))}-c{c[4]}" for c in CLUSTER_CASES])  # fmt: skip
+def test_stream_cluster_k_interpreter(in_dtype, M, N, K, tiles, ck, interpreter):
+    """``cluster_k``: block ``r`` of a tile's cluster takes the ``r``-th share of its K stages; the partials meet
+    in distributed shared memory, each block summing and storing its share of the value pairs — right for
+    every in_dtype, rows past M untouched, no workspace used."""
+    res = _run(in_dtype, M, N, K, tiles, None, seed=M + 3, cluster_k=ck)
+    assert f"clusters of {ck}" in res.config, res.config
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("kw", [dict(max_blocks=10), dict(max_blocks=4, streamk="early"), dict(cluster_k=2),
+                                dict(max_blocks=10, pdl=True)], ids=["arrive", "early", "c2", "pdl"])  # fmt: skip
+def test_stream_prefill_interpreter(in_dtype, kw, interpreter):
+    """``prefill``: thread 0 issues the ring's first pass (B and A) right after the mbarriers' init; the producer
+    goes on from the next stage — right with split tiles, early heads, clusters (and ignored under PDL, which
+    issues the first pass before griddepcontrol.wait)."""
+    res = _run(in_dtype, 21, 128, 1024, (8, 64, 128), kw.pop("max_blocks", None), seed=5, prefill=True, **kw)
+    assert ("prefilled" in res.config) != bool(kw.get("pdl")), res.config
+    assert res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
+@pytest.mark.parametrize("kw", [dict(max_blocks=4, streamk="early"), dict(cluster_k=2)], ids=["early", "c2"])
+@pytest.mark.parametrize("min_blocks", [None, 2])
+def test_stream_schedules_with_pdl_interpreter(kw, min_blocks, interpreter):
+    """The early and cluster schedules built for programmatic dependent launch (their heads' warps and the
+    consumers wait for the previous kernel before the workspace; with two blocks per SM the ring leaves room for
+    the heads / the other blocks' shares)."""
+    res = _run("fp8", 21, 128, 1024, (8, 64, 128), kw.pop("max_blocks", None), seed=6, pdl=True,
+               min_blocks=min_blocks, **kw)  # fmt: skip
+    assert "PDL" in res.config and res.guard_ok and res.ok and res.rel_err < 2**-7, res
+
+
+def test_stream_cluster_k_rejected():
+    for kw, match in [({"cluster_k": 3}, "1, 2 or 4"), ({"cluster_k": 2, "path": "mma"}, "stream path"),
+                      ({"cluster_k": 4, "tile_m": 8}, "divisible"), ({"cluster_k": 2, "streamk": "early"}, "early")]:  # fmt: skip
+        kw = {"path": "stream", "tile_m": 16, "tile_n": 64, "tile_k": 256, **kw}
+        with pytest.raises(ValueError, match=match):
+            compile_preshuffle_gemm(N=256, K=1024, **kw)
+
+
 def test_stream_config_mapping_and_rejection():
     import warnings
 
@@ -144,6 +246,10 @@ def test_stream_config_mapping_and_rejection():
             compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="stream", **kw)
     with pytest.raises(ValueError, match="max_blocks applies"):
         compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="mma", max_blocks=4)
+    with pytest.raises(ValueError, match="streamk"):
+        compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="mma", streamk="early")
+    with pytest.raises(ValueError, match="streamk"):
+        compile_preshuffle_gemm(N=256, K=512, path="stream", streamk="late")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -159,6 +265,37 @@ def test_stream_gpu(in_dtype, M, N, K):
     e = 1 if in_dtype in ("fp8", "int8") else 2
     res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream")
     assert res.config.startswith("stream") and res.ok and res.guard_ok, res
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize("M,N,K,tile_n,tile_k", [(1, 10240, 8192, 64, 256), (33, 10240, 8192, 64, 128),
+                                                 (33, 7168, 2048, 32, 128)])  # fmt: skip
+def test_stream_early_gpu(in_dtype, M, N, K, tile_n, tile_k):
+    """``streamk="early"`` on the H200 (finishers spin on their head's flag): right, rows past M untouched, in a
+    CUDA graph too, and the flags back at zero after the launches."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    e = 1 if in_dtype in ("fp8", "int8") else 2
+    fn = compile_preshuffle_gemm(N=N, K=K // e, tile_n=tile_n, tile_k=tile_k // e, in_dtype=in_dtype, M=M,
+                                 path="stream", streamk="early")  # fmt: skip
+    res = run_gemm(in_dtype, M, N, K // e, launch_fn=fn, cuda=True, graph_check=True)
+    assert res.ok and res.guard_ok, res
+    torch.cuda.synchronize()
+    assert int(fn.workspace[:COUNTER_WORDS].abs().sum()) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("in_dtype", IN_DTYPES)
+@pytest.mark.parametrize(
+    "M,N,K,tile_n,ck", [(1, 4096, 4096, 64, 2), (33, 4096, 4096, 128, 4), (16, 10240, 8192, 64, 2)]
+)
+def test_stream_cluster_k_gpu(in_dtype, M, N, K, tile_n, ck):
+    """``cluster_k`` on the H200: right, rows past M untouched, in a CUDA graph too."""
+    e = 1 if in_dtype in ("fp8", "int8") else 2
+    res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream", tile_n=tile_n, cluster_k=ck)
+    assert f"clusters of {ck}" in res.config and res.ok and res.guard_ok, res
 
 
 def test_gpu_check_variants_build_for_every_problem():

@@ -302,29 +302,38 @@ def test_heuristic_and_defaults(interpreter):
 
     def cfg(N, K, dt, M=None, **kw):
         c = compile_preshuffle_gemm(N=N, K=K, in_dtype=dt, M=M, **kw).gemm_config
-        extra = (c.max_blocks,) if c.path == "stream" else (c.stages, c.schedule) if c.path == "wgmma" else ()
+        extra = ((c.max_blocks,) + ((c.cluster_k,) if c.cluster_k else ()) + ((c.streamk,) if c.streamk else ())
+                 if c.path == "stream" else (c.stages, c.schedule) if c.path == "wgmma" else ())  # fmt: skip
         return (c.path, c.tile_m, c.tile_n, c.tile_k) + extra
 
-    # decode of a 16-MB weight with long rows (fp8 4096 x 4096, M <= 16): the mma path starts streaming sooner;
-    # 8-row tiles up to M = 8, the weight's loads evict-first (this session's round 2)
-    assert cfg(4096, 4096, "fp8") == ("mma", 16, 16, 1024)
+    # decode of a 16-MB weight with long rows (fp8 4096 x 4096, M <= 8): the mma path starts streaming sooner;
+    # 8-row tiles up to M = 8, the weight's loads evict-first (round 2 of the decode session)
     assert cfg(4096, 4096, "int8", 1) == ("mma", 8, 16, 1024)
     assert cfg(4096, 4096, "fp8", 8) == ("mma", 8, 16, 1024)
     assert cfg(4096, 4096, "fp8", 1, pdl=True) == ("mma", 16, 16, 1024)  # under PDL the 16-row tile
-    assert compile_preshuffle_gemm(N=4096, K=4096, M=16).gemm_config.b_cache == "cs"
+    assert cfg(4096, 4096, "fp8", 16, pdl=True) == ("mma", 16, 16, 1024)
+    assert compile_preshuffle_gemm(N=4096, K=4096, M=8).gemm_config.b_cache == "cs"
+    # ... above 8 rows (and unknown M: 16) the stream path's 64-row tiles, each tile's K over a cluster of two
+    # blocks (128 blocks; session dec, round 3: 6.60 / 6.84 us at M = 16 / 32 against 7.23 / 7.55)
+    assert cfg(4096, 4096, "fp8") == ("stream", 16, 64, 256, 132, 2)
+    assert cfg(4096, 4096, "int8", 32) == ("stream", 32, 64, 256, 132, 2)
+    assert compile_preshuffle_gemm(N=4096, K=4096, M=16).gemm_config.prefill
     assert compile_preshuffle_gemm(N=4096, K=4096, tile_m=16, tile_n=16, tile_k=1024).gemm_config.b_cache == ""
     # PDL on the stream path: two blocks per SM when the halved ring holds more than half of a tile's K stages
     assert compile_preshuffle_gemm(N=7168, K=2048, M=16, pdl=True).gemm_config.min_blocks == 2
     assert compile_preshuffle_gemm(N=7168, K=2048, M=32, pdl=True).gemm_config.min_blocks == 0
     assert compile_preshuffle_gemm(N=4096, K=4096, M=32, pdl=True).gemm_config.min_blocks == 0
     assert compile_preshuffle_gemm(N=10240, K=8192, M=1, pdl=True).gemm_config.min_blocks == 0
-    assert cfg(4096, 4096, "fp8", 32) == ("stream", 32, 32, 256, 128)  # whole tiles: 128 of 32 rows
+    assert cfg(4096, 4096, "fp8", 32, pdl=True) == ("stream", 32, 32, 256, 128)  # whole tiles: 128 of 32 rows
     assert cfg(4096, 4096, "bf16", 8) == ("stream", 8, 32, 128, 128)  # 32 MB: the stream path
     assert cfg(7168, 2048, "fp8", 8) == ("stream", 8, 64, 256, 112)  # K = 2 KB: the stream path's 112 tiles
     assert cfg(7168, 2048, "int8", 32) == ("stream", 32, 64, 256, 112)
-    # no whole-tile fit: stream-K on 128-row tiles while they make >= 66 tiles (10240: 80), else 64 rows
-    assert cfg(10240, 8192, "fp8", 1) == ("stream", 8, 128, 256, 132)
-    assert cfg(10240, 8192, "fp8", 32) == ("stream", 32, 128, 256, 132)  # two atoms: a ring of 5 fits
+    # no whole-tile fit: 8-bit, up to 32 tokens, 64-row tiles at least one per SM: stream-K with the split tiles'
+    # heads first (session dec: 10240 x 8192 1.2-2.3 us faster); else on 128-row tiles while they make >= 66
+    # tiles (10240: 80), else 64 rows
+    assert cfg(10240, 8192, "fp8", 1) == ("stream", 8, 64, 256, 132, "early")
+    assert cfg(10240, 8192, "int8", 32) == ("stream", 32, 64, 256, 132, "early")
+    assert cfg(10240, 8192, "fp8", 32, pdl=True) == ("stream", 32, 128, 256, 132)  # two atoms: a ring of 5 fits
     assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 128, 128, 132)
     assert cfg(4096, 4096, "fp8", 64) == ("stream", 64, 64, 256, 132)  # 64 tiles split over 132 blocks
     # above 64 rows the wgmma path: cooperative 64-row tiles at M = 128 / 256 (one wave), ping-pong 128x128
@@ -465,11 +474,13 @@ def test_ptx_has_no_spills_and_uses_tensor_cores(tmp_path):
         pytest.skip("ptxas not installed")
     nv_bin = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "nvidia", "cu13", "bin")
     cuobjdump = shutil.which("cuobjdump") or shutil.which("cuobjdump", path=nv_bin)
-    runs = [  # (in_dtype, M, N, K bytes, tiles, SASS): the decode defaults (7168 x 2048: the stream path,
-        # 4096 x 4096: the mma path), FlyDSL's decode tiles, large M (cooperative 128x256, ping-pong 128x128)
+    runs = [  # (in_dtype, M, N, K bytes, tiles, SASS): the decode defaults (7168 x 2048 and 4096 x 4096 at M = 16:
+        # the stream path, 4096 x 4096 at M = 8: the mma path), FlyDSL's decode tiles, large M (cooperative
+        # 128x256, ping-pong 128x128)
         ("fp8", "16", 7168, 2048, (), "QGMMA"),
         ("int8", "16", 7168, 2048, (), "IGMMA"),
-        ("fp8", "16", 4096, 4096, (), "HMMA"),
+        ("fp8", "16", 4096, 4096, (), "QGMMA"),
+        ("fp8", "8", 4096, 4096, (), "HMMA"),
         ("int8", "16", 4096, 4096, ("16", "16", "1024"), "IMMA"),
         ("fp8", "4096", 4096, 4096, (), "QGMMA"),
         ("bf16", "4096", 4096, 4096, ("128", "128", "64"), "HGMMA"),
