@@ -40,6 +40,8 @@ _S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
 _PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
 _PAIR_PCS = {**_PAIR_CS, "persist": 1}
 E16 = {"onchip_threads": 1024, "elems_per_thread": 16}  # 1024 threads x 16 values per chunk
+_LS = {"stream": True, "cache_hint": "cs", "max_registers": 0}  # LayerNorm's stream plan, streaming hints
+_LS512 = {**_LS, "stream_threads": 512, "stream_values": 8, "stream_kept": 64, "max_registers": 128}
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -140,6 +142,29 @@ VARIANTS = {
     "o512e8": {"onchip_threads": 512, "elems_per_thread": 8, "max_registers": 64},
     # the LayerNorm f32 long-row plan before the lnmc rounds (1024 threads x 32 values per chunk, 32 kept)
     "e32": {"onchip_threads": 1024, "elems_per_thread": 32, "kept_values": 32},
+    # LayerNorm's stream plan (kernels/norm/row_stream.py, softmax's ring schedule): a persistent block per SM, the
+    # next row's chunks loaded into each kept chunk's registers and staged slot as soon as this row's output frees
+    # them; chunks of 8 or 16 values per thread, ``k``: values per thread in registers (default 32), ``a``: W and B
+    # loaded a chunk ahead (the first chunk's through the reduction), ``nc``: no streaming hints on X and Y, ``c``: a
+    # block's last next row clamped to the last row, so the kept chunks' loads are unpredicated and carry the hint;
+    # ``ls512``: blocks of 512 threads with up to 128 registers (64 values kept)
+    "ls8": {**_LS, "stream_values": 8, "stream_kept": 32},
+    "ls8c": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_clamp": True},
+    "ls8k16c": {**_LS, "stream_values": 8, "stream_kept": 16, "stream_clamp": True},
+    "ls8k24c": {**_LS, "stream_values": 8, "stream_kept": 24, "stream_clamp": True},
+    "ls16c": {**_LS, "stream_values": 16, "stream_kept": 32, "stream_clamp": True},
+    "ls512c": {**_LS512, "stream_clamp": True},
+    "ls8a": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_wb_ahead": True},
+    "ls8k16": {**_LS, "stream_values": 8, "stream_kept": 16},
+    "ls8k24": {**_LS, "stream_values": 8, "stream_kept": 24},
+    "ls8k0": {**_LS, "stream_values": 8, "stream_kept": 0},  # 16-bit rows: everything staged
+    "ls8nc": {**_LS, "stream_values": 8, "stream_kept": 32, "cache_hint": ""},
+    "ls16": {**_LS, "stream_values": 16, "stream_kept": 32},
+    "ls16k16": {**_LS, "stream_values": 16, "stream_kept": 16},  # 16-bit rows (f32: 3 staged 64 KB chunks)
+    "ls512": _LS512,
+    "ls512a": {**_LS512, "stream_wb_ahead": True},
+    "ls512k32": {**_LS512, "stream_kept": 32},
+    "ls512v16": {**_LS512, "stream_values": 16},
 }
 
 
@@ -150,6 +175,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
     """Whether variant ``name`` is timed at ``M x N`` (of ``dt``, for ``kernel``, where they are given)."""
     if name in SOFTMAX_ONLY and kernel not in (None, "softmax"):
         return False
+    if name.startswith("ls"):  # LayerNorm's stream plan: rows over 32K (16-bit only: all staged, 16 kept)
+        return kernel in (None, "layernorm") and N > 32768 and (name not in ("ls8k0", "ls16k16") or dt != "f32")
     if name == "r3":
         return N >= 16384
     if name in ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "again"):
@@ -410,6 +437,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
 
 GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384],
           "rows128k": [s for s in LONG if s[1] * (4 if s[2] == "f32" else 2) == 131072]}  # fmt: skip
+GROUPS["rows64k"] = sorted([s for s in LONG if s[1] == 65536], key=lambda s: s[2] != "f32")  # 64K f32, 64K bf16
 GROUPS["long64"] = sorted(GROUPS["long32"], key=lambda s: (-s[1], s[2] != "f32"))  # 64K f32 first, then 64K bf16
 
 

@@ -41,6 +41,7 @@ from kernels.norm.norm_common import (
     with_register_cap,
 )
 from kernels.norm.pair_rows import each_pair, pair_grid
+from kernels.norm.row_stream import STREAM_OPTIONS, StreamOps, StreamPlan, plan_stream, stream_options, stream_rows
 
 __all__ = ["build_layernorm_module"]
 
@@ -69,6 +70,57 @@ LONG_ROWS: list = [
 ]
 
 
+def chunk_stats(frag, x, c):
+    """(count, mean, sum of squared deviations) of this thread's values ``x`` (f32) of chunk ``c``."""
+    mask = frag.lane_mask(c)
+    if mask is None:
+        n = fx.Float32(x.numel)
+        mean = tree_sum(x) * (1.0 / x.numel)
+        d = x - mean
+    else:  # values past the row's end were not loaded (they are 0): leave them out
+        n = tree_sum(mask.select(1.0, 0.0))
+        mean = tree_sum(x) / fx.max(n, 1.0)
+        d = mask.select(x - mean, 0.0)
+    return n, mean, tree_sum(d * d)
+
+
+class _LayerNormStream(StreamOps):
+    """LayerNorm's statistic and output over a streamed row (:class:`kernels.norm.row_stream.StreamOps`): each
+    chunk's (count, mean, M2) merged by Chan's rule, one reduction, then each chunk's output with its W and B
+    chunks, loaded at use or (``ahead``) a chunk ahead — the first chunk's through the reduction."""
+
+    def __init__(self, W, B, Y, n: int, eps: float, chunks: int, ahead: bool):
+        self.W, self.B, self.Y, self.n, self.eps, self.chunks, self.ahead = W, B, Y, n, eps, chunks, ahead
+        self.wb = None
+
+    def begin(self):
+        return fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0)
+
+    def chunk(self, state, x, frag, c):
+        return combine_mean_m2(state, chunk_stats(frag, x, c)), None, None
+
+    def _weights(self, frag, c):
+        return [frag.load(t, c, broadcast=True) for t in (self.W, self.B)]
+
+    def reduce(self, state, frag, plan, parity):
+        if self.ahead:
+            self.wb = self._weights(frag, 0)
+        _, mean, m2 = row_reduce(state, combine_mean_m2, plan, parity)
+        return mean, fx.rsqrt(m2 * (1.0 / self.n) + self.eps)
+
+    def output(self, frag, c, v, aux, stats):
+        wb = self.wb if self.ahead else self._weights(frag, c)
+        if self.ahead and c + 1 < self.chunks:
+            self.wb = self._weights(frag, c + 1)
+        w, b = (t.to(fx.Float32) for t in wb)
+        mean, rstd = stats
+        frag.store(self.Y, c, (v.to(fx.Float32) - mean) * rstd * w + b)
+
+
+# options that do not ask for a plan_rows plan: any other one given switches a stream default off
+NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_defaults", "max_registers"}
+
+
 def reduced_ahead(frag, empty):
     """The partial statistics a fragment starts from: those of the chunks a persistent pair reduced ahead
     (``pair_rows.PairFragments.ahead_stats``), else ``empty``."""
@@ -85,29 +137,26 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
     ``norm_common.plan_rows``."""
     dtype = DTYPES[dtype_str]
+    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
+        plan_options["stream"] = False  # options of another plan (persist, pair_rows...): not a stream default
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options), pairs=True
     )
+    wb_ahead = plan_options.pop("stream_wb_ahead", False)
+    streamed, stream_plan_options, plan_options = stream_options(plan_options)
     plan_options["weight_tensors"] = 2  # W and B
+
+    def make_plan(vec):
+        """The stream plan where asked for and its copies can be ``cp.async`` (4 bytes or more), else plan_rows'."""
+        if streamed and vec * dtype.width >= 32:
+            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
+        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
     @flyc.kernel
     def layernorm_kernel(
         X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
     ):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
-
-        def chunk_stats(frag, x, c):
-            """(count, mean, sum of squared deviations) of this thread's values of chunk c."""
-            mask = frag.lane_mask(c)
-            if fx.const_expr(mask is None):
-                n = fx.Float32(x.numel)
-                mean = tree_sum(x) * (1.0 / x.numel)
-                d = x - mean
-            else:  # values past the row's end were not loaded (they are 0): leave them out
-                n = tree_sum(mask.select(1.0, 0.0))
-                mean = tree_sum(x) / fx.max(n, 1.0)
-                d = mask.select(x - mean, 0.0)
-            return n, mean, tree_sum(d * d)
+        plan = make_plan(vec)
 
         def output(frag, c, x, mean, rstd):
             w = frag.load(W, c, broadcast=True).to(fx.Float32)
@@ -180,13 +229,16 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        if fx.const_expr(plan.paired):
+        if fx.const_expr(isinstance(plan, StreamPlan)):  # the ring schedule of row_stream.py
+            stream_rows(plan, dtype, rows, X, _LayerNormStream(W, B, Y, N, eps, plan.row.chunks, wb_ahead), FAST)
+        elif fx.const_expr(plan.paired):
             # paired rows, the next pair copied in (and with plan.lag, partly reduced) during this pair's output
             each_pair(plan, dtype, rows, (X,), row_body, (lambda f, v, c: chunk_stats(f, v.to(fx.Float32), c),
                                                            combine_mean_m2, (fx.Float32(0.0),) * 3))  # fmt: skip
+            finish_rows(plan)
         else:
             each_row(plan, dtype, rows, (X,), row_body, (W, B))
-        finish_rows(plan)
+            finish_rows(plan)
 
     @flyc.jit
     def launch_layernorm(
@@ -198,7 +250,8 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         stream: Stream = Stream(None),
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = make_plan(vec)
+        plan = plan.row if isinstance(plan, StreamPlan) else plan
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
             grid=(pair_grid(plan, m_in) if plan.paired else plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),

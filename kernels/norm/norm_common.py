@@ -517,18 +517,18 @@ class RowFragments:
         fx.copy(self.tiled, src, regs)
         return regs.load()
 
-    def copy_async(self, t, c, staging, slot):
+    def copy_async(self, t, c, staging, slot, rows_checked=True):
         """Start copying this thread's vectors of chunk ``c`` of ``t`` to slot ``slot`` (an int or a run-time
         Int32) of the chunk-sized slots at ``staging`` (``cp.async``; zeros past the row's end or for a row past
-        the last); the caller commits the group. Each thread reads back only what its own copies wrote, so no
-        barrier guards the slot."""
+        the last, unless ``rows_checked`` is False: the row is known to be one); the caller commits the group. Each
+        thread reads back only what its own copies wrote, so no barrier guards the slot."""
         p = self.plan
         atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
         thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
         src = thr.partition_S(self._view(t, c))
         base = staging + slot * (p.rows * p.chunk_cols)
         dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=rows_checked))
 
     def load_weights(self):
         """Start copying this thread's columns of every chunk of the weights held in shared memory (one group,
