@@ -201,6 +201,11 @@ def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, options, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,dtype,plan", PARITY_CASES + PAIR_CASES, ids=PARITY_IDS + PAIR_IDS)
 def test_layernorm_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
+    check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch)
+
+
+def check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
+    """The plan's output on the GPU against the interpreter's (the same IR, executed twice)."""
     x, w, b = make_inputs(M, N, dtype, seed=7)
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     gpu = run("cuda", x, w, b, dtype, **plan)

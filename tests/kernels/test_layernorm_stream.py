@@ -16,8 +16,7 @@ import re
 
 import numpy as np
 import pytest
-from norm_cases import check_parity
-from test_layernorm import EPS, check, make_inputs, run
+from test_layernorm import EPS, check, check_gpu_matches_interpreter, make_inputs, run
 
 from kernels.norm import layernorm_kernel as lk
 
@@ -166,9 +165,4 @@ def test_layernorm_stream_gpu_large_mean(monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,dtype,plan", CPU_CASES, ids=CPU_IDS)
 def test_layernorm_stream_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
-    x, w, b = make_inputs(M, N, dtype, seed=7)
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
-    gpu = run("cuda", x, w, b, dtype, **plan)
-    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
-    cpu = run("cpu", x, w, b, dtype, **plan)
-    check_parity(gpu, cpu, dtype)
+    check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch)
