@@ -165,6 +165,10 @@ VARIANTS = {
     "ls512a": {**_LS512, "stream_wb_ahead": True},
     "ls512k32": {**_LS512, "stream_kept": 32},
     "ls512v16": {**_LS512, "stream_values": 16},
+    # RMSNorm (without the fused add) on the same schedule
+    "rs8c": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_clamp": True},
+    "rs16c": {**_LS, "stream_values": 16, "stream_kept": 32, "stream_clamp": True},
+    "rs512c": {**_LS512, "stream_clamp": True},
 }
 
 
@@ -177,6 +181,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return False
     if name.startswith("ls"):  # LayerNorm's stream plan: rows over 32K (16-bit only: all staged, 16 kept)
         return kernel in (None, "layernorm") and N > 32768 and (name not in ("ls8k0", "ls16k16") or dt != "f32")
+    if name.startswith("rs"):  # RMSNorm's
+        return kernel in (None, "rmsnorm") and N > 32768
     if name == "r3":
         return N >= 16384
     if name in ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "again"):

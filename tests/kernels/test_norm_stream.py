@@ -1,4 +1,5 @@
-"""LayerNorm's stream plan (``stream=True``: softmax's ring schedule, ``kernels/norm/row_stream.py``) against float64.
+"""LayerNorm's and RMSNorm's stream plan (``stream=True``: softmax's ring schedule, ``kernels/norm/row_stream.py``)
+against float64.
 
 On the CPU interpreter: small chunks (64 threads x 8 values) with kept chunks in registers and staged ones in a
 ring of shared-memory slots (one spare slot to two sets), everything staged or everything kept, W and B loaded at
@@ -6,8 +7,9 @@ use or a chunk ahead, bf16, rows that do not fill the last chunk, blocks looping
 (and a grid wider than the rows), a large mean; then the 1024-thread plans the benchmarks time, at row lengths
 whose last chunk is ragged (49160, 50000, 61440, 65528), odd rows (4-byte copies; 16-bit odd rows fall back to
 plan_rows: ``cp.async`` moves 4 bytes or more). The interpreter completes ``cp.async`` copies only at a wait (as
-the hardware may), so a slot read before its group was waited for reads stale data and fails. Marked ``gpu``: the
-64K plans against the reference on the H200 and the small cases against the interpreter.
+the hardware may), so a slot read before its group was waited for reads stale data and fails. RMSNorm (without the
+fused add, which reads two inputs) on a few of the same plans. Marked ``gpu``: the 64K plans against the reference
+on the H200 and the small cases against the interpreter.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 
 import numpy as np
 import pytest
+import test_rmsnorm as rms
 from test_layernorm import EPS, check, check_gpu_matches_interpreter, make_inputs, run
 
 from kernels.norm import layernorm_kernel as lk
@@ -73,6 +76,22 @@ def test_layernorm_stream_large_mean_keeps_precision(interpreter):
     plans (no E[x^2] - E[x]^2 cancellation)."""
     x, w, b = make_inputs(3, 2500, "f32", seed=11, offset=1000.0)
     check(x, w, b, "f32", run("cpu", x, w, b, "f32", **S64, stream_kept=16, sms=2, ring=4), atol=1e-4)
+
+
+RMS_CASES = [CPU_CASES[i] for i in (0, 4, 5, 7, 10)] + [LONG_CASES[i] for i in (0, 5, 7)]  # staged, kept, clamped, bf16
+RMS_IDS = [f"{m}x{n}-{d}-" + "-".join(f"{k}{v}" for k, v in p.items() if k != "stream") for m, n, d, p in RMS_CASES]
+
+
+@pytest.mark.parametrize("M,N,dtype,plan", RMS_CASES, ids=RMS_IDS)
+def test_rmsnorm_stream_interpreter(M, N, dtype, plan, interpreter):
+    plan = {k: v for k, v in plan.items() if k != "stream_wb_ahead"}
+    x, r, w = rms.make_inputs(M, N, dtype, seed=M + N)
+    rms.check(x, r, w, dtype, False, *rms.run("cpu", x, r, w, dtype, False, **plan))
+
+
+def test_the_fused_add_has_no_stream_plan():
+    with pytest.raises(ValueError, match="the fused add"):
+        rms.build_fused_add_rmsnorm_module(65536, "f32", stream=True)
 
 
 def _ptx(tmp_path, interpreter, n, dtype, **plan):
@@ -153,6 +172,15 @@ def test_layernorm_stream_gpu(M, N, dtype, plan, monkeypatch):
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     x, w, b = make_inputs(M, N, dtype, seed=M + N)
     check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,dtype,plan", GPU_CASES[:2] + GPU_CASES[-4:], ids=GPU_IDS[:2] + GPU_IDS[-4:])
+def test_rmsnorm_stream_gpu(M, N, dtype, plan, monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    plan = {k: v for k, v in plan.items() if k != "stream_wb_ahead"}
+    x, r, w = rms.make_inputs(M, N, dtype, seed=M + N)
+    rms.check(x, r, w, dtype, False, *rms.run("cuda", x, r, w, dtype, False, **plan))
 
 
 @pytest.mark.gpu
