@@ -39,6 +39,7 @@ COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles 
 _S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
 _PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
 _PAIR_PCS = {**_PAIR_CS, "persist": 1}
+_RR = {**_PAIR_CS, "pair_rows": "reread"}  # pairs whose rows' rest is read again for the output
 E16 = {"onchip_threads": 1024, "elems_per_thread": 16}  # 1024 threads x 16 values per chunk
 _LS = {"stream": True, "cache_hint": "cs", "max_registers": 0}  # LayerNorm's stream plan, streaming hints
 _LS512 = {**_LS, "stream_threads": 512, "stream_values": 8, "stream_kept": 64, "max_registers": 128}
@@ -165,6 +166,14 @@ VARIANTS = {
     "ls512a": {**_LS512, "stream_wb_ahead": True},
     "ls512k32": {**_LS512, "stream_kept": 32},
     "ls512v16": {**_LS512, "stream_values": 16},
+    # one-shot pairs of rows longer than a pair's chip (64K f32: 2 x 256 KB): each W and B chunk read once for the two
+    # rows, each row's chunks beyond the registers and shared memory read for the statistics without the hint (they
+    # stay in L2) and read again, first, for the output (1024 threads: 5 of 16 chunks per row; 512 threads with 128
+    # registers, 64 or 96 values kept: 10 or 6 of 32; 256 threads with 255 registers, 128 kept: 20 of 64)
+    "pair_rr": _RR,
+    "pair_rr512": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
+    "pair_rr512k96": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
+    "pair_rr256": {**_RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
     # RMSNorm (without the fused add) on the same schedule
     "rs8c": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_clamp": True},
     "rs16c": {**_LS, "stream_values": 16, "stream_kept": 32, "stream_clamp": True},
@@ -201,8 +210,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N > 16384 and dt in (None, "f32")
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "o512cs", "persist512"):
         return N > 16384
-    if name.startswith("pair"):
-        return N > 16384
+    if name.startswith("pair"):  # (LayerNorm's: the others refuse pair_rows)
+        return N > 16384 and kernel in (None, "layernorm")
     if name == "persist_b32":
         return N > 32768
     if name in ("p32k", "e32k"):

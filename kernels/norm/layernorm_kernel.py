@@ -187,10 +187,13 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     stats = [reduced_ahead(f, zero) for f in groups]
                     ahead = [getattr(f, "ahead", ()) for f in groups]
                     held = [[] for _ in groups]
+                    on_chip = plan.kept + plan.staged  # one-shot pairs of longer rows: the rest is read again
                     for batch in plan.batches():
                         # the batch's loads together; chunk by chunk, each chunk of both rows (a persistent pair's
-                        # kept chunks of the second row are then used, so loaded, as early as the first row's)
-                        raws = {(g, c): f.fetch(X, c) for c in batch for g, f in enumerate(groups) if c not in ahead[g]}
+                        # kept chunks of the second row are then used, so loaded, as early as the first row's); the
+                        # chunks read again for the output without the streaming hint (so that they stay in L2)
+                        raws = {(g, c): f.fetch(X, c) if c < on_chip else f.load(X, c, hint=False)
+                                for c in batch for g, f in enumerate(groups) if c not in ahead[g]}  # fmt: skip
                         for c in batch:
                             for g, f in enumerate(groups):
                                 if fx.const_expr((g, c) in raws):
@@ -200,8 +203,10 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                                 else:
                                     held[g].append(None)  # in its slot
                     after_stats()
+                    # the chunks read again first (the last read), then the others
+                    order = list(range(on_chip, plan.chunks)) + list(range(on_chip))
                     if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunk in flight through the reduction
-                        wb = [groups[0].load(t, 0, broadcast=True) for t in (W, B)]
+                        wb = [groups[0].load(t, order[0], broadcast=True) for t in (W, B)]
                     red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
                     means = red[1::3]
                     rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
@@ -212,13 +217,13 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         # W and B once per chunk for both rows, loaded a chunk ahead: a store to Y may alias W and
                         # B for all the compiler knows, so a load after it waits; with one block per SM nothing
                         # would cover that latency. Each row's values read back (converted) only as its turn comes.
-                        for c in fx.range_constexpr(plan.chunks):
+                        for i, c in enumerate(order):
                             w, b = (v.to(fx.Float32) for v in wb)
-                            if fx.const_expr(c + 1 < plan.chunks):
-                                wb = [groups[0].load(t, c + 1, broadcast=True) for t in (W, B)]
+                            if fx.const_expr(i + 1 < plan.chunks):
+                                wb = [groups[0].load(t, order[i + 1], broadcast=True) for t in (W, B)]
                             for g, f in enumerate(groups):
-                                x = f.recall(c, held[g][c]).to(fx.Float32)
-                                f.store(Y, c, (x - means[g]) * rstds[g] * w + b)
+                                x = f.recall(c, held[g][c]) if c < on_chip else f.load(X, c)
+                                f.store(Y, c, (x.to(fx.Float32) - means[g]) * rstds[g] * w + b)
                 else:
                     (frag,) = groups
                     stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))

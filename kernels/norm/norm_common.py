@@ -105,6 +105,7 @@ class RowPlan:
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
     lag: int = 0  # persistent paired rows: the next pair's staged chunks reduced in this pair's output, this far behind
+    reread: int = 0  # one-shot pairs: each row's last chunks, neither kept nor staged: read again for the output
 
     @property
     def chunk_cols(self) -> int:
@@ -152,7 +153,7 @@ class RowPlan:
     @property
     def staged(self) -> int:
         """Chunks staged in shared memory (onchip plans)."""
-        return self.chunks - self.kept if self.onchip else 0
+        return self.chunks - self.kept - self.reread if self.onchip else 0
 
     def batches(self) -> list[list[int]]:
         """The chunks in load batches (onchip plans): each batch's loads are issued before its first use."""
@@ -308,7 +309,8 @@ def plan_rows(
     columns of both (``iters=2``; chunks of one access per thread and row, ``kept_values / 2`` values of each row
     kept in registers, the rest of each row in its own staged slots, loads in batches of
     ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
-    two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired. With ``persist``: a
+    two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired (``pair_rows="reread"``: it
+    is, each row's chunks beyond those re-read from L2 for the output, ``RowPlan.reread``). With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
     (``pair_rows.py``); ``pair_lag=k``: each such chunk also reduced there, ``k`` chunks after its copy started.
     """
@@ -349,6 +351,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
     narrow = vec * elem_bytes < 8  # odd or unaligned rows: a predicate per value, registers run short
     if narrow:
         threads, kept_values = min(threads, 512), min(kept_values, 16)
+    reread = 0
     for pair in (2, 1) if pair_rows and not narrow else (1,):
         # paired rows: chunks of one access per thread and row (at 1024 threads, both rows' values of a chunk, W and
         # B of this chunk and the next fit the 64 registers), the kept values shared by the two rows
@@ -358,11 +361,14 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
         if pair == 1 or 0 < pair * staged <= PAIR_SMEM_BUDGET:  # both rows' staged chunks fit
             break
-    while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
+        if pair_rows == "reread" and not persist:  # what does not fit: read again for the output (from L2)
+            reread = chunks - kept - PAIR_SMEM_BUDGET // (pair * threads * vecs * vec * elem_bytes)
+            break
+    while (chunks - kept - reread) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1
     batch = 1 if narrow else max(1, load_values // (pair * vecs * vec))
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs,
-                   iters=pair, sms=sms or NUM_SMS)  # fmt: skip
+                   iters=pair, sms=sms or NUM_SMS, reread=reread)  # fmt: skip
     return _persistent(plan, persist, sms, elem_bytes, early, weights)
 
 
@@ -480,10 +486,10 @@ class RowFragments:
         lanes = [pred[i] for i in range(fx.size(pred)) for _ in range(self.plan.vec)]
         return fx.Vector.from_elements(lanes, dtype=fx.Boolean)
 
-    def load(self, t, c=0, fill=None, broadcast=False, rows_checked=False):
+    def load(self, t, c=0, fill=None, broadcast=False, rows_checked=False, hint=True):
         """This thread's values of chunk ``c`` of ``t`` from global memory (``broadcast``: of a weight, the same
         for every row); ``fill`` where nothing is read. ``rows_checked``: the row may lie past the last (a next
-        row's load in a persistent loop), so it reads nothing there."""
+        row's load in a persistent loop), so it reads nothing there. ``hint=False``: no cache hint (a re-read chunk)."""
         if broadcast and self.plan.weights and any(t is w for w in self.weights):
             k = next(i for i, w in enumerate(self.weights) if t is w)
             return self._from_slot(c, weight=k)  # this thread's columns, copied once per block (load_weights)
@@ -492,7 +498,7 @@ class RowFragments:
         pred = self.pred(c, rows_checked)
         if fill is not None and pred is not None:
             regs.fill(fill)
-        fx.copy(self.tiled_plain if broadcast else self.tiled, src, regs, pred=pred)  # weights: no hint (reused)
+        fx.copy(self.tiled if hint and not broadcast else self.tiled_plain, src, regs, pred=pred)  # weights: no hint
         return regs.load()
 
     def store(self, t, c, values):
@@ -576,7 +582,7 @@ class RowFragments:
         p = self.plan
         if c < p.kept:
             return values
-        if fetched and c < p.prefetch:
+        if fetched and c < p.prefetch or c >= p.kept + p.staged:  # (prefetched; re-read for the output)
             return None
         dst = self._slot_view(c)
         regs = fx.make_fragment_like(dst)

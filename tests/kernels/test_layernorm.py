@@ -78,6 +78,7 @@ def test_layernorm_large_mean_keeps_precision(N, plan, interpreter):
 # leave the last block's second row past the end; ragged last chunks; persistent grids of fewer blocks than pairs
 # (each block loops, the next pair's staged chunks read during this pair's output)
 PAIR = {"register_limit": 0, "onchip_threads": 128, "pair_rows": True}  # 1024 bf16 / 512 f32 columns per chunk
+RR = {"pair_rows": "reread", "cache_hint": "cs"}
 PAIR_CASES = [
     (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "sms": 2}),  # 2 kept + 8 staged per row, the last ragged
     (3, 4096, "bf16", {**PAIR, "sms": 1}),  # 2 kept + 2 staged per row; the second block holds one row
@@ -93,6 +94,10 @@ PAIR_CASES = [
     # streaming plans read the next pair's staged chunks through registers (ld.global.cs, then st.shared)
     (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2, "cache_hint": "cs", "pair_lag": 1}),
     (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1, "cache_hint": "cs", "pair_lag": 2}),
+    # rows longer than a pair's chip (64K f32): each row's last chunks read again for the output, first
+    (3, 65536, "f32", {**RR, "onchip_threads": 512, "kept_values": 64, "sms": 1}),  # 8 kept, 14 staged, 10 re-read
+    (5, 49160, "f32", {**RR, "sms": 2}),  # 1024 threads: 4 kept, 7 staged, 2 re-read, the last chunk ragged
+    (2, 65528, "f32", RR),  # fewer rows than SMs: each block one row, twice
 ]
 PAIR_IDS = [
     f"{m}x{n}-{d}" + "-".join(f"-{k}={v}" for k, v in p.items() if k != "register_limit") for m, n, d, p in PAIR_CASES
@@ -107,6 +112,7 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
     eb = 4 if dtype == "f32" else 2
     p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k != "max_registers"})
     assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
+    assert (p.reread > 0) == (plan.get("pair_rows") == "reread")
     assert pair_count(p, M) == (M if M <= p.sms else (M + 1) // 2)
     x, w, b = make_inputs(M, N, dtype, seed=M * N + 1)
     check(x, w, b, dtype, run("cpu", x, w, b, dtype, **plan))
@@ -196,6 +202,24 @@ def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, options, monkeypatch):
     x, w, b = make_inputs(M, N, dtype, seed=M)
     plan = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, **options}
     check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
+
+
+RR_512 = {**RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 64}
+RR_GPU = [  # pairs of rows longer than a pair's chip: 64K f32 and ragged lengths, odd row counts, fewer rows than SMs
+    (256, 65536, RR_512),
+    (257, 65536, {**RR, "onchip_threads": 1024, "max_registers": 0}),
+    (97, 65536, RR_512),
+    (301, 61440, {**RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128}),
+    (255, 49160, {**RR_512, "kept_values": 96}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,plan", RR_GPU, ids=[f"{m}x{n}-{p['onchip_threads']}" for m, n, p in RR_GPU])
+def test_layernorm_pair_reread_gpu(M, N, plan, monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    x, w, b = make_inputs(M, N, "f32", seed=M)
+    check(x, w, b, "f32", run("cuda", x, w, b, "f32", **plan))
 
 
 @pytest.mark.gpu
