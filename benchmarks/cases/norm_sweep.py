@@ -174,6 +174,9 @@ VARIANTS = {
     "pair_rr512": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
     "pair_rr512k96": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
     "pair_rr256": {**_RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
+    # 64K bf16: two pair-blocks of 512 threads per SM, 64 registers and half the shared memory each (1 kept, 7 staged,
+    # 8 re-read of 16 chunks per row), so that one block's start and reduction hide behind the other's traffic
+    "pair_rr2b": {**_RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16},
     # RMSNorm (without the fused add) on the same schedule
     "rs8c": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_clamp": True},
     "rs16c": {**_LS, "stream_values": 16, "stream_kept": 32, "stream_clamp": True},

@@ -310,7 +310,8 @@ def plan_rows(
     kept in registers, the rest of each row in its own staged slots, loads in batches of
     ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
     two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired (``pair_rows="reread"``: it
-    is, each row's chunks beyond those re-read from L2 for the output, ``RowPlan.reread``). With ``persist``: a
+    is, each row's chunks beyond those re-read from L2 for the output, ``RowPlan.reread``; ``"reread2"``: sized for
+    two pair-blocks per SM, half the shared memory each). With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
     (``pair_rows.py``); ``pair_lag=k``: each such chunk also reduced there, ``k`` chunks after its copy started.
     """
@@ -351,7 +352,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
     narrow = vec * elem_bytes < 8  # odd or unaligned rows: a predicate per value, registers run short
     if narrow:
         threads, kept_values = min(threads, 512), min(kept_values, 16)
-    reread = 0
+    reread, budget = 0, PAIR_SMEM_BUDGET // (2 if pair_rows == "reread2" else 1)
     for pair in (2, 1) if pair_rows and not narrow else (1,):
         # paired rows: chunks of one access per thread and row (at 1024 threads, both rows' values of a chunk, W and
         # B of this chunk and the next fit the 64 registers), the kept values shared by the two rows
@@ -359,10 +360,10 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         chunks = -(-n_vecs // (threads * vecs))
         kept = min(chunks, max(1, kept_for // (vecs * vec)))
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
-        if pair == 1 or 0 < pair * staged <= PAIR_SMEM_BUDGET:  # both rows' staged chunks fit
+        if pair == 1 or 0 < pair * staged <= budget:  # both rows' staged chunks fit
             break
-        if pair_rows == "reread" and not persist:  # what does not fit: read again for the output (from L2)
-            reread = chunks - kept - PAIR_SMEM_BUDGET // (pair * threads * vecs * vec * elem_bytes)
+        if pair_rows in ("reread", "reread2") and not persist:  # what does not fit: read again for the output
+            reread = chunks - kept - budget // (pair * threads * vecs * vec * elem_bytes)
             break
     while (chunks - kept - reread) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1

@@ -98,6 +98,8 @@ PAIR_CASES = [
     (3, 65536, "f32", {**RR, "onchip_threads": 512, "kept_values": 64, "sms": 1}),  # 8 kept, 14 staged, 10 re-read
     (5, 49160, "f32", {**RR, "sms": 2}),  # 1024 threads: 4 kept, 7 staged, 2 re-read, the last chunk ragged
     (2, 65528, "f32", RR),  # fewer rows than SMs: each block one row, twice
+    # two pair-blocks per SM (half the shared memory each): 1 kept, 7 staged, 8 re-read of 16 chunks per row
+    (5, 65536, "bf16", {**RR, "pair_rows": "reread2", "onchip_threads": 512, "kept_values": 16, "sms": 2}),
 ]
 PAIR_IDS = [
     f"{m}x{n}-{d}" + "-".join(f"-{k}={v}" for k, v in p.items() if k != "register_limit") for m, n, d, p in PAIR_CASES
@@ -112,7 +114,7 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
     eb = 4 if dtype == "f32" else 2
     p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k != "max_registers"})
     assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
-    assert (p.reread > 0) == (plan.get("pair_rows") == "reread")
+    assert (p.reread > 0) == str(plan.get("pair_rows")).startswith("reread")
     assert pair_count(p, M) == (M if M <= p.sms else (M + 1) // 2)
     x, w, b = make_inputs(M, N, dtype, seed=M * N + 1)
     check(x, w, b, dtype, run("cpu", x, w, b, dtype, **plan))
@@ -211,15 +213,19 @@ RR_GPU = [  # pairs of rows longer than a pair's chip: 64K f32 and ragged length
     (97, 65536, RR_512),
     (301, 61440, {**RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128}),
     (255, 49160, {**RR_512, "kept_values": 96}),
+    (511, 65536, {**RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16}),
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M,N,plan", RR_GPU, ids=[f"{m}x{n}-{p['onchip_threads']}" for m, n, p in RR_GPU])
+@pytest.mark.parametrize(
+    "M,N,plan", RR_GPU, ids=[f"{m}x{n}-{p['onchip_threads']}-{p['pair_rows']}" for m, n, p in RR_GPU]
+)
 def test_layernorm_pair_reread_gpu(M, N, plan, monkeypatch):
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
-    x, w, b = make_inputs(M, N, "f32", seed=M)
-    check(x, w, b, "f32", run("cuda", x, w, b, "f32", **plan))
+    dtype = "bf16" if plan["pair_rows"] == "reread2" else "f32"
+    x, w, b = make_inputs(M, N, dtype, seed=M)
+    check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
 
 
 @pytest.mark.gpu
