@@ -40,6 +40,7 @@ _S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
 _PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
 _PAIR_PCS = {**_PAIR_CS, "persist": 1}
 _RR = {**_PAIR_CS, "pair_rows": "reread"}  # pairs whose rows' rest is read again for the output
+_RR512 = {**_RR, "onchip_threads": 512, "max_registers": 128}
 E16 = {"onchip_threads": 1024, "elems_per_thread": 16}  # 1024 threads x 16 values per chunk
 _LS = {"stream": True, "cache_hint": "cs", "max_registers": 0}  # LayerNorm's stream plan, streaming hints
 _LS512 = {**_LS, "stream_threads": 512, "stream_values": 8, "stream_kept": 64, "max_registers": 128}
@@ -174,6 +175,15 @@ VARIANTS = {
     "pair_rr512": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
     "pair_rr512k96": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
     "pair_rr256": {**_RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
+    # (round 3) the re-read chunks written last, each loaded once a kept chunk's registers are free (the default of
+    # re-read pairs since; ``f``: first, loaded at use, as in round 2); 80 values kept (8 re-read of 32); ``w2``: W and
+    # B two chunks ahead
+    "pair_rr512k96f": {**_RR512, "kept_values": 96, "reread_first": True},
+    "pair_rr512k96b": {**_RR512, "kept_values": 96},  # the same kernel as pair_rr512k96, timed again
+    "pair_rr512k80": {**_RR512, "kept_values": 80},
+    "pair_rr512w2": {**_RR512, "pair_wb_ahead": 2},
+    "pair_rr512k80w2": {**_RR512, "kept_values": 80, "pair_wb_ahead": 2},
+    "pair_rr512k96w2": {**_RR512, "kept_values": 96, "pair_wb_ahead": 2},
     # 64K bf16: two pair-blocks of 512 threads per SM, 64 registers and half the shared memory each (1 kept, 7 staged,
     # 8 re-read of 16 chunks per row), so that one block's start and reduction hide behind the other's traffic
     "pair_rr2b": {**_RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16},

@@ -143,6 +143,8 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options), pairs=True
     )
     wb_ahead = plan_options.pop("stream_wb_ahead", False)
+    wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
+    reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
     streamed, stream_plan_options, plan_options = stream_options(plan_options)
     plan_options["weight_tensors"] = 2  # W and B
 
@@ -203,10 +205,14 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                                 else:
                                     held[g].append(None)  # in its slot
                     after_stats()
-                    # the chunks read again first (the last read), then the others
-                    order = list(range(on_chip, plan.chunks)) + list(range(on_chip))
-                    if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunk in flight through the reduction
-                        wb = [groups[0].load(t, order[0], broadcast=True) for t in (W, B)]
+                    # the chunks read again (one-shot pairs of longer rows) last, each loaded into the registers of a
+                    # kept chunk once that one is written (``reread_first``: first, each loaded where it is written)
+                    order = list(range(plan.chunks))
+                    if fx.const_expr(reread_first):
+                        order = order[on_chip:] + order[:on_chip]
+                    depth = min(wb_depth, plan.chunks)
+                    if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunks in flight through the reduction
+                        wbs = [[groups[0].load(t, order[j], broadcast=True) for t in (W, B)] for j in range(depth)]
                     red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
                     means = red[1::3]
                     rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
@@ -214,16 +220,24 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         for c in fx.range_constexpr(plan.chunks):
                             output(groups[0], c, groups[0].recall(c, held[0][c]).to(fx.Float32), means[0], rstds[0])
                     else:
-                        # W and B once per chunk for both rows, loaded a chunk ahead: a store to Y may alias W and
-                        # B for all the compiler knows, so a load after it waits; with one block per SM nothing
-                        # would cover that latency. Each row's values read back (converted) only as its turn comes.
+                        # W and B once per chunk for both rows, loaded ``wb_depth`` chunks ahead: a store to Y may
+                        # alias W and B for all the compiler knows, so a load after it waits; with one block per SM
+                        # nothing would cover that latency. Each row's values read back (converted) only as its turn
+                        # comes.
+                        again = {}  # (row, chunk) -> a chunk read again, loaded early
                         for i, c in enumerate(order):
-                            w, b = (v.to(fx.Float32) for v in wb)
-                            if fx.const_expr(i + 1 < plan.chunks):
-                                wb = [groups[0].load(t, order[i + 1], broadcast=True) for t in (W, B)]
+                            w, b = (v.to(fx.Float32) for v in wbs.pop(0))
+                            if fx.const_expr(i + depth < plan.chunks):
+                                wbs.append([groups[0].load(t, order[i + depth], broadcast=True) for t in (W, B)])
                             for g, f in enumerate(groups):
-                                x = f.recall(c, held[g][c]) if c < on_chip else f.load(X, c)
+                                if fx.const_expr(c < on_chip):
+                                    x = f.recall(c, held[g][c])
+                                else:
+                                    x = again.pop((g, c)) if (g, c) in again else f.load(X, c)
                                 f.store(Y, c, (x.to(fx.Float32) - means[g]) * rstds[g] * w + b)
+                            if fx.const_expr(not reread_first and c < plan.kept and on_chip + c < plan.chunks):
+                                for g, f in enumerate(groups):  # this kept chunk's registers: a chunk read again
+                                    again[g, on_chip + c] = f.load(X, on_chip + c)
                 else:
                     (frag,) = groups
                     stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))

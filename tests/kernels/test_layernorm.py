@@ -97,6 +97,9 @@ PAIR_CASES = [
     # rows longer than a pair's chip (64K f32): each row's last chunks read again for the output, first
     (3, 65536, "f32", {**RR, "onchip_threads": 512, "kept_values": 64, "sms": 1}),  # 8 kept, 14 staged, 10 re-read
     (5, 49160, "f32", {**RR, "sms": 2}),  # 1024 threads: 4 kept, 7 staged, 2 re-read, the last chunk ragged
+    # 512 threads, 80 values kept: 10 kept, 14 staged, 8 re-read; W and B two chunks ahead; the re-read ones first
+    (3, 65528, "f32", {**RR, "onchip_threads": 512, "kept_values": 80, "sms": 1, "pair_wb_ahead": 2}),
+    (3, 61440, "f32", {**RR, "onchip_threads": 512, "kept_values": 96, "sms": 1, "reread_first": True}),
     (2, 65528, "f32", RR),  # fewer rows than SMs: each block one row, twice
     # two pair-blocks per SM (half the shared memory each): 1 kept, 7 staged, 8 re-read of 16 chunks per row
     (5, 65536, "bf16", {**RR, "pair_rows": "reread2", "onchip_threads": 512, "kept_values": 16, "sms": 2}),
@@ -112,7 +115,8 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
     from kernels.norm.pair_rows import pair_count
 
     eb = 4 if dtype == "f32" else 2
-    p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k != "max_registers"})
+    kernel_only = ("max_registers", "pair_wb_ahead", "reread_first")  # (options of the kernel, not of the plan)
+    p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k not in kernel_only})
     assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
     assert (p.reread > 0) == str(plan.get("pair_rows")).startswith("reread")
     assert pair_count(p, M) == (M if M <= p.sms else (M + 1) // 2)
@@ -213,6 +217,8 @@ RR_GPU = [  # pairs of rows longer than a pair's chip: 64K f32 and ragged length
     (97, 65536, RR_512),
     (301, 61440, {**RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128}),
     (255, 49160, {**RR_512, "kept_values": 96}),
+    (129, 65528, {**RR_512, "kept_values": 80, "pair_wb_ahead": 2}),
+    (133, 50000, {**RR_512, "kept_values": 96, "reread_first": True}),
     (511, 65536, {**RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16}),
 ]
 
