@@ -99,7 +99,7 @@ VARIANTS = {
     # kept chunks' loads go through it)? s8 takes 224 KB (28 KB of L1 left), s16 192 KB
     "s8r5": {**_S8, "stream_kept": 32, "ring": 5},
     "again": {},  # the default plan timed a second time, last: the run's own noise
-    "before": {"before": True},  # softmax: the per-shape plans before the stream plan and the light reduction
+    "before": {"before": True},  # softmax, LayerNorm: the per-shape plans before the stream plan / re-read pairs
     # 64K bf16: persistent at chunks of 8 values (those of round 2's whole-row schedule, since removed)
     "p8lr": {"persist": 2, "elems_per_thread": 8, "light_reduce": True},
     # LayerNorm: two rows per block of 1024 threads, each thread the same columns of both, so each W and B chunk is
@@ -194,7 +194,7 @@ VARIANTS = {
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8r5", "before", "p8lr")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8r5", "p8lr")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
@@ -213,8 +213,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return 16384 < N <= 32768
     if name == "s8k48":  # 48 values in registers: 16-bit rows (f32 ones spill)
         return N > 32768 and dt in (None, "bf16", "f16")
-    if name == "before":  # where the rules differ (64K)
-        return N > 32768
+    if name == "before":  # where the rules differ (64K): softmax's and LayerNorm's
+        return N > 32768 and kernel in (None, "softmax", "layernorm")
     if name == "p8lr":
         return N > 32768 and dt in (None, "bf16", "f16")
     if name == "s8r5":  # 64K f32 (4 staged chunks of 32 KB)

@@ -121,6 +121,10 @@ class _LayerNormStream(StreamOps):
 NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_defaults", "max_registers"}
 
 
+# the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
+LONG_ROWS_BEFORE: list = list(LONG_ROWS)
+
+
 def reduced_ahead(frag, empty):
     """The partial statistics a fragment starts from: those of the chunks a persistent pair reduced ahead
     (``pair_rows.PairFragments.ahead_stats``), else ``empty``."""
@@ -128,19 +132,23 @@ def reduced_ahead(frag, empty):
     return empty if stats is None else stats
 
 
-def plan_defaults(N: int, dtype_str: str) -> dict:
-    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
-    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
+def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
+    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own (``before``:
+    under :data:`LONG_ROWS_BEFORE`)."""
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str)}
 
 
 def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_options):
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
-    ``norm_common.plan_rows``."""
+    ``norm_common.plan_rows`` or, with ``stream=True``, to ``row_stream.plan_stream``; ``before=True``: the per-shape
+    defaults of :data:`LONG_ROWS_BEFORE`."""
     dtype = DTYPES[dtype_str]
+    plan_options = dict(plan_options)
+    before = plan_options.pop("before", False)
     if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
         plan_options["stream"] = False  # options of another plan (persist, pair_rows...): not a stream default
     plan_options, kernel_options = split_options(
-        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options), pairs=True
+        with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options), pairs=True
     )
     wb_ahead = plan_options.pop("stream_wb_ahead", False)
     wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
