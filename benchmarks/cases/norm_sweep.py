@@ -184,6 +184,12 @@ VARIANTS = {
     "pair_rr512w2": {**_RR512, "pair_wb_ahead": 2},
     "pair_rr512k80w2": {**_RR512, "kept_values": 80, "pair_wb_ahead": 2},
     "pair_rr512k96w2": {**_RR512, "kept_values": 96, "pair_wb_ahead": 2},
+    # (round 4) one-shot pairs whose staged chunks are copied straight to their slots (cp.async: no registers held in
+    # flight; the other chunks' loads as before): the re-read pairs, and the pairs that fit (64K bf16)
+    "pair_rr512k80a": {**_RR512, "kept_values": 80, "pair_async": True},
+    "pair_rr512k96a": {**_RR512, "kept_values": 96, "pair_async": True},
+    "pair_512csa": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64, "pair_async": True},
+    "pair_csa": {**_PAIR_CS, "pair_async": True},
     # 64K bf16: two pair-blocks of 512 threads per SM, 64 registers and half the shared memory each (1 kept, 7 staged,
     # 8 re-read of 16 chunks per row), so that one block's start and reduction hide behind the other's traffic
     "pair_rr2b": {**_RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16},

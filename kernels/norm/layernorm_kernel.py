@@ -50,6 +50,7 @@ PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2 and "Paired rows")
 PAIR_512 = {"pair_rows": True, "onchip_threads": 512, "cache_hint": "cs"}
+_ONE_ROW_64K = {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}  # f32 rows over 48K before lnst
 LONG_ROWS: list = [
     # 16K bf16: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K, H200 final check)
     ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs", "max_registers": 64}),
@@ -63,10 +64,14 @@ LONG_ROWS: list = [
     # 64K bf16: one row per block of 512 threads, two per SM, with streaming hints (rounds 2-4: 43.9-45.1 -> 41.2 us,
     # 78-80 -> 85%; two rows per block measured the same, 41.2-41.3)
     ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}),
-    # 64K f32 (rows do not pair: 2 x 256 KB): eight chunks of 8 values per thread, four kept and four staged, all
-    # loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%; ln2r's 512 x 128-register plan
-    # measured 41.8 in rounds 4-5)
-    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}),
+    # 48K-64K f32: two rows per block of 512 threads with 128 registers sharing every W and B load; of each row, 40
+    # values per thread kept in registers and 56 staged in shared memory, the rest (32 KB at 64K) read for the
+    # statistics and again, from L2, for the output (256 x 64K, lnst rounds 2-3: 42.0-43.6 -> 39.1-40.4 us, 81-84 ->
+    # 87-90% of the same-shape copy; docs/kernels.md "LayerNorm's long rows as a stream")
+    ((49153, 65536, ("f32",)), {**PAIR_512, "pair_rows": "reread", "max_registers": 128, "kept_values": 80}),
+    # longer f32 rows (a pair would re-read more than stays in L2): eight chunks of 8 values per thread, four kept and
+    # four staged, all loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%)
+    ((65537, 1 << 31, ("f32",)), _ONE_ROW_64K),
 ]
 
 
@@ -122,7 +127,7 @@ NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_def
 
 
 # the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
-LONG_ROWS_BEFORE: list = list(LONG_ROWS)
+LONG_ROWS_BEFORE: list = [*LONG_ROWS[:-2], ((49153, 1 << 31, ("f32",)), _ONE_ROW_64K)]
 
 
 def reduced_ahead(frag, empty):
@@ -153,6 +158,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     wb_ahead = plan_options.pop("stream_wb_ahead", False)
     wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
     reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
+    pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
     streamed, stream_plan_options, plan_options = stream_options(plan_options)
     plan_options["weight_tensors"] = 2  # W and B
 
@@ -198,14 +204,31 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     ahead = [getattr(f, "ahead", ()) for f in groups]
                     held = [[] for _ in groups]
                     on_chip = plan.kept + plan.staged  # one-shot pairs of longer rows: the rest is read again
-                    for batch in plan.batches():
+                    # ``pair_async`` (one-shot pairs): the staged chunks copied straight to their slots (cp.async,
+                    # after the first batch's loads), so no register is held while they are in flight
+                    copied = range(plan.kept, on_chip) if pair_async and len(groups) > 1 and not plan.persist else ()
+                    waited = []
+                    for i, batch in enumerate(plan.batches()):
                         # the batch's loads together; chunk by chunk, each chunk of both rows (a persistent pair's
                         # kept chunks of the second row are then used, so loaded, as early as the first row's); the
                         # chunks read again for the output without the streaming hint (so that they stay in L2)
                         raws = {(g, c): f.fetch(X, c) if c < on_chip else f.load(X, c, hint=False)
-                                for c in batch for g, f in enumerate(groups) if c not in ahead[g]}  # fmt: skip
+                                for c in batch if c not in copied
+                                for g, f in enumerate(groups) if c not in ahead[g]}  # fmt: skip
+                        if fx.const_expr(i == 0 and len(copied) > 0):
+                            for c in copied:
+                                for f in groups:
+                                    f.copy_async(X, c, f.staging, plan.slot(c))
+                            fx.nvvm.cp_async_commit_group()
                         for c in batch:
                             for g, f in enumerate(groups):
+                                if fx.const_expr(c in copied):
+                                    if fx.const_expr(not waited):
+                                        fx.nvvm.cp_async_wait_group(0)
+                                        waited.append(c)
+                                    stats[g] = combine_mean_m2(
+                                        stats[g], chunk_stats(f, f.recall(c, None).to(fx.Float32), c)
+                                    )
                                 if fx.const_expr((g, c) in raws):
                                     part = chunk_stats(f, raws[g, c].to(fx.Float32), c)
                                     stats[g] = combine_mean_m2(stats[g], part)

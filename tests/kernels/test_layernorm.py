@@ -100,6 +100,10 @@ PAIR_CASES = [
     # 512 threads, 80 values kept: 10 kept, 14 staged, 8 re-read; W and B two chunks ahead; the re-read ones first
     (3, 65528, "f32", {**RR, "onchip_threads": 512, "kept_values": 80, "sms": 1, "pair_wb_ahead": 2}),
     (3, 61440, "f32", {**RR, "onchip_threads": 512, "kept_values": 96, "sms": 1, "reread_first": True}),
+    # the staged chunks copied to their slots by cp.async (no registers in flight): re-read pairs, pairs that fit
+    (3, 65528, "f32", {**RR, "onchip_threads": 512, "kept_values": 80, "sms": 1, "pair_async": True}),
+    (3, 4096, "bf16", {**PAIR, "sms": 1, "pair_async": True}),
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "sms": 2, "pair_async": True}),
     (2, 65528, "f32", RR),  # fewer rows than SMs: each block one row, twice
     # two pair-blocks per SM (half the shared memory each): 1 kept, 7 staged, 8 re-read of 16 chunks per row
     (5, 65536, "bf16", {**RR, "pair_rows": "reread2", "onchip_threads": 512, "kept_values": 16, "sms": 2}),
@@ -115,7 +119,7 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
     from kernels.norm.pair_rows import pair_count
 
     eb = 4 if dtype == "f32" else 2
-    kernel_only = ("max_registers", "pair_wb_ahead", "reread_first")  # (options of the kernel, not of the plan)
+    kernel_only = ("max_registers", "pair_wb_ahead", "reread_first", "pair_async")  # (the kernel's, not the plan's)
     p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k not in kernel_only})
     assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
     assert (p.reread > 0) == str(plan.get("pair_rows")).startswith("reread")
@@ -160,12 +164,13 @@ def test_layernorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
     assert not any(op in ptx for op in ("div.s32", "div.u32", "rem.s32", "rem.u32", ".local")), ptx
 
 
-@pytest.mark.parametrize("M,N", [(3, 32768), (2, 65536)])
-def test_layernorm_long_f32_rows_default_plans(M, N, interpreter):
-    """The f32 long-row defaults (LONG_ROWS): 32K rows in pairs (512 threads, 128 registers), 64K in eight chunks of
-    8 values per thread (four staged), every chunk's loads issued together."""
+@pytest.mark.parametrize("M,N,plan", [(3, 32768, {}), (2, 65536, {}), (3, 65536, {"sms": 1}), (3, 100000, {})])
+def test_layernorm_long_f32_rows_default_plans(M, N, plan, interpreter):
+    """The f32 long-row defaults (LONG_ROWS): 32K rows in pairs (512 threads, 128 registers), 48K-64K too, each row's
+    chunks beyond the pair's registers and shared memory read twice (with as many rows as SMs or fewer each block one
+    row, twice; over one SM two pairs, the second one row), longer rows one per block in chunks of 8 values."""
     x, w, b = make_inputs(M, N, "f32", seed=N)
-    check(x, w, b, "f32", run("cpu", x, w, b, "f32"))
+    check(x, w, b, "f32", run("cpu", x, w, b, "f32", **plan))
 
 
 # -- GPU ----------------------------------------------------------------------------------------------
@@ -219,6 +224,7 @@ RR_GPU = [  # pairs of rows longer than a pair's chip: 64K f32 and ragged length
     (255, 49160, {**RR_512, "kept_values": 96}),
     (129, 65528, {**RR_512, "kept_values": 80, "pair_wb_ahead": 2}),
     (133, 50000, {**RR_512, "kept_values": 96, "reread_first": True}),
+    (256, 65536, {**RR_512, "kept_values": 80, "pair_async": True}),
     (511, 65536, {**RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16}),
 ]
 
