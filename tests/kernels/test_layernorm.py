@@ -241,6 +241,16 @@ def test_layernorm_pair_reread_gpu(M, N, plan, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("M,N", [(257, 49160), (131, 61440), (300, 65528), (256, 65536), (133, 50001)])
+def test_layernorm_gpu_48k_64k_f32_defaults(M, N, monkeypatch):
+    """The re-read pairs of the 48K-64K f32 default at ragged lengths, odd row counts (the last pair one row twice),
+    fewer rows than SMs (each block one row, twice), just more (pairs) and odd rows (scalar accesses: not paired)."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    x, w, b = make_inputs(M, N, "f32", seed=N)
+    check(x, w, b, "f32", run("cuda", x, w, b, "f32"))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("M,N,dtype,plan", PARITY_CASES + PAIR_CASES, ids=PARITY_IDS + PAIR_IDS)
 def test_layernorm_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
     check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch)
