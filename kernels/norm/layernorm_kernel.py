@@ -18,6 +18,11 @@
   same columns of both; each W and B chunk is read once for the two rows (the long rows' weights are as many
   L2 bytes as the row: paired, half of them), and one reduction serves both. With ``persist``: a persistent
   grid over the pairs, the next pair's staged chunks copied in during this pair's output (``pair_rows.py``).
+  ``pair_rows="reread"`` (the 48K-64K f32 default): longer rows pair too, each row's chunks beyond the block's
+  registers and shared memory read for the statistics (without the streaming hint) and again, from L2, for the
+  output; ``pair_wb_ahead``, ``reread_first``, ``pair_async``: variants of its schedule (docs/kernels.md).
+* ``stream=True`` (``row_stream``): softmax's ring schedule, a persistent block per SM that keeps the next row's
+  reads in flight through this row's reduction and output (``stream_wb_ahead``: W and B a chunk ahead).
 """
 
 from __future__ import annotations
@@ -66,8 +71,8 @@ LONG_ROWS: list = [
     ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}),
     # 48K-64K f32: two rows per block of 512 threads with 128 registers sharing every W and B load; of each row, 40
     # values per thread kept in registers and 56 staged in shared memory, the rest (32 KB at 64K) read for the
-    # statistics and again, from L2, for the output (256 x 64K, lnst rounds 2-3: 42.0-43.6 -> 39.1-40.4 us, 81-84 ->
-    # 87-90% of the same-shape copy; docs/kernels.md "LayerNorm's long rows as a stream")
+    # statistics and again, from L2, for the output (256 x 64K, lnst rounds 2-4: 41.5-43.6 -> 39.1-40.4 us, 81-85 ->
+    # 88-90% of the same-shape copy; docs/kernels.md "LayerNorm's long rows as a stream")
     ((49153, 65536, ("f32",)), {**PAIR_512, "pair_rows": "reread", "max_registers": 128, "kept_values": 80}),
     # longer f32 rows (a pair would re-read more than stays in L2): eight chunks of 8 values per thread, four kept and
     # four staged, all loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%)
