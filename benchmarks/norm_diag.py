@@ -5,7 +5,7 @@ what the weights' reads cost), RMSNorm (one weight) and torch's copy of the same
 ``python -m benchmarks.norm_diag`` (GPU; ~20 s). Prints one line per shape: µs and copy time / time.
 ``python -m benchmarks.norm_diag VARIANT ...`` (names of ``norm_sweep.VARIANTS``, e.g. ``pair_p``) adds LayerNorm
 with each variant's plan, with and without its weights' reads, to every line; ``--rows128k``: only the shapes of
-128 KB rows (512 x 64K bf16, 512 x 32K f32).
+128 KB rows (512 x 64K bf16, 512 x 32K f32); ``--rows64k``: only the 64K rows (f32 first).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def _no_weights(compile_fn):
     """Run ``compile_fn()`` with every broadcast (weight) load of the row kernels replaced by constants."""
     orig = norm_common.RowFragments.load
 
-    def load(self, t, c=0, fill=None, broadcast=False):
+    def load(self, t, c=0, fill=None, broadcast=False, **kw):
         if not broadcast:
-            return orig(self, t, c, fill)
+            return orig(self, t, c, fill, **kw)
         n = self.plan.vecs * self.plan.vec
         return fx.Vector.from_elements([self.dtype(1.0)] * n, dtype=self.dtype)
 
@@ -73,6 +73,8 @@ def main() -> None:
     shapes = SHAPES
     if "--rows128k" in sys.argv[1:]:
         shapes = [(M, N, dt) for M, N, dt in SHAPES if N * (4 if dt == "f32" else 2) == 131072]
+    if "--rows64k" in sys.argv[1:]:  # 256 x 64K f32, 512 x 64K bf16
+        shapes = sorted([s for s in SHAPES if s[1] == 65536], key=lambda s: s[2] != "f32")
     for M, N, dt in shapes:
         print(f"diag {M}x{N} {dt:4s} {_row(M, N, dt, variants)}", flush=True)
 

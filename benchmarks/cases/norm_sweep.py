@@ -39,7 +39,11 @@ COMPILE = set(QUICK)  # torch.compile here only: each shape and kernel compiles 
 _S8 = {"stream": True, "stream_values": 8, "cache_hint": ""}
 _PAIR_CS = {"pair_rows": True, "onchip_threads": 1024, "max_registers": 0, "cache_hint": "cs"}
 _PAIR_PCS = {**_PAIR_CS, "persist": 1}
+_RR = {**_PAIR_CS, "pair_rows": "reread"}  # pairs whose rows' rest is read again for the output
+_RR512 = {**_RR, "onchip_threads": 512, "max_registers": 128}
 E16 = {"onchip_threads": 1024, "elems_per_thread": 16}  # 1024 threads x 16 values per chunk
+_LS = {"stream": True, "cache_hint": "cs", "max_registers": 0}  # LayerNorm's stream plan, streaming hints
+_LS512 = {**_LS, "stream_threads": 512, "stream_values": 8, "stream_kept": 64, "max_registers": 128}
 # name -> plan options; which shapes each applies to is :func:`applicable`
 VARIANTS = {
     "r3": {"shape_defaults": False},  # the plans before the per-shape rules (round 3): the "before" of round 4
@@ -95,7 +99,7 @@ VARIANTS = {
     # kept chunks' loads go through it)? s8 takes 224 KB (28 KB of L1 left), s16 192 KB
     "s8r5": {**_S8, "stream_kept": 32, "ring": 5},
     "again": {},  # the default plan timed a second time, last: the run's own noise
-    "before": {"before": True},  # softmax: the per-shape plans before the stream plan and the light reduction
+    "before": {"before": True},  # softmax, LayerNorm: the per-shape plans before the stream plan / re-read pairs
     # 64K bf16: persistent at chunks of 8 values (those of round 2's whole-row schedule, since removed)
     "p8lr": {"persist": 2, "elems_per_thread": 8, "light_reduce": True},
     # LayerNorm: two rows per block of 1024 threads, each thread the same columns of both, so each W and B chunk is
@@ -140,16 +144,73 @@ VARIANTS = {
     "o512e8": {"onchip_threads": 512, "elems_per_thread": 8, "max_registers": 64},
     # the LayerNorm f32 long-row plan before the lnmc rounds (1024 threads x 32 values per chunk, 32 kept)
     "e32": {"onchip_threads": 1024, "elems_per_thread": 32, "kept_values": 32},
+    # LayerNorm's stream plan (kernels/norm/row_stream.py, softmax's ring schedule): a persistent block per SM, the
+    # next row's chunks loaded into each kept chunk's registers and staged slot as soon as this row's output frees
+    # them; chunks of 8 or 16 values per thread, ``k``: values per thread in registers (default 32), ``a``: W and B
+    # loaded a chunk ahead (the first chunk's through the reduction), ``nc``: no streaming hints on X and Y, ``c``: a
+    # block's last next row clamped to the last row, so the kept chunks' loads are unpredicated and carry the hint;
+    # ``ls512``: blocks of 512 threads with up to 128 registers (64 values kept)
+    "ls8": {**_LS, "stream_values": 8, "stream_kept": 32},
+    "ls8c": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_clamp": True},
+    "ls8k16c": {**_LS, "stream_values": 8, "stream_kept": 16, "stream_clamp": True},
+    "ls8k24c": {**_LS, "stream_values": 8, "stream_kept": 24, "stream_clamp": True},
+    "ls16c": {**_LS, "stream_values": 16, "stream_kept": 32, "stream_clamp": True},
+    "ls512c": {**_LS512, "stream_clamp": True},
+    "ls8a": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_wb_ahead": True},
+    "ls8k16": {**_LS, "stream_values": 8, "stream_kept": 16},
+    "ls8k24": {**_LS, "stream_values": 8, "stream_kept": 24},
+    "ls8k0": {**_LS, "stream_values": 8, "stream_kept": 0},  # 16-bit rows: everything staged
+    "ls8nc": {**_LS, "stream_values": 8, "stream_kept": 32, "cache_hint": ""},
+    "ls16": {**_LS, "stream_values": 16, "stream_kept": 32},
+    "ls16k16": {**_LS, "stream_values": 16, "stream_kept": 16},  # 16-bit rows (f32: 3 staged 64 KB chunks)
+    "ls512": _LS512,
+    "ls512a": {**_LS512, "stream_wb_ahead": True},
+    "ls512k32": {**_LS512, "stream_kept": 32},
+    "ls512v16": {**_LS512, "stream_values": 16},
+    # one-shot pairs of rows longer than a pair's chip (64K f32: 2 x 256 KB): each W and B chunk read once for the two
+    # rows, each row's chunks beyond the registers and shared memory read for the statistics without the hint (they
+    # stay in L2) and read again, first, for the output (1024 threads: 5 of 16 chunks per row; 512 threads with 128
+    # registers, 64 or 96 values kept: 10 or 6 of 32; 256 threads with 255 registers, 128 kept: 20 of 64)
+    "pair_rr": _RR,
+    "pair_rr512": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 64},
+    "pair_rr512k96": {**_RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 96},
+    "pair_rr256": {**_RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128},
+    # (round 3) the re-read chunks written last, each loaded once a kept chunk's registers are free (the default of
+    # re-read pairs since; ``f``: first, loaded at use, as in round 2); 80 values kept (8 re-read of 32); ``w2``: W and
+    # B two chunks ahead
+    "pair_rr512k96f": {**_RR512, "kept_values": 96, "reread_first": True},
+    "pair_rr512k96b": {**_RR512, "kept_values": 96},  # the same kernel as pair_rr512k96, timed again
+    "pair_rr512k80": {**_RR512, "kept_values": 80},
+    "pair_rr512w2": {**_RR512, "pair_wb_ahead": 2},
+    "pair_rr512k80w2": {**_RR512, "kept_values": 80, "pair_wb_ahead": 2},
+    "pair_rr512k96w2": {**_RR512, "kept_values": 96, "pair_wb_ahead": 2},
+    # (round 4) one-shot pairs whose staged chunks are copied straight to their slots (cp.async: no registers held in
+    # flight; the other chunks' loads as before): the re-read pairs, and the pairs that fit (64K bf16)
+    "pair_rr512k80a": {**_RR512, "kept_values": 80, "pair_async": True},
+    "pair_rr512k96a": {**_RR512, "kept_values": 96, "pair_async": True},
+    "pair_512csa": {**_PAIR_CS, "onchip_threads": 512, "max_registers": 128, "kept_values": 64, "pair_async": True},
+    "pair_csa": {**_PAIR_CS, "pair_async": True},
+    # 64K bf16: two pair-blocks of 512 threads per SM, 64 registers and half the shared memory each (1 kept, 7 staged,
+    # 8 re-read of 16 chunks per row), so that one block's start and reduction hide behind the other's traffic
+    "pair_rr2b": {**_RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16},
+    # RMSNorm (without the fused add) on the same schedule
+    "rs8c": {**_LS, "stream_values": 8, "stream_kept": 32, "stream_clamp": True},
+    "rs16c": {**_LS, "stream_values": 16, "stream_kept": 32, "stream_clamp": True},
+    "rs512c": {**_LS512, "stream_clamp": True},
 }
 
 
-SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8r5", "before", "p8lr")
+SOFTMAX_ONLY = ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "s8k0", "s8k48", "s8x", "s8r5", "p8lr")
 
 
 def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | None = None) -> bool:
     """Whether variant ``name`` is timed at ``M x N`` (of ``dt``, for ``kernel``, where they are given)."""
     if name in SOFTMAX_ONLY and kernel not in (None, "softmax"):
         return False
+    if name.startswith("ls"):  # LayerNorm's stream plan: rows over 32K (16-bit only: all staged, 16 kept)
+        return kernel in (None, "layernorm") and N > 32768 and (name not in ("ls8k0", "ls16k16") or dt != "f32")
+    if name.startswith("rs"):  # RMSNorm's
+        return kernel in (None, "rmsnorm") and N > 32768
     if name == "r3":
         return N >= 16384
     if name in ("lr", "s8", "s8cs", "s16", "s16cs", "s8k16", "again"):
@@ -158,8 +219,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return 16384 < N <= 32768
     if name == "s8k48":  # 48 values in registers: 16-bit rows (f32 ones spill)
         return N > 32768 and dt in (None, "bf16", "f16")
-    if name == "before":  # where the rules differ (64K)
-        return N > 32768
+    if name == "before":  # where the rules differ (64K): softmax's and LayerNorm's
+        return N > 32768 and kernel in (None, "softmax", "layernorm")
     if name == "p8lr":
         return N > 32768 and dt in (None, "bf16", "f16")
     if name == "s8r5":  # 64K f32 (4 staged chunks of 32 KB)
@@ -168,8 +229,8 @@ def applicable(name: str, M: int, N: int, dt: str | None = None, kernel: str | N
         return N > 16384 and dt in (None, "f32")
     if name in ("two_pass", "onchip512", "onchip512k16", "o512r64", "o512cs", "persist512"):
         return N > 16384
-    if name.startswith("pair"):
-        return N > 16384
+    if name.startswith("pair"):  # (LayerNorm's: the others refuse pair_rows)
+        return N > 16384 and kernel in (None, "layernorm")
     if name == "persist_b32":
         return N > 32768
     if name in ("p32k", "e32k"):
@@ -410,6 +471,7 @@ def _case(kernel: str, M: int, N: int, dt: str, quick: bool) -> Case:
 
 GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s for s in LONG if s[1] > 16384],
           "rows128k": [s for s in LONG if s[1] * (4 if s[2] == "f32" else 2) == 131072]}  # fmt: skip
+GROUPS["rows64k"] = sorted([s for s in LONG if s[1] == 65536], key=lambda s: s[2] != "f32")  # 64K f32, 64K bf16
 GROUPS["long64"] = sorted(GROUPS["long32"], key=lambda s: (-s[1], s[2] != "f32"))  # 64K f32 first, then 64K bf16
 
 

@@ -18,6 +18,11 @@
   same columns of both; each W and B chunk is read once for the two rows (the long rows' weights are as many
   L2 bytes as the row: paired, half of them), and one reduction serves both. With ``persist``: a persistent
   grid over the pairs, the next pair's staged chunks copied in during this pair's output (``pair_rows.py``).
+  ``pair_rows="reread"`` (the 48K-64K f32 default): longer rows pair too, each row's chunks beyond the block's
+  registers and shared memory read for the statistics (without the streaming hint) and again, from L2, for the
+  output; ``pair_wb_ahead``, ``reread_first``, ``pair_async``: variants of its schedule (docs/kernels.md).
+* ``stream=True`` (``row_stream``): softmax's ring schedule, a persistent block per SM that keeps the next row's
+  reads in flight through this row's reduction and output (``stream_wb_ahead``: W and B a chunk ahead).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from kernels.norm.norm_common import (
     with_register_cap,
 )
 from kernels.norm.pair_rows import each_pair, pair_grid
+from kernels.norm.row_stream import STREAM_OPTIONS, StreamOps, StreamPlan, plan_stream, stream_options, stream_rows
 
 __all__ = ["build_layernorm_module"]
 
@@ -49,6 +55,7 @@ PLAN_DEFAULTS: dict = {}  # 32 values per thread (16 measured 5% slower at 32768
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2 and "Paired rows")
 PAIR_512 = {"pair_rows": True, "onchip_threads": 512, "cache_hint": "cs"}
+_ONE_ROW_64K = {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}  # f32 rows over 48K before lnst
 LONG_ROWS: list = [
     # 16K bf16: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K, H200 final check)
     ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs", "max_registers": 64}),
@@ -62,11 +69,70 @@ LONG_ROWS: list = [
     # 64K bf16: one row per block of 512 threads, two per SM, with streaming hints (rounds 2-4: 43.9-45.1 -> 41.2 us,
     # 78-80 -> 85%; two rows per block measured the same, 41.2-41.3)
     ((49153, 1 << 31, ("bf16", "f16")), {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}),
-    # 64K f32 (rows do not pair: 2 x 256 KB): eight chunks of 8 values per thread, four kept and four staged, all
-    # loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%; ln2r's 512 x 128-register plan
-    # measured 41.8 in rounds 4-5)
-    ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}),
+    # 48K-64K f32: two rows per block of 512 threads with 128 registers sharing every W and B load; of each row, 40
+    # values per thread kept in registers and 56 staged in shared memory, the rest (32 KB at 64K) read for the
+    # statistics and again, from L2, for the output (256 x 64K, lnst rounds 2-4: 41.5-43.6 -> 39.1-40.4 us, 81-85 ->
+    # 88-90% of the same-shape copy; docs/kernels.md "LayerNorm's long rows as a stream")
+    ((49153, 65536, ("f32",)), {**PAIR_512, "pair_rows": "reread", "max_registers": 128, "kept_values": 80}),
+    # longer f32 rows (a pair would re-read more than stays in L2): eight chunks of 8 values per thread, four kept and
+    # four staged, all loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%)
+    ((65537, 1 << 31, ("f32",)), _ONE_ROW_64K),
 ]
+
+
+def chunk_stats(frag, x, c):
+    """(count, mean, sum of squared deviations) of this thread's values ``x`` (f32) of chunk ``c``."""
+    mask = frag.lane_mask(c)
+    if mask is None:
+        n = fx.Float32(x.numel)
+        mean = tree_sum(x) * (1.0 / x.numel)
+        d = x - mean
+    else:  # values past the row's end were not loaded (they are 0): leave them out
+        n = tree_sum(mask.select(1.0, 0.0))
+        mean = tree_sum(x) / fx.max(n, 1.0)
+        d = mask.select(x - mean, 0.0)
+    return n, mean, tree_sum(d * d)
+
+
+class _LayerNormStream(StreamOps):
+    """LayerNorm's statistic and output over a streamed row (:class:`kernels.norm.row_stream.StreamOps`): each
+    chunk's (count, mean, M2) merged by Chan's rule, one reduction, then each chunk's output with its W and B
+    chunks, loaded at use or (``ahead``) a chunk ahead — the first chunk's through the reduction."""
+
+    def __init__(self, W, B, Y, n: int, eps: float, chunks: int, ahead: bool):
+        self.W, self.B, self.Y, self.n, self.eps, self.chunks, self.ahead = W, B, Y, n, eps, chunks, ahead
+        self.wb = None
+
+    def begin(self):
+        return fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0)
+
+    def chunk(self, state, x, frag, c):
+        return combine_mean_m2(state, chunk_stats(frag, x, c)), None, None
+
+    def _weights(self, frag, c):
+        return [frag.load(t, c, broadcast=True) for t in (self.W, self.B)]
+
+    def reduce(self, state, frag, plan, parity):
+        if self.ahead:
+            self.wb = self._weights(frag, 0)
+        _, mean, m2 = row_reduce(state, combine_mean_m2, plan, parity)
+        return mean, fx.rsqrt(m2 * (1.0 / self.n) + self.eps)
+
+    def output(self, frag, c, v, aux, stats):
+        wb = self.wb if self.ahead else self._weights(frag, c)
+        if self.ahead and c + 1 < self.chunks:
+            self.wb = self._weights(frag, c + 1)
+        w, b = (t.to(fx.Float32) for t in wb)
+        mean, rstd = stats
+        frag.store(self.Y, c, (v.to(fx.Float32) - mean) * rstd * w + b)
+
+
+# options that do not ask for a plan_rows plan: any other one given switches a stream default off
+NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_defaults", "max_registers"}
+
+
+# the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
+LONG_ROWS_BEFORE: list = [*LONG_ROWS[:-2], ((49153, 1 << 31, ("f32",)), _ONE_ROW_64K)]
 
 
 def reduced_ahead(frag, empty):
@@ -76,38 +142,42 @@ def reduced_ahead(frag, empty):
     return empty if stats is None else stats
 
 
-def plan_defaults(N: int, dtype_str: str) -> dict:
-    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
-    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS, N, dtype_str)}
+def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
+    """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own (``before``:
+    under :data:`LONG_ROWS_BEFORE`)."""
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str)}
 
 
 def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_options):
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
-    ``norm_common.plan_rows``."""
+    ``norm_common.plan_rows`` or, with ``stream=True``, to ``row_stream.plan_stream``; ``before=True``: the per-shape
+    defaults of :data:`LONG_ROWS_BEFORE`."""
     dtype = DTYPES[dtype_str]
+    plan_options = dict(plan_options)
+    before = plan_options.pop("before", False)
+    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
+        plan_options["stream"] = False  # options of another plan (persist, pair_rows...): not a stream default
     plan_options, kernel_options = split_options(
-        with_defaults(plan_defaults(N, dtype_str), PLAN_DEFAULTS, plan_options), pairs=True
+        with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options), pairs=True
     )
+    wb_ahead = plan_options.pop("stream_wb_ahead", False)
+    wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
+    reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
+    pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
+    streamed, stream_plan_options, plan_options = stream_options(plan_options)
     plan_options["weight_tensors"] = 2  # W and B
+
+    def make_plan(vec):
+        """The stream plan where asked for and its copies can be ``cp.async`` (4 bytes or more), else plan_rows'."""
+        if streamed and vec * dtype.width >= 32:
+            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
+        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
     @flyc.kernel
     def layernorm_kernel(
         X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
     ):
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
-
-        def chunk_stats(frag, x, c):
-            """(count, mean, sum of squared deviations) of this thread's values of chunk c."""
-            mask = frag.lane_mask(c)
-            if fx.const_expr(mask is None):
-                n = fx.Float32(x.numel)
-                mean = tree_sum(x) * (1.0 / x.numel)
-                d = x - mean
-            else:  # values past the row's end were not loaded (they are 0): leave them out
-                n = tree_sum(mask.select(1.0, 0.0))
-                mean = tree_sum(x) / fx.max(n, 1.0)
-                d = mask.select(x - mean, 0.0)
-            return n, mean, tree_sum(d * d)
+        plan = make_plan(vec)
 
         def output(frag, c, x, mean, rstd):
             w = frag.load(W, c, broadcast=True).to(fx.Float32)
@@ -138,12 +208,32 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     stats = [reduced_ahead(f, zero) for f in groups]
                     ahead = [getattr(f, "ahead", ()) for f in groups]
                     held = [[] for _ in groups]
-                    for batch in plan.batches():
+                    on_chip = plan.kept + plan.staged  # one-shot pairs of longer rows: the rest is read again
+                    # ``pair_async`` (one-shot pairs): the staged chunks copied straight to their slots (cp.async,
+                    # after the first batch's loads), so no register is held while they are in flight
+                    copied = range(plan.kept, on_chip) if pair_async and len(groups) > 1 and not plan.persist else ()
+                    waited = []
+                    for i, batch in enumerate(plan.batches()):
                         # the batch's loads together; chunk by chunk, each chunk of both rows (a persistent pair's
-                        # kept chunks of the second row are then used, so loaded, as early as the first row's)
-                        raws = {(g, c): f.fetch(X, c) for c in batch for g, f in enumerate(groups) if c not in ahead[g]}
+                        # kept chunks of the second row are then used, so loaded, as early as the first row's); the
+                        # chunks read again for the output without the streaming hint (so that they stay in L2)
+                        raws = {(g, c): f.fetch(X, c) if c < on_chip else f.load(X, c, hint=False)
+                                for c in batch if c not in copied
+                                for g, f in enumerate(groups) if c not in ahead[g]}  # fmt: skip
+                        if fx.const_expr(i == 0 and len(copied) > 0):
+                            for c in copied:
+                                for f in groups:
+                                    f.copy_async(X, c, f.staging, plan.slot(c))
+                            fx.nvvm.cp_async_commit_group()
                         for c in batch:
                             for g, f in enumerate(groups):
+                                if fx.const_expr(c in copied):
+                                    if fx.const_expr(not waited):
+                                        fx.nvvm.cp_async_wait_group(0)
+                                        waited.append(c)
+                                    stats[g] = combine_mean_m2(
+                                        stats[g], chunk_stats(f, f.recall(c, None).to(fx.Float32), c)
+                                    )
                                 if fx.const_expr((g, c) in raws):
                                     part = chunk_stats(f, raws[g, c].to(fx.Float32), c)
                                     stats[g] = combine_mean_m2(stats[g], part)
@@ -151,8 +241,14 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                                 else:
                                     held[g].append(None)  # in its slot
                     after_stats()
-                    if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunk in flight through the reduction
-                        wb = [groups[0].load(t, 0, broadcast=True) for t in (W, B)]
+                    # the chunks read again (one-shot pairs of longer rows) last, each loaded into the registers of a
+                    # kept chunk once that one is written (``reread_first``: first, each loaded where it is written)
+                    order = list(range(plan.chunks))
+                    if fx.const_expr(reread_first):
+                        order = order[on_chip:] + order[:on_chip]
+                    depth = min(wb_depth, plan.chunks)
+                    if fx.const_expr(len(groups) > 1):  # paired: W and B's first chunks in flight through the reduction
+                        wbs = [[groups[0].load(t, order[j], broadcast=True) for t in (W, B)] for j in range(depth)]
                     red = row_reduce(sum(stats, ()), per_row(combine_mean_m2, 3), plan, groups[0].parity)
                     means = red[1::3]
                     rstds = [fx.rsqrt(m2 * (1.0 / N) + eps) for m2 in red[2::3]]
@@ -160,16 +256,24 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         for c in fx.range_constexpr(plan.chunks):
                             output(groups[0], c, groups[0].recall(c, held[0][c]).to(fx.Float32), means[0], rstds[0])
                     else:
-                        # W and B once per chunk for both rows, loaded a chunk ahead: a store to Y may alias W and
-                        # B for all the compiler knows, so a load after it waits; with one block per SM nothing
-                        # would cover that latency. Each row's values read back (converted) only as its turn comes.
-                        for c in fx.range_constexpr(plan.chunks):
-                            w, b = (v.to(fx.Float32) for v in wb)
-                            if fx.const_expr(c + 1 < plan.chunks):
-                                wb = [groups[0].load(t, c + 1, broadcast=True) for t in (W, B)]
+                        # W and B once per chunk for both rows, loaded ``wb_depth`` chunks ahead: a store to Y may
+                        # alias W and B for all the compiler knows, so a load after it waits; with one block per SM
+                        # nothing would cover that latency. Each row's values read back (converted) only as its turn
+                        # comes.
+                        again = {}  # (row, chunk) -> a chunk read again, loaded early
+                        for i, c in enumerate(order):
+                            w, b = (v.to(fx.Float32) for v in wbs.pop(0))
+                            if fx.const_expr(i + depth < plan.chunks):
+                                wbs.append([groups[0].load(t, order[i + depth], broadcast=True) for t in (W, B)])
                             for g, f in enumerate(groups):
-                                x = f.recall(c, held[g][c]).to(fx.Float32)
-                                f.store(Y, c, (x - means[g]) * rstds[g] * w + b)
+                                if fx.const_expr(c < on_chip):
+                                    x = f.recall(c, held[g][c])
+                                else:
+                                    x = again.pop((g, c)) if (g, c) in again else f.load(X, c)
+                                f.store(Y, c, (x.to(fx.Float32) - means[g]) * rstds[g] * w + b)
+                            if fx.const_expr(not reread_first and c < plan.kept and on_chip + c < plan.chunks):
+                                for g, f in enumerate(groups):  # this kept chunk's registers: a chunk read again
+                                    again[g, on_chip + c] = f.load(X, on_chip + c)
                 else:
                     (frag,) = groups
                     stats = (fx.Float32(0.0), fx.Float32(0.0), fx.Float32(0.0))
@@ -180,13 +284,16 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                     for c in range(plan.chunks):
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
-        if fx.const_expr(plan.paired):
+        if fx.const_expr(isinstance(plan, StreamPlan)):  # the ring schedule of row_stream.py
+            stream_rows(plan, dtype, rows, X, _LayerNormStream(W, B, Y, N, eps, plan.row.chunks, wb_ahead), FAST)
+        elif fx.const_expr(plan.paired):
             # paired rows, the next pair copied in (and with plan.lag, partly reduced) during this pair's output
             each_pair(plan, dtype, rows, (X,), row_body, (lambda f, v, c: chunk_stats(f, v.to(fx.Float32), c),
                                                            combine_mean_m2, (fx.Float32(0.0),) * 3))  # fmt: skip
+            finish_rows(plan)
         else:
             each_row(plan, dtype, rows, (X,), row_body, (W, B))
-        finish_rows(plan)
+            finish_rows(plan)
 
     @flyc.jit
     def launch_layernorm(
@@ -198,7 +305,8 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         stream: Stream = Stream(None),
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = make_plan(vec)
+        plan = plan.row if isinstance(plan, StreamPlan) else plan
         layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
             grid=(pair_grid(plan, m_in) if plan.paired else plan.grid(m_in), 1, 1),
             block=(plan.block_threads, 1, 1),

@@ -105,6 +105,7 @@ class RowPlan:
     early: bool = False  # persistent plans: every prefetch slot in two sets, the next row's copies start first
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
     lag: int = 0  # persistent paired rows: the next pair's staged chunks reduced in this pair's output, this far behind
+    reread: int = 0  # one-shot pairs: each row's last chunks, neither kept nor staged: read again for the output
 
     @property
     def chunk_cols(self) -> int:
@@ -152,7 +153,7 @@ class RowPlan:
     @property
     def staged(self) -> int:
         """Chunks staged in shared memory (onchip plans)."""
-        return self.chunks - self.kept if self.onchip else 0
+        return self.chunks - self.kept - self.reread if self.onchip else 0
 
     def batches(self) -> list[list[int]]:
         """The chunks in load batches (onchip plans): each batch's loads are issued before its first use."""
@@ -308,7 +309,9 @@ def plan_rows(
     columns of both (``iters=2``; chunks of one access per thread and row, ``kept_values / 2`` values of each row
     kept in registers, the rest of each row in its own staged slots, loads in batches of
     ``load_values`` values over both rows), so a kernel reads each weight chunk once for the two rows; where the
-    two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired. With ``persist``: a
+    two rows' staged chunks do not fit :data:`PAIR_SMEM_BUDGET`, the plan is not paired (``pair_rows="reread"``: it
+    is, each row's chunks beyond those re-read from L2 for the output, ``RowPlan.reread``; ``"reread2"``: sized for
+    two pair-blocks per SM, half the shared memory each). With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
     (``pair_rows.py``); ``pair_lag=k``: each such chunk also reduced there, ``k`` chunks after its copy started.
     """
@@ -349,6 +352,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
     narrow = vec * elem_bytes < 8  # odd or unaligned rows: a predicate per value, registers run short
     if narrow:
         threads, kept_values = min(threads, 512), min(kept_values, 16)
+    reread, budget = 0, PAIR_SMEM_BUDGET // (2 if pair_rows == "reread2" else 1)
     for pair in (2, 1) if pair_rows and not narrow else (1,):
         # paired rows: chunks of one access per thread and row (at 1024 threads, both rows' values of a chunk, W and
         # B of this chunk and the next fit the 64 registers), the kept values shared by the two rows
@@ -356,13 +360,16 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         chunks = -(-n_vecs // (threads * vecs))
         kept = min(chunks, max(1, kept_for // (vecs * vec)))
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
-        if pair == 1 or 0 < pair * staged <= PAIR_SMEM_BUDGET:  # both rows' staged chunks fit
+        if pair == 1 or 0 < pair * staged <= budget:  # both rows' staged chunks fit
             break
-    while (chunks - kept) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
+        if pair_rows in ("reread", "reread2") and not persist:  # what does not fit: read again for the output
+            reread = chunks - kept - budget // (pair * threads * vecs * vec * elem_bytes)
+            break
+    while (chunks - kept - reread) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:
         kept += 1
     batch = 1 if narrow else max(1, load_values // (pair * vecs * vec))
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs,
-                   iters=pair, sms=sms or NUM_SMS)  # fmt: skip
+                   iters=pair, sms=sms or NUM_SMS, reread=reread)  # fmt: skip
     return _persistent(plan, persist, sms, elem_bytes, early, weights)
 
 
@@ -480,10 +487,10 @@ class RowFragments:
         lanes = [pred[i] for i in range(fx.size(pred)) for _ in range(self.plan.vec)]
         return fx.Vector.from_elements(lanes, dtype=fx.Boolean)
 
-    def load(self, t, c=0, fill=None, broadcast=False, rows_checked=False):
+    def load(self, t, c=0, fill=None, broadcast=False, rows_checked=False, hint=True):
         """This thread's values of chunk ``c`` of ``t`` from global memory (``broadcast``: of a weight, the same
         for every row); ``fill`` where nothing is read. ``rows_checked``: the row may lie past the last (a next
-        row's load in a persistent loop), so it reads nothing there."""
+        row's load in a persistent loop), so it reads nothing there. ``hint=False``: no cache hint (a re-read chunk)."""
         if broadcast and self.plan.weights and any(t is w for w in self.weights):
             k = next(i for i, w in enumerate(self.weights) if t is w)
             return self._from_slot(c, weight=k)  # this thread's columns, copied once per block (load_weights)
@@ -492,7 +499,7 @@ class RowFragments:
         pred = self.pred(c, rows_checked)
         if fill is not None and pred is not None:
             regs.fill(fill)
-        fx.copy(self.tiled_plain if broadcast else self.tiled, src, regs, pred=pred)  # weights: no hint (reused)
+        fx.copy(self.tiled if hint and not broadcast else self.tiled_plain, src, regs, pred=pred)  # weights: no hint
         return regs.load()
 
     def store(self, t, c, values):
@@ -517,18 +524,18 @@ class RowFragments:
         fx.copy(self.tiled, src, regs)
         return regs.load()
 
-    def copy_async(self, t, c, staging, slot):
+    def copy_async(self, t, c, staging, slot, rows_checked=True):
         """Start copying this thread's vectors of chunk ``c`` of ``t`` to slot ``slot`` (an int or a run-time
         Int32) of the chunk-sized slots at ``staging`` (``cp.async``; zeros past the row's end or for a row past
-        the last); the caller commits the group. Each thread reads back only what its own copies wrote, so no
-        barrier guards the slot."""
+        the last, unless ``rows_checked`` is False: the row is known to be one); the caller commits the group. Each
+        thread reads back only what its own copies wrote, so no barrier guards the slot."""
         p = self.plan
         atom = fx.make_copy_atom(fx.nvvm.CopyG2SOp(fx.nvvm.LoadCacheMode.GLOBAL, p.vec * self.dtype.width), self.dtype)
         thr = fx.make_tiled_copy_tv(atom, self.thr_layout, fx.make_layout((1, p.vec))).get_slice(fx.thread_idx.x)
         src = thr.partition_S(self._view(t, c))
         base = staging + slot * (p.rows * p.chunk_cols)
         dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=True))
+        fx.copy(atom, src, dst, pred=self.pred(c, rows_checked=rows_checked))
 
     def load_weights(self):
         """Start copying this thread's columns of every chunk of the weights held in shared memory (one group,
@@ -576,7 +583,7 @@ class RowFragments:
         p = self.plan
         if c < p.kept:
             return values
-        if fetched and c < p.prefetch:
+        if fetched and c < p.prefetch or c >= p.kept + p.staged:  # (prefetched; re-read for the output)
             return None
         dst = self._slot_view(c)
         regs = fx.make_fragment_like(dst)

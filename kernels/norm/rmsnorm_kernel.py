@@ -16,6 +16,9 @@ arithmetic.
 * Short rows: ``row_iters=k`` gives each block k groups of rows, all loads issued before the first use.
 * ``long_rows="cluster"`` (sm_90): a row over a cluster of 2-8 blocks, each slice in registers, the sums
   of squares merged through distributed shared memory (``norm_common``).
+* ``stream=True`` (long rows, without the fused add; ``row_stream``): softmax's and LayerNorm's ring schedule, a
+  persistent block per SM that reads the next row into each chunk's registers or shared-memory slot as soon as this
+  row's output frees it.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
+from kernels.norm.row_stream import STREAM_OPTIONS, StreamOps, StreamPlan, plan_stream, stream_options, stream_rows
 
 __all__ = ["build_rmsnorm_module", "build_fused_add_rmsnorm_module"]
 
@@ -64,15 +68,45 @@ FUSED_ADD_LONG_ROWS: list = [
 ]
 
 
+# options that do not ask for a plan_rows plan: any other one given switches a stream default off
+NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "shape_defaults", "max_registers"}
+
+
+class _RMSNormStream(StreamOps):
+    """RMSNorm's statistic and output over a streamed row (:class:`kernels.norm.row_stream.StreamOps`): the sum of
+    squares (values past the row's end are 0), one reduction, each chunk's output with its weight chunk."""
+
+    def __init__(self, W, Y, n: int, eps: float):
+        self.W, self.Y, self.n, self.eps = W, Y, n, eps
+
+    def begin(self):
+        return fx.Float32(0.0)
+
+    def chunk(self, ss, x, frag, c):
+        return ss + tree_sum(x * x), None, None
+
+    def reduce(self, ss, frag, plan, parity):
+        (ss,) = row_reduce((ss,), combine_add, plan, parity)
+        return fx.rsqrt(ss * (1.0 / self.n) + self.eps)
+
+    def output(self, frag, c, v, aux, r):
+        frag.store(self.Y, c, v.to(fx.Float32) * r * frag.load(self.W, c, broadcast=True).to(fx.Float32))
+
+
 def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:
     """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
     return {**PLAN_DEFAULTS, **defaults_for(FUSED_ADD_LONG_ROWS if fused_add else LONG_ROWS, N, dtype_str)}
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
+    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
+        plan_options = {**plan_options, "stream": False}  # options of another plan: not a stream default
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )
+    streamed, stream_plan_options, plan_options = stream_options(plan_options)
+    if streamed and fused_add:
+        raise ValueError("stream=True: the stream plan reads one input; the fused add (X and R) has two")
     # one weight; the fused add's persistent plans prefetch R beside X
     plan_options = {**plan_options, "weight_tensors": 1, "inputs": 2 if fused_add else 1}
     dtype = DTYPES[dtype_str]
@@ -82,7 +116,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         X: fx.Pointer, W: fx.Pointer, Y: fx.Pointer, residual: tuple, rows: fx.Int32, vec: Constexpr[int]
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = make_plan(vec)
 
         def load_raw(frag, c):
             """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""
@@ -142,12 +176,22 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
                         w = frag.load(W, c, broadcast=True).to(fx.Float32)
                         frag.store(Y, c, x * r * w)
 
-        each_row(plan, dtype, rows, (X, R) if fused_add else (X,), row_body, (W,))
-        finish_rows(plan)
+        if fx.const_expr(isinstance(plan, StreamPlan)):  # the ring schedule of row_stream.py
+            stream_rows(plan, dtype, rows, X, _RMSNormStream(W, Y, N, eps), FAST)
+        else:
+            each_row(plan, dtype, rows, (X, R) if fused_add else (X,), row_body, (W,))
+            finish_rows(plan)
+
+    def make_plan(vec):
+        """The stream plan where asked for and its copies can be ``cp.async`` (4 bytes or more), else plan_rows'."""
+        if streamed and vec * dtype.width >= 32:
+            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
+        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
-        plan = plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        plan = make_plan(vec)
+        plan = plan.row if isinstance(plan, StreamPlan) else plan
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
         rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(
             grid=(plan.grid(M), 1, 1),

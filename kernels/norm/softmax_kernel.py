@@ -42,6 +42,7 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
+from kernels.norm.row_stream import STREAM_OPTIONS, stream_options
 from kernels.norm.softmax_stream import max_sum_reduce, plan_stream, stream_rows
 
 __all__ = ["build_softmax_module"]
@@ -72,10 +73,6 @@ LONG_ROWS_BEFORE: list = [
 ]
 
 
-# ``stream=True``: these options go to softmax_stream.plan_stream (under its names), the others are not used
-STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "threads", "stream_kept": "kept_values",
-                  "ring": "ring", "sms": "sms", "cache_hint": "cache_hint", "stream_exps": "exps"}  # fmt: skip
-SHARED_OPTIONS = {"sms", "cache_hint"}  # options of both plan_stream and plan_rows
 # options that do not ask for a plan_rows plan: any other one given switches a stream default off
 NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "light_reduce", "shape_defaults", "max_registers"}
 
@@ -91,7 +88,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
 
     ``plan_options`` go to :func:`kernels.norm.norm_common.plan_rows` (``elems_per_thread``,
     ``block_threads``, ``register_limit``...) or, with ``stream=True``, to
-    :func:`kernels.norm.softmax_stream.plan_stream` (:data:`STREAM_OPTIONS`); ``light_reduce``; ``before=True``:
+    :func:`kernels.norm.row_stream.plan_stream` (``row_stream.STREAM_OPTIONS``); ``light_reduce``; ``before=True``:
     the per-shape defaults of :data:`LONG_ROWS_BEFORE`. Options of a ``plan_rows`` plan (``persist``,
     ``long_rows``...) without ``stream`` switch a stream default off: the caller gets the plan they describe.
     """
@@ -102,10 +99,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options)
     )
-    streamed = plan_options.pop("stream", False)  # the stream plan (softmax_stream), with its options
-    stream_options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if o in plan_options}
-    for o in STREAM_OPTIONS.keys() - SHARED_OPTIONS:  # the stream plan's own (left over when it is switched off)
-        plan_options.pop(o, None)
+    streamed, stream_plan_options, plan_options = stream_options(plan_options)  # the stream plan, with its options
     light = plan_options.pop("light_reduce", False)
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
@@ -117,7 +111,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
 
     def make_plan(vec):
         if streamed:
-            return plan_stream(N, dtype.width // 8, vec, **stream_options)
+            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
         return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
     @flyc.kernel

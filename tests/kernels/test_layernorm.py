@@ -78,6 +78,7 @@ def test_layernorm_large_mean_keeps_precision(N, plan, interpreter):
 # leave the last block's second row past the end; ragged last chunks; persistent grids of fewer blocks than pairs
 # (each block loops, the next pair's staged chunks read during this pair's output)
 PAIR = {"register_limit": 0, "onchip_threads": 128, "pair_rows": True}  # 1024 bf16 / 512 f32 columns per chunk
+RR = {"pair_rows": "reread", "cache_hint": "cs"}
 PAIR_CASES = [
     (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "sms": 2}),  # 2 kept + 8 staged per row, the last ragged
     (3, 4096, "bf16", {**PAIR, "sms": 1}),  # 2 kept + 2 staged per row; the second block holds one row
@@ -93,6 +94,19 @@ PAIR_CASES = [
     # streaming plans read the next pair's staged chunks through registers (ld.global.cs, then st.shared)
     (7, 4096, "bf16", {**PAIR, "persist": 1, "sms": 2, "cache_hint": "cs", "pair_lag": 1}),
     (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "persist": 1, "sms": 1, "cache_hint": "cs", "pair_lag": 2}),
+    # rows longer than a pair's chip (64K f32): each row's last chunks read again for the output, first
+    (3, 65536, "f32", {**RR, "onchip_threads": 512, "kept_values": 64, "sms": 1}),  # 8 kept, 14 staged, 10 re-read
+    (5, 49160, "f32", {**RR, "sms": 2}),  # 1024 threads: 4 kept, 7 staged, 2 re-read, the last chunk ragged
+    # 512 threads, 80 values kept: 10 kept, 14 staged, 8 re-read; W and B two chunks ahead; the re-read ones first
+    (3, 65528, "f32", {**RR, "onchip_threads": 512, "kept_values": 80, "sms": 1, "pair_wb_ahead": 2}),
+    (3, 61440, "f32", {**RR, "onchip_threads": 512, "kept_values": 96, "sms": 1, "reread_first": True}),
+    # the staged chunks copied to their slots by cp.async (no registers in flight): re-read pairs, pairs that fit
+    (3, 65528, "f32", {**RR, "onchip_threads": 512, "kept_values": 80, "sms": 1, "pair_async": True}),
+    (3, 4096, "bf16", {**PAIR, "sms": 1, "pair_async": True}),
+    (5, 2500, "f32", {**SMALL_CHUNKS, "pair_rows": True, "sms": 2, "pair_async": True}),
+    (2, 65528, "f32", RR),  # fewer rows than SMs: each block one row, twice
+    # two pair-blocks per SM (half the shared memory each): 1 kept, 7 staged, 8 re-read of 16 chunks per row
+    (5, 65536, "bf16", {**RR, "pair_rows": "reread2", "onchip_threads": 512, "kept_values": 16, "sms": 2}),
 ]
 PAIR_IDS = [
     f"{m}x{n}-{d}" + "-".join(f"-{k}={v}" for k, v in p.items() if k != "register_limit") for m, n, d, p in PAIR_CASES
@@ -105,8 +119,10 @@ def test_layernorm_pair_rows_interpreter(M, N, dtype, plan, interpreter):
     from kernels.norm.pair_rows import pair_count
 
     eb = 4 if dtype == "f32" else 2
-    p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k != "max_registers"})
+    kernel_only = ("max_registers", "pair_wb_ahead", "reread_first", "pair_async")  # (the kernel's, not the plan's)
+    p = plan_rows(N, eb, vector_width(N, eb), **{k: v for k, v in plan.items() if k not in kernel_only})
     assert p.paired and p.staged > 0 and bool(p.persist) == ("persist" in plan)  # the plan these cases test
+    assert (p.reread > 0) == str(plan.get("pair_rows")).startswith("reread")
     assert pair_count(p, M) == (M if M <= p.sms else (M + 1) // 2)
     x, w, b = make_inputs(M, N, dtype, seed=M * N + 1)
     check(x, w, b, dtype, run("cpu", x, w, b, dtype, **plan))
@@ -148,12 +164,13 @@ def test_layernorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
     assert not any(op in ptx for op in ("div.s32", "div.u32", "rem.s32", "rem.u32", ".local")), ptx
 
 
-@pytest.mark.parametrize("M,N", [(3, 32768), (2, 65536)])
-def test_layernorm_long_f32_rows_default_plans(M, N, interpreter):
-    """The f32 long-row defaults (LONG_ROWS): 32K rows in pairs (512 threads, 128 registers), 64K in eight chunks of
-    8 values per thread (four staged), every chunk's loads issued together."""
+@pytest.mark.parametrize("M,N,plan", [(3, 32768, {}), (2, 65536, {}), (3, 65536, {"sms": 1}), (3, 100000, {})])
+def test_layernorm_long_f32_rows_default_plans(M, N, plan, interpreter):
+    """The f32 long-row defaults (LONG_ROWS): 32K rows in pairs (512 threads, 128 registers), 48K-64K too, each row's
+    chunks beyond the pair's registers and shared memory read twice (with as many rows as SMs or fewer each block one
+    row, twice; over one SM two pairs, the second one row), longer rows one per block in chunks of 8 values."""
     x, w, b = make_inputs(M, N, "f32", seed=N)
-    check(x, w, b, "f32", run("cpu", x, w, b, "f32"))
+    check(x, w, b, "f32", run("cpu", x, w, b, "f32", **plan))
 
 
 # -- GPU ----------------------------------------------------------------------------------------------
@@ -198,9 +215,49 @@ def test_layernorm_pair_rows_gpu_long_rows(M, N, dtype, options, monkeypatch):
     check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
 
 
+RR_512 = {**RR, "onchip_threads": 512, "max_registers": 128, "kept_values": 64}
+RR_GPU = [  # pairs of rows longer than a pair's chip: 64K f32 and ragged lengths, odd row counts, fewer rows than SMs
+    (256, 65536, RR_512),
+    (257, 65536, {**RR, "onchip_threads": 1024, "max_registers": 0}),
+    (97, 65536, RR_512),
+    (301, 61440, {**RR, "onchip_threads": 256, "max_registers": 255, "kept_values": 128}),
+    (255, 49160, {**RR_512, "kept_values": 96}),
+    (129, 65528, {**RR_512, "kept_values": 80, "pair_wb_ahead": 2}),
+    (133, 50000, {**RR_512, "kept_values": 96, "reread_first": True}),
+    (256, 65536, {**RR_512, "kept_values": 80, "pair_async": True}),
+    (511, 65536, {**RR, "pair_rows": "reread2", "onchip_threads": 512, "max_registers": 64, "kept_values": 16}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "M,N,plan", RR_GPU, ids=[f"{m}x{n}-{p['onchip_threads']}-{p['pair_rows']}" for m, n, p in RR_GPU]
+)
+def test_layernorm_pair_reread_gpu(M, N, plan, monkeypatch):
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    dtype = "bf16" if plan["pair_rows"] == "reread2" else "f32"
+    x, w, b = make_inputs(M, N, dtype, seed=M)
+    check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N", [(257, 49160), (131, 61440), (300, 65528), (256, 65536), (133, 50001)])
+def test_layernorm_gpu_48k_64k_f32_defaults(M, N, monkeypatch):
+    """The re-read pairs of the 48K-64K f32 default at ragged lengths, odd row counts (the last pair one row twice),
+    fewer rows than SMs (each block one row, twice), just more (pairs) and odd rows (scalar accesses: not paired)."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    x, w, b = make_inputs(M, N, "f32", seed=N)
+    check(x, w, b, "f32", run("cuda", x, w, b, "f32"))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("M,N,dtype,plan", PARITY_CASES + PAIR_CASES, ids=PARITY_IDS + PAIR_IDS)
 def test_layernorm_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
+    check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch)
+
+
+def check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
+    """The plan's output on the GPU against the interpreter's (the same IR, executed twice)."""
     x, w, b = make_inputs(M, N, dtype, seed=7)
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
     gpu = run("cuda", x, w, b, dtype, **plan)

@@ -292,12 +292,14 @@ def test_fewer_kept_values_pair_with_up_to_224_kb_of_slots(monkeypatch):
 def test_layernorm_long_rows_defaults():
     """LayerNorm's rows of 32K-64K (ln2r rounds 2-4 on the H200, docs/kernels.md "Paired rows"): 32K rows in pairs
     (bf16: blocks of 512 threads, two per SM; f32: one block of 512 threads with 128 registers), 64K bf16 one row per
-    block with streaming hints; 64K f32 (lnmc rounds 3-5) one row per 1024-thread block, eight chunks of 8 values."""
+    block with streaming hints; 48K-64K f32 (lnst rounds 2-3) pairs of 512 threads with 128 registers re-reading what
+    does not fit; longer f32 rows (lnmc rounds 3-5, and ``before=True`` at 64K) one row per 1024-thread block, eight
+    chunks of 8 values."""
     from kernels.norm.layernorm_kernel import plan_defaults
     from kernels.norm.norm_common import split_options
 
-    def default_plan(n, dt, eb):
-        plan, kernel = split_options(plan_defaults(n, dt), pairs=True)
+    def default_plan(n, dt, eb, before=False):
+        plan, kernel = split_options(plan_defaults(n, dt, before), pairs=True)
         return plan_rows(n, eb, 16 // eb, **plan), kernel
 
     p, k = default_plan(32768, "bf16", 2)
@@ -307,7 +309,22 @@ def test_layernorm_long_rows_defaults():
     assert (p.paired, p.threads, p.kept, p.cache, k) == (True, 512, 8, "cs", {"max_registers": 128})
     p, k = default_plan(65536, "bf16", 2)
     assert (p.paired, p.threads, p.cache, k) == (False, 512, "cs", {"max_registers": 64})
-    p, k = default_plan(65536, "f32", 4)
-    assert (p.paired, p.threads, p.vecs * p.vec, p.chunks, p.kept, p.cache, k) == (False, 1024, 8, 8, 4, "cs", {})
-    assert p.batches() == [list(range(8))]  # every chunk's loads issued together
+    p, k = default_plan(65536, "f32", 4)  # 32 chunks of 2048 columns per row: 10 kept, 14 staged, 8 re-read
+    assert (p.paired, p.threads, p.kept, p.staged, p.reread, p.cache, k) == (
+        True,
+        512,
+        10,
+        14,
+        8,
+        "cs",
+        {"max_registers": 128},
+    )
+    assert p.staging_bytes(4) == 224 * 1024
+    for n in (49153, 65536, 65537, 100000):  # the rules before lnst: one row per block
+        p, k = default_plan(n, "f32", 4, before=n <= 65536)
+        chunks = -(-n // 8192)  # 4 kept, or as many as leave at most 200 KB staged
+        assert (p.paired, p.threads, p.vecs * p.vec, p.chunks, p.kept, p.cache, k) == (
+            False, 1024, 8, chunks, max(4, chunks - 6), "cs", {}
+        )  # fmt: skip
+        assert n != 65536 or p.batches() == [list(range(8))]  # 64K: every chunk's loads issued together
     assert norm_sweep.applicable("e8", 256, 65536) and not norm_sweep.applicable("e8", 2048, 16384)
