@@ -126,12 +126,12 @@ import gc, sys, torch
 import flydsl.compiler as flyc
 import flydsl.expr as fx
 
-def build():
+def build(factor=2.0):
     @flyc.kernel
     def scale(x: fx.Tensor, out: fx.Tensor, n: fx.Int32):
         i = fx.block_idx.x * fx.block_dim.x + fx.thread_idx.x
         if i < n:
-            out[i] = x[i] * 2.0
+            out[i] = x[i] * factor
 
     @flyc.jit
     def launch(x, out, n: fx.Int32):
@@ -156,7 +156,10 @@ def capture():  # the launcher and its compiled function exist only inside this 
 
 g = capture()
 gc.collect()  # the launcher, its specialization and its kernels' module objects are gone now
-junk = [bytearray(64) for _ in range(200000)]; del junk; gc.collect()
+other = torch.empty_like(x)
+for k in range(12):  # other modules loaded since: where an unloaded module's code was, theirs may be now
+    flyc.compile(build(3.0 + k), x, other, n)
+torch.cuda.synchronize()
 out.fill_(float("nan"))
 g.replay()
 torch.cuda.synchronize()
