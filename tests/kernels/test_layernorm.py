@@ -173,6 +173,18 @@ def test_layernorm_long_f32_rows_default_plans(M, N, plan, interpreter):
     check(x, w, b, "f32", run("cpu", x, w, b, "f32", **plan))
 
 
+@pytest.mark.parametrize("M,N", [(3, 30000), (2, 49160), (3, 65528)])
+def test_layernorm_long_bf16_ragged_rows_default_plans(M, N, interpreter):
+    """bf16 rows of 24577-65535 elements other than 32768 (LONG_ROWS): pairs of 512 threads with 128 registers (the
+    32K / 64K plans spill there), an odd row count (the last pair one row twice), ragged last chunks."""
+    from kernels.norm.layernorm_kernel import plan_defaults
+
+    assert plan_defaults(N, "bf16").get("pair_rows") is True and plan_defaults(N, "bf16")["max_registers"] == 128
+    assert plan_defaults(32768, "bf16")["max_registers"] == 64 and "pair_rows" not in plan_defaults(65536, "bf16")
+    x, w, b = make_inputs(M, N, "bf16", seed=N)
+    check(x, w, b, "bf16", run("cpu", x, w, b, "bf16"))
+
+
 # -- GPU ----------------------------------------------------------------------------------------------
 
 
@@ -238,6 +250,15 @@ def test_layernorm_pair_reread_gpu(M, N, plan, monkeypatch):
     dtype = "bf16" if plan["pair_rows"] == "reread2" else "f32"
     x, w, b = make_inputs(M, N, dtype, seed=M)
     check(x, w, b, dtype, run("cuda", x, w, b, dtype, **plan))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N", [(1023, 30000), (257, 40000), (131, 49160), (300, 57000), (256, 65528)])
+def test_layernorm_gpu_long_bf16_ragged_defaults(M, N, monkeypatch):
+    """The bf16 default at lengths where the 32K / 64K plans spill: pairs of 512 threads with 128 registers."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    x, w, b = make_inputs(M, N, "bf16", seed=N)
+    check(x, w, b, "bf16", run("cuda", x, w, b, "bf16"))
 
 
 @pytest.mark.gpu
