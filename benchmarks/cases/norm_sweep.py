@@ -473,6 +473,10 @@ GROUPS = {"long": LONG, "short": SHORT, "few": FEW, "quick": QUICK, "long32": [s
           "rows128k": [s for s in LONG if s[1] * (4 if s[2] == "f32" else 2) == 131072]}  # fmt: skip
 GROUPS["rows64k"] = sorted([s for s in LONG if s[1] == 65536], key=lambda s: s[2] != "f32")  # 64K f32, 64K bf16
 GROUPS["long64"] = sorted(GROUPS["long32"], key=lambda s: (-s[1], s[2] != "f32"))  # 64K f32 first, then 64K bf16
+# long rows of lengths that are not powers of two (the last chunk masked; where the 64-register plans spilled and
+# LayerNorm bf16 ran at 50-65% of the copy, session 19): opt in with FLYDSL_NORM_SHAPES=ragged
+GROUPS["ragged"] = [(1536, 20000, "bf16"), (1024, 30000, "bf16"), (512, 49160, "bf16"), (512, 65528, "bf16"),
+                    (768, 40000, "f32"), (256, 57000, "f32")]  # fmt: skip
 
 
 def _shapes(quick: bool) -> list[tuple]:
