@@ -246,10 +246,24 @@ def test_stream_config_mapping_and_rejection():
             compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="stream", **kw)
     with pytest.raises(ValueError, match="max_blocks applies"):
         compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="mma", max_blocks=4)
-    with pytest.raises(ValueError, match="streamk"):
+    with pytest.raises(ValueError, match=r"streamk='early' applies to the stream path \(its split tiles\)"):
         compile_preshuffle_gemm(N=256, K=512, tile_m=16, tile_n=64, tile_k=128, path="mma", streamk="early")
-    with pytest.raises(ValueError, match="streamk"):
+    with pytest.raises(ValueError, match="streamk must be 'arrive' or 'early', got 'late'"):
         compile_preshuffle_gemm(N=256, K=512, path="stream", streamk="late")
+    with pytest.raises(ValueError, match=r"prefill applies to the stream path \(its ring\)"):
+        compile_preshuffle_gemm(N=256, K=512, path="wgmma", prefill=True)
+
+
+def test_stream_probe_and_early_rejections():
+    from kernels.gemm.gemm_stream import build_stream_gemm
+
+    cfg = compile_preshuffle_gemm(N=256, K=1024, tile_m=16, tile_n=64, tile_k=256, path="stream").gemm_config
+    with pytest.raises(ValueError, match="probe must be one of .* on the stream path, got 'fast'"):
+        build_stream_gemm(cfg, probe="fast")
+    early = compile_preshuffle_gemm(N=256, K=1024, tile_m=16, tile_n=64, tile_k=256, path="stream",
+                                    streamk="early").gemm_config  # fmt: skip
+    with pytest.raises(ValueError, match="streamk='early' needs min_iters >= the K stages of a tile"):
+        build_stream_gemm(early, probe="nored")
 
 
 # ---------------------------------------------------------------------------------------------------------
