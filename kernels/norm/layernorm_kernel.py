@@ -37,7 +37,6 @@ from kernels.norm.norm_common import (
     each_row,
     finish_rows,
     per_row,
-    plan_rows,
     row_reduce,
     split_options,
     tree_sum,
@@ -46,7 +45,14 @@ from kernels.norm.norm_common import (
     with_register_cap,
 )
 from kernels.norm.pair_rows import each_pair, pair_grid
-from kernels.norm.row_stream import STREAM_OPTIONS, StreamOps, StreamPlan, plan_stream, stream_options, stream_rows
+from kernels.norm.row_stream import (
+    STREAM_OPTIONS,
+    StreamOps,
+    StreamPlan,
+    row_or_stream_plan,
+    stream_options,
+    stream_rows,
+)
 
 __all__ = ["build_layernorm_module"]
 
@@ -182,10 +188,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     plan_options["weight_tensors"] = 2  # W and B
 
     def make_plan(vec):
-        """The stream plan where asked for and its copies can be ``cp.async`` (4 bytes or more), else plan_rows'."""
-        if streamed and vec * dtype.width >= 32:
-            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
-        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
 
     @flyc.kernel
     def layernorm_kernel(

@@ -32,7 +32,6 @@ from kernels.norm.norm_common import (
     defaults_for,
     each_row,
     finish_rows,
-    plan_rows,
     row_reduce,
     split_options,
     tree_sum,
@@ -40,7 +39,14 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
-from kernels.norm.row_stream import STREAM_OPTIONS, StreamOps, StreamPlan, plan_stream, stream_options, stream_rows
+from kernels.norm.row_stream import (
+    STREAM_OPTIONS,
+    StreamOps,
+    StreamPlan,
+    row_or_stream_plan,
+    stream_options,
+    stream_rows,
+)
 
 __all__ = ["build_rmsnorm_module", "build_fused_add_rmsnorm_module"]
 
@@ -183,10 +189,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
             finish_rows(plan)
 
     def make_plan(vec):
-        """The stream plan where asked for and its copies can be ``cp.async`` (4 bytes or more), else plan_rows'."""
-        if streamed and vec * dtype.width >= 32:
-            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
-        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))

@@ -28,9 +28,18 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_common import NUM_SMS, RowFragments, RowPlan
+from kernels.norm.norm_common import NUM_SMS, RowFragments, RowPlan, plan_rows
 
-__all__ = ["SMEM_LIMIT", "StreamPlan", "StreamOps", "plan_stream", "stream_rows", "STREAM_OPTIONS", "stream_options"]
+__all__ = [
+    "SMEM_LIMIT",
+    "StreamPlan",
+    "StreamOps",
+    "plan_stream",
+    "stream_rows",
+    "STREAM_OPTIONS",
+    "stream_options",
+    "row_or_stream_plan",
+]
 
 SMEM_LIMIT = 227 * 1024 - 2048  # sm_90's opt-in shared memory per block, less the reduction's partials
 
@@ -112,6 +121,14 @@ def stream_options(plan_options: dict) -> tuple[bool, dict, dict]:
     for o in STREAM_OPTIONS.keys() - SHARED_OPTIONS:  # the stream plan's own (left over when it is switched off)
         plan_options.pop(o, None)
     return streamed, options, plan_options
+
+
+def row_or_stream_plan(n: int, dtype, vec: int, streamed: bool, stream_plan_options: dict, plan_options: dict):
+    """The stream plan where asked for (``streamed``) and its copies can be ``cp.async`` (4 bytes or more), else
+    plan_rows' (LayerNorm's and RMSNorm's builders; options as :func:`stream_options` splits them)."""
+    if streamed and vec * dtype.width >= 32:
+        return plan_stream(n, dtype.width // 8, vec, **stream_plan_options)
+    return plan_rows(n, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
 
 
 class StreamOps:
