@@ -113,8 +113,8 @@ class _LayerNormStream(StreamOps):
     chunk's (count, mean, M2) merged by Chan's rule, one reduction, then each chunk's output with its W and B
     chunks, loaded at use or (``ahead``) a chunk ahead — the first chunk's through the reduction."""
 
-    def __init__(self, W, B, Y, n: int, eps: float, chunks: int, ahead: bool):
-        self.W, self.B, self.Y, self.n, self.eps, self.chunks, self.ahead = W, B, Y, n, eps, chunks, ahead
+    def __init__(self, W, B, Y, n: int, eps: float, ahead: bool):
+        self.W, self.B, self.Y, self.n, self.eps, self.ahead = W, B, Y, n, eps, ahead
         self.wb = None
 
     def begin(self):
@@ -134,7 +134,7 @@ class _LayerNormStream(StreamOps):
 
     def output(self, frag, c, v, aux, stats):
         wb = self.wb if self.ahead else self._weights(frag, c)
-        if self.ahead and c + 1 < self.chunks:
+        if self.ahead and c + 1 < frag.plan.chunks:
             self.wb = self._weights(frag, c + 1)
         w, b = (t.to(fx.Float32) for t in wb)
         mean, rstd = stats
@@ -302,7 +302,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
                         output(frag, c, frag.load(X, c).to(fx.Float32), mean, rstd)
 
         if fx.const_expr(isinstance(plan, StreamPlan)):  # the ring schedule of row_stream.py
-            stream_rows(plan, dtype, rows, X, _LayerNormStream(W, B, Y, N, eps, plan.row.chunks, wb_ahead), FAST)
+            stream_rows(plan, dtype, rows, X, _LayerNormStream(W, B, Y, N, eps, wb_ahead), FAST)
         elif fx.const_expr(plan.paired):
             # paired rows, the next pair copied in (and with plan.lag, partly reduced) during this pair's output
             each_pair(plan, dtype, rows, (X,), row_body, (lambda f, v, c: chunk_stats(f, v.to(fx.Float32), c),
