@@ -223,9 +223,7 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         i = fx.Int32(0)
                         for j in range(t_count):
                             tile = seq_tile(j)
-                            tn = tile // mtiles
-                            r0 = tn * BN
-                            src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
+                            src0, _ = tile_src(tile)
                             for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
                                 if i < stages:  # a fresh ring: the empty barriers are free
                                     nvvm.mbarrier_arrive_expect_tx(full + i, tma_a.tile_bytes + w_copy)
@@ -241,22 +239,18 @@ def build_stream_gemm(cfg: GemmConfig, workspace=None, probe: str | None = None)
                         r0 = tn * BN  # the tile's first row of B: its panel, and the row in the panel
                         src0 = gB + ((r0 // PANEL_N) * (PANEL_N * row_bytes) + (r0 % PANEL_N) * ATOM_BYTES)
                         for kt in range(fx.max(it0 - tile * iters, 0), fx.min(it1 - tile * iters, iters)):
-                            if fx.const_expr(PREFILL):
-                                if i >= stages:  # (the first pass was issued at the start)
+                            if fx.const_expr(PREFILL or cfg.pdl):
+                                if i >= stages:  # (the first pass was issued at the start: B, and A when prefilled)
                                     nvvm.mbarrier_wait(empty + st.index, st.phase)
                                     nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
                                     copy_b(src0, kt, st.index)
-                                    nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
+                                    if fx.const_expr(PREFILL):
+                                        nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             else:
-                                if fx.const_expr(cfg.pdl):
-                                    if i >= stages:
-                                        nvvm.mbarrier_wait(empty + st.index, st.phase)
-                                        nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
-                                        copy_b(src0, kt, st.index)
-                                else:
-                                    nvvm.mbarrier_wait(empty + st.index, st.phase)
-                                    nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
-                                    copy_b(src0, kt, st.index)
+                                nvvm.mbarrier_wait(empty + st.index, st.phase)
+                                nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + w_copy)
+                                copy_b(src0, kt, st.index)
+                            if fx.const_expr(not PREFILL):
                                 nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m0, kt * BK))
                             st = st.next()
                             i = i + 1
