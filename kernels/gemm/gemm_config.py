@@ -245,6 +245,22 @@ def _stream_fill(N: int, tile_m: int, tile_n: int, M: int) -> int:
     return N // tile_n * -(-M // tile_m)
 
 
+def _fills(tiles: int) -> bool:
+    """Whether ``tiles`` blocks fill between :data:`STREAM_WHOLE` of the SMs and all of them."""
+    return STREAM_WHOLE * NUM_SMS <= tiles <= NUM_SMS
+
+
+def _stream_widths(N: int, tile_m: int) -> list[int]:
+    """The stream tile's candidate rows of B, widest first: 128, 64, 32, 16 dividing N, at least ``tile_m`` up
+    to 128."""
+    return [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128)]
+
+
+def _stream_whole(N: int, tile_m: int, M: int) -> int:
+    """The widest of :func:`_stream_widths` whose whole tiles fill the SMs (:func:`_fills`); 0: none does."""
+    return next((r for r in _stream_widths(N, tile_m) if _fills(_stream_fill(N, tile_m, r, M))), 0)
+
+
 def _stream_rows(N: int, tile_m: int, M: int, K: int | None = None, in_dtype: str = "fp8", pdl=False) -> int:
     """Rows of B per stream tile: the widest of 128, 64, 32, 16 (dividing N; at least ``tile_m`` up to 128, so
     that the activations re-read from L2 per tile stay at most the bytes of B) whose tiles exactly fill
@@ -254,15 +270,15 @@ def _stream_rows(N: int, tile_m: int, M: int, K: int | None = None, in_dtype: st
     round 2), else on 64-row ones."""
     if K is not None and stream_cluster(N, K, tile_m, M, in_dtype, pdl):
         return PANEL_N
-    ok = [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128)]
-    for r in ok:
-        if STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, M) <= NUM_SMS:
-            return r
+    whole = _stream_whole(N, tile_m, M)
+    if whole:
+        return whole
     if stream_early(N, tile_m, M, pdl, in_dtype):
         return PANEL_N
     wide = 2 * PANEL_N
     if N % wide == 0 and (tile_m >= 128 or _stream_fill(N, tile_m, wide, M) >= STREAM_WIDE_TILES):
         return wide
+    ok = _stream_widths(N, tile_m)
     return PANEL_N if N % PANEL_N == 0 else (ok[-1] if ok else 16)
 
 
@@ -272,9 +288,8 @@ def stream_early(N: int, tile_m: int, M: int | None, pdl=False, in_dtype: str = 
     full grid); 8-bit weights up to 32 tokens without PDL (where it was measured: 10240 x 8192, docs/gemm.md)."""
     if not STREAM_EARLY or N % PANEL_N or tile_m > 32 or pdl or ELEM_BYTES[in_dtype] != 1:
         return False
-    whole = any(STREAM_WHOLE * NUM_SMS <= _stream_fill(N, tile_m, r, 16 if M is None else M) <= NUM_SMS
-                for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128))  # fmt: skip
-    return not whole and _stream_fill(N, tile_m, PANEL_N, 16 if M is None else M) >= NUM_SMS
+    m = 16 if M is None else M
+    return not _stream_whole(N, tile_m, m) and _stream_fill(N, tile_m, PANEL_N, m) >= NUM_SMS
 
 
 def stream_cluster(N: int, K: int, tile_m: int, M: int | None, in_dtype: str, pdl=False) -> bool:
@@ -285,14 +300,14 @@ def stream_cluster(N: int, K: int, tile_m: int, M: int | None, in_dtype: str, pd
     if not STREAM_CLUSTER or ELEM_BYTES[in_dtype] != 1 or tile_m > 32 or pdl or N % PANEL_N or K % 512:
         return False
     tiles = _stream_fill(N, tile_m, PANEL_N, 16 if M is None else M)
-    return tiles < STREAM_WHOLE * NUM_SMS and STREAM_WHOLE * NUM_SMS <= 2 * tiles <= NUM_SMS
+    return tiles < STREAM_WHOLE * NUM_SMS and _fills(2 * tiles)
 
 
 def stream_blocks(N: int, tile_m: int, tile_n: int, M: int | None) -> int:
     """The stream-K grid bound: the tile count when whole tiles fill 3/4 of the SMs or more (one per block,
     nothing to reduce), else one block per SM."""
     tiles = _stream_fill(N, tile_m, tile_n, 16 if M is None else M)
-    return tiles if STREAM_WHOLE * NUM_SMS <= tiles <= NUM_SMS else NUM_SMS
+    return tiles if _fills(tiles) else NUM_SMS
 
 
 # relative speed of a wgmma tile and schedule (per output element, full machine) — docs/gemm.md, calibrated
