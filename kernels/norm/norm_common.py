@@ -471,7 +471,7 @@ class RowFragments:
         """None when every access of chunk ``c`` is in bounds, else one Boolean per access (or one for all of
         them where only the row can be out of bounds and ``rows_checked``: a prefetch of a row past the last)."""
         p = self.plan
-        if p.rows == 1 and not p.ragged:
+        if p.rows == 1 and not self.ragged_chunk(c):
             return self.rows_left > 0 if rows_checked else None
         pred = fx.make_fragment_like(self.crd, dtype=fx.Boolean)
         cols_left = p.n - c * p.chunk_cols if self.col0 is None else p.n - self.col0
@@ -479,9 +479,18 @@ class RowFragments:
             pred[i] = fx.elem_less(self.crd[i], (self.rows_left, cols_left))
         return pred
 
+    def ragged_chunk(self, c=0) -> bool:
+        """Whether some access of chunk ``c`` may lie past the row's end: only a ragged plan's last chunk (every
+        chunk of a run-time ``c``, a two-pass loop's; the last block's of a cluster). Predicating the full chunks
+        too costs each of their accesses a predicate register, which at 64 registers spills (ptxas)."""
+        p = self.plan
+        if not p.ragged:
+            return False
+        return not isinstance(c, int) or self.col0 is not None or (c + 1) * p.chunk_cols > p.n
+
     def lane_mask(self, c=0):
         """None when every value of chunk ``c`` lies inside the row, else a Boolean Vector, one lane per value."""
-        if not self.plan.ragged:
+        if not self.ragged_chunk(c):
             return None
         pred = self.pred(c)
         lanes = [pred[i] for i in range(fx.size(pred)) for _ in range(self.plan.vec)]
@@ -549,7 +558,7 @@ class RowFragments:
                 src = thr.partition_S(self._view(w, c, broadcast=True))
                 base = self.staging + p.weight_slot(k, c) * (p.rows * p.chunk_cols)
                 dst = thr.partition_D(fx.make_view(base, fx.make_layout((p.rows, p.chunk_cols), (p.chunk_cols, 1))))
-                fx.copy(atom, src, dst, pred=self.pred(c) if p.ragged else None)
+                fx.copy(atom, src, dst, pred=self.pred(c) if self.ragged_chunk(c) else None)
         fx.nvvm.cp_async_commit_group()
 
     def prefetch(self, t, region=0):

@@ -83,6 +83,19 @@ def test_rmsnorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
     assert not any(op in ptx for op in ("div.s32", "div.u32", "rem.s32", "rem.u32", ".local")), ptx
 
 
+def test_ragged_rows_predicate_only_the_last_chunk(interpreter, tmp_path):
+    """57000 f32 rows: four chunks of 16384 columns, the last one 7848 long. Only its accesses are predicated (and
+    lose the streaming hint); predicating the three full chunks too spilled at the 64-register cap and cost up to
+    10% (ptxas; H200, session 20)."""
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    interpreter.setenv("COMPILE_ONLY", "1")
+    x = full((2, 57000), 0, "f32", "cpu")
+    build_rmsnorm_module(57000, "f32")(x, x[0], x, 2)
+    (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
+    # 4 stores per chunk: the full chunks' 12 unpredicated; of the last, the 2 that can reach a column before 57000
+    assert ptx.count("st.global.cs.v4.b32") == 12 and ptx.count("st.global.v4.b32") == 2, ptx
+
+
 # -- GPU ----------------------------------------------------------------------------------------------
 
 
