@@ -299,7 +299,11 @@ class CudaKernel:
             self.module, self.device, self.func = None, device, None
         self.params = ParamPack(param_types)
         self._lock = threading.Lock()
-        self._smem_limit = [_DEFAULT_SMEM]
+        # the dynamic shared memory a launch may ask for before the limit is raised: 48 KB less the kernel's static
+        # shared memory (a block's total may not pass 48 KB without the opt-in; at exactly 48 KB of dynamic memory
+        # beside a reduction's static partials the launch failed with CUDA_ERROR_INVALID_VALUE)
+        static = self.attribute("SHARED_SIZE_BYTES") if self.func is not None else 0
+        self._smem_limit = [_DEFAULT_SMEM - static]
         self._stream_cache = (None, None)
         self._retrying = False
         call = driver_call if driver_call is not None else _ctypes_launch()
