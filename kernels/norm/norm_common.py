@@ -64,8 +64,11 @@ __all__ = [
 DTYPES = {"f32": fx.Float32, "f16": fx.Float16, "bf16": fx.BFloat16}
 # Softmax's value for masked-off elements: below any real input and finite even times log2(e), so that a
 # thread holding no valid element computes exp2(0) = 1 (not exp2(inf - inf) = NaN), which the merge with
-# the row's real maximum then scales to 0.
-MASKED_MIN = {"f32": -1e38, "f16": -65504.0, "bf16": -1e38}
+# the row's real maximum then scales to 0. A power of two: x * log2e - m * log2e, contracted to one fma, is
+# then exactly 0 for x = m = MASKED_MIN (the product is exact); at -1e38 the fma kept the product's rounding
+# error, about 2**103, and a block of a cluster plan holding no column of the row (softmax f32, 40000 columns
+# over 8 blocks of 6144) computed exp2(+2**103) = inf, and the whole row NaN, on the H200.
+MASKED_MIN = {"f32": -(2.0**126), "f16": -65504.0, "bf16": -(2.0**126)}
 
 WARP = 32
 VEC_BYTES = 16  # one 128-bit access
@@ -277,6 +280,7 @@ def plan_rows(
     cache_hint: str = "",
     pair_rows: bool = False,
     pair_lag: int = 0,
+    balance_chunks: bool = False,
 ) -> RowPlan:
     """Cover rows of ``n`` elements: about ``elems_per_thread`` values per thread (enough 128-bit loads in
     flight, few enough registers for several blocks per SM); rows of at most ``register_limit`` elements in
@@ -318,7 +322,7 @@ def plan_rows(
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,
                       clusters, persist if n >= persist_from else 0, sms, inputs, prefetch_early,
-                      weight_tensors if weights_smem else 0, pair_rows)  # fmt: skip
+                      weight_tensors if weights_smem else 0, pair_rows, balance_chunks)  # fmt: skip
     if pair_lag > 0 and plan.iters > 1 and plan.persist:
         plan = dataclasses.replace(plan, lag=pair_lag)
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
@@ -326,7 +330,7 @@ def plan_rows(
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
-               sms, inputs, early, weights, pair_rows=False):  # fmt: skip
+               sms, inputs, early, weights, pair_rows=False, balance=False):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
     vecs_target = max(1, elems_per_thread // vec)
@@ -357,6 +361,8 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         # paired rows: chunks of one access per thread and row (at 1024 threads, both rows' values of a chunk, W and
         # B of this chunk and the next fit the 64 registers), the kept values shared by the two rows
         vecs, kept_for = (1, kept_values // 2) if pair > 1 else (vecs_target, kept_values)
+        if balance and pair == 1:
+            vecs = _balanced_vecs(n_vecs, threads, vecs)
         chunks = -(-n_vecs // (threads * vecs))
         kept = min(chunks, max(1, kept_for // (vecs * vec)))
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
@@ -371,6 +377,13 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
     plan = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, batch=batch, inputs=inputs,
                    iters=pair, sms=sms or NUM_SMS, reread=reread)  # fmt: skip
     return _persistent(plan, persist, sms, elem_bytes, early, weights)
+
+
+def _balanced_vecs(n_vecs: int, threads: int, vecs: int) -> int:
+    """Accesses per thread per chunk, at most ``vecs``, whose chunks cover ``n_vecs`` accesses with the fewest
+    empty ones (the widest of those): a row of 49160 bf16 at 1024 threads takes 7 chunks of one access per thread
+    (86% of them in the row), not 4 of two (75%)."""
+    return min(range(vecs, 0, -1), key=lambda v: -(-n_vecs // (threads * v)) * v)
 
 
 def _persistent(

@@ -100,3 +100,37 @@ def check_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cpu")
     cpu = run("cpu", a, dtype, **plan)
     check_parity(gpu, cpu, dtype)
+
+
+# a row over a cluster of 8 blocks of 6144 columns: 40000 f32 leaves the last block without a column of the row (its
+# maximum MASKED_MIN); bf16: 8 blocks of 8192, the last three empty
+EMPTY_BLOCK_CASES = [(2, 40000, "f32"), (2, 40000, "bf16")]
+CLUSTER_8K = {"shape_defaults": False, "long_rows": "cluster", "cluster_cols": 8192}
+
+
+@pytest.mark.parametrize("M,N,dtype", EMPTY_BLOCK_CASES)
+def test_softmax_cluster_block_without_columns(M, N, dtype, interpreter):
+    a = randn((M, N), dtype, seed=N, scale=2.0)
+    check(run("cpu", a, dtype, **CLUSTER_8K), a, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,dtype", EMPTY_BLOCK_CASES)
+def test_softmax_gpu_cluster_block_without_columns(M, N, dtype, monkeypatch):
+    """The GPU contracts ``x * log2e - m * log2e`` to one fma: with x = m = MASKED_MIN that is exactly 0 only when
+    the product is exact (a power of two); at -1e38 the empty block's exp was inf and the row NaN on the H200."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    a = randn((M, N), dtype, seed=N, scale=2.0)
+    check(run("cuda", a, dtype, **CLUSTER_8K), a, dtype)
+
+
+def test_masked_min_times_log2e_is_exact():
+    """Why MASKED_MIN is a power of two: its f32 product with log2(e) is exact, so fma(x, log2e, -(m * log2e)) = 0."""
+    import ml_dtypes
+
+    from kernels.norm.norm_common import LOG2E, MASKED_MIN
+
+    for dt in ("f32", "bf16"):
+        m, c = np.float32(MASKED_MIN[dt]), np.float32(LOG2E)
+        assert np.isfinite(m * c) and np.float64(m * c) == np.float64(m) * np.float64(c)
+        assert float(m.astype(ml_dtypes.bfloat16)) == MASKED_MIN[dt]  # held exactly by the data type too
