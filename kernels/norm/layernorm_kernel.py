@@ -64,30 +64,34 @@ PAIR_512 = {"pair_rows": True, "onchip_threads": 512, "cache_hint": "cs"}
 _ONE_ROW_64K = {"cache_hint": "cs", "onchip_threads": 1024, "elems_per_thread": 8}  # f32 rows over 48K before lnst
 _PAIR_2B = {**PAIR_512, "max_registers": 64}  # two pair-blocks of 512 threads per SM
 _ONE_ROW_BF16 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}  # two one-row blocks per SM
-LONG_ROWS: list = [
-    # 16K bf16: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K, H200 final check)
+# 16K: capped at 64 registers, two blocks of 512 per SM (60.4 -> 38.3 us at 2048 x 16K bf16, H200 final check)
+_RULES_16K: list = [
     ((12289, 24576, ("bf16", "f16")), {"cache_hint": "cs", "max_registers": 64}),
     ((12289, 24576, ("f32",)), {"max_registers": 64}),  # 69 registers: one block of 512 per SM; capped: two
+]
+# rows of 16K-64K that are not a power of two: one row per block of 512 threads, 16 values per thread and chunk, two
+# blocks per SM (64 registers). The plans below (tuned at 32768 / 65536) spilled or ran mostly empty last chunks there:
+# % of the copy rate at 20000-61440 (H200, session 20, benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md):
+# bf16 65-77 -> 79-89%, f32 62-82 -> 71-88% (the lowest at 57344-61440 f32, where 273-292 rows are 1.1 waves).
+O512_E16 = {"onchip_threads": 512, "max_registers": 64, "elems_per_thread": 16, "cache_hint": "cs"}
+LONG_ROWS: list = [
+    ((16385, 32767, None), O512_E16),
+    ((32769, 65535, None), O512_E16),
+    *_RULES_16K,
     # 32K bf16: two rows per block of 512 threads (each W and B chunk read once for both), two blocks per SM
     # (1024 x 32K, ln2r round 4: 41.8 -> 40.7 us, 84 -> 87% of the same-shape copy)
     ((32768, 32768, ("bf16", "f16")), _PAIR_2B),
     # 64K bf16: one row per block of 512 threads, two per SM, with streaming hints (rounds 2-4: 43.9-45.1 -> 41.2 us,
     # 78-80 -> 85%; two rows per block measured the same, 41.2-41.3); longer rows the same
     ((65536, 1 << 31, ("bf16", "f16")), _ONE_ROW_BF16),
-    # bf16 rows of other lengths in 24577-65535: the two plans above spill 64-308 bytes at 64 registers there (ptxas;
-    # 30000, 40000, 49160, 57000, 61440, 65528) and ran at 50-65% of the same-shape copy; pairs of 512 threads with
-    # 128 registers, 32 values of each row kept, do not spill at any length checked: 65-75% -> 70-76% (H200, session
-    # 19; 1024 x 30000 50.3 -> 46.8 us, 1024 x 40000 69.0 -> 57.1, 512 x 49160 56.1 -> 37.2, 512 x 57000 61.1 -> 41.8,
-    # 512 x 65528 71.5 -> 46.8). Still short of 85% (docs/kernels.md, "Left open").
-    ((24577, 65535, ("bf16", "f16")), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
     # 32K f32: two rows per block of 512 threads with 128 registers, 32 values of each row kept (512 x 32K, rounds
     # 3-4: 44.0 -> 39.9-40.4 us, 80 -> 88%)
-    ((24577, 49152, ("f32",)), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
-    # 48K-64K f32: two rows per block of 512 threads with 128 registers sharing every W and B load; of each row, 40
+    ((32768, 32768, ("f32",)), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
+    # 64K f32: two rows per block of 512 threads with 128 registers sharing every W and B load; of each row, 40
     # values per thread kept in registers and 56 staged in shared memory, the rest (32 KB at 64K) read for the
     # statistics and again, from L2, for the output (256 x 64K, lnst rounds 2-4: 41.5-43.6 -> 39.1-40.4 us, 81-85 ->
     # 88-90% of the same-shape copy; docs/kernels.md "LayerNorm's long rows as a stream")
-    ((49153, 65536, ("f32",)), {**PAIR_512, "pair_rows": "reread", "max_registers": 128, "kept_values": 80}),
+    ((65536, 65536, ("f32",)), {**PAIR_512, "pair_rows": "reread", "max_registers": 128, "kept_values": 80}),
     # longer f32 rows (a pair would re-read more than stays in L2): eight chunks of 8 values per thread, four kept and
     # four staged, all loaded at once (256 x 64K, lnmc rounds 3-5: 44.2 -> 41.1-41.6 us, 80 -> 85%)
     ((65537, 1 << 31, ("f32",)), _ONE_ROW_64K),
@@ -147,7 +151,7 @@ NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_def
 
 # the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
 LONG_ROWS_BEFORE: list = [
-    *LONG_ROWS[:2],
+    *_RULES_16K,
     ((24577, 49152, ("bf16", "f16")), _PAIR_2B),
     ((24577, 49152, ("f32",)), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
     ((49153, 1 << 31, ("bf16", "f16")), _ONE_ROW_BF16),

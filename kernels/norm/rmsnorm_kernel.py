@@ -56,7 +56,16 @@ FAST = "afn,contract"
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
+# rows that are not a power of two (session 20, benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md): chunks
+# of 512 threads, two blocks per SM at 64 registers, instead of 1024 threads whose last chunk is mostly empty
+O512 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}
+O512_K16 = {**O512, "kept_values": 16}  # 16 values per thread kept, the rest staged
 LONG_ROWS: list = [
+    # % of the copy rate at 20000-28672: bf16 74-88 -> 92-94%, f32 (16 values kept) 87-89 -> 90-93%
+    ((16385, 32767, ("bf16", "f16")), O512),
+    ((16385, 32767, ("f32",)), O512_K16),
+    ((32769, 49152, ("f32",)), O512),  # 40000 / 40960: 82-83 -> 90-94%
+    ((49153, 65535, ("bf16", "f16")), {**O512, "elems_per_thread": 32}),  # 49160-61440: 78-89 -> 86-91%
     # 16K bf16: ptxas takes more than 64 registers (one block of 512 per SM); capped, two fit (49.5 -> 36.8 us
     # at 2048 x 16K on the H200, 2026-12-01 final check)
     ((12289, 24576, ("bf16", "f16")), {"max_registers": 64}),
@@ -67,6 +76,9 @@ LONG_ROWS: list = [
 ]
 # the fused add (two inputs, two outputs: half the relative weight traffic)
 FUSED_ADD_LONG_ROWS: list = [
+    # bf16 rows that are not a power of two, 20000-61440: 79-96 -> 87-100% of the copy rate (session 20)
+    ((16385, 32767, ("bf16", "f16")), O512_K16),
+    ((32769, 65535, ("bf16", "f16")), O512_K16),
     ((12289, 24576, ("f32",)), {"register_limit": 8192}),  # 1024 threads x 16 values (46 registers: 2 blocks per SM)
     ((24577, 49152, ("bf16", "f16")), {"cache_hint": "cs"}),
     ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),

@@ -53,11 +53,19 @@ FAST = "afn,contract"  # ex2.approx; x * log2e - m * log2e as one fma
 PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K elements and more (issue 12): what measured fastest on the H200 for each length and type
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2 and "margin")
-LONG_ROWS: list = [
+# rows of 16K-24K that are not a power of two (20000, 20480, 24576): 512 threads, up to 48 values each in registers,
+# two blocks per SM, not 1024 threads over a 32K row (its last chunk 22-50% full); H200, session 20, % of the copy rate:
+# bf16 59-68 -> 94-96%, f32 85-87 -> 92-93% (benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md)
+REG_512 = {"register_limit": 32768, "max_row_threads": 512, "max_registers": 64, "cache_hint": "cs"}
+_RULES_16K_32K: list = [
     # 2048 x 16K bf16: a 64-register cap (ptxas schedules it better: 37.0 vs 39.5 us; 2 blocks per SM either way)
     ((12289, 24576, ("bf16", "f16")), {"max_registers": 64}),
     # 32K: in registers, 1024 threads x 32 values (each exp once), persistent with the next row prefetched
     ((24577, 49152, None), {"persist": 2, "register_limit": 32768, "max_row_threads": 1024}),
+]
+LONG_ROWS: list = [
+    ((16385, 24576, None), REG_512),
+    *_RULES_16K_32K,
     # 64K bf16: persistent, the whole next row prefetched; the light reduction (40.7 -> 39.9 us, two rounds)
     ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2, "light_reduce": True}),
     # 64K f32: the stream plan, chunks of 16 values, 32 in registers (41.3-43.3 -> 38.8-39.4 us, two rounds); longer
@@ -67,7 +75,7 @@ LONG_ROWS: list = [
 ]
 # the rules before the stream plan and the light reduction (main at 039f7a2): ``before=True`` measures against them
 LONG_ROWS_BEFORE: list = [
-    *LONG_ROWS[:2],
+    *_RULES_16K_32K,
     ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),
     ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),  # only a quarter of a row fits to prefetch: streaming hints
 ]

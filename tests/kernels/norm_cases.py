@@ -28,6 +28,8 @@ CPU_CASES = [
     (2, 16392, "bf16", {}),  # onchip: both chunks in registers, the second holding one valid vector
     # onchip with small chunks: 2 kept in registers, 3 staged in shared memory, the last one ragged
     (3, 2500, "f32", {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}),
+    # balanced chunks: 625 accesses of 64 threads in 5 chunks of 2 each (640 slots), not 3 of 4 (768)
+    (3, 2500, "f32", {**SMALL_CHUNKS, "elems_per_thread": 16, "balance_chunks": True}),
     (45, 96, "bf16", {"row_iters": 3}),  # several row groups per block, the last block partly empty
     (3, 8192, "bf16", {"row_iters": 2}),  # groups of one row, two per block: the last group is past the end
     # a row over a thread block cluster, partials through distributed shared memory: 4 blocks of one warp

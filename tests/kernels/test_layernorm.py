@@ -173,16 +173,26 @@ def test_layernorm_long_f32_rows_default_plans(M, N, plan, interpreter):
     check(x, w, b, "f32", run("cpu", x, w, b, "f32", **plan))
 
 
-@pytest.mark.parametrize("M,N", [(3, 30000), (2, 49160), (3, 65528)])
-def test_layernorm_long_bf16_ragged_rows_default_plans(M, N, interpreter):
-    """bf16 rows of 24577-65535 elements other than 32768 (LONG_ROWS): pairs of 512 threads with 128 registers (the
-    32K / 64K plans spill there), an odd row count (the last pair one row twice), ragged last chunks."""
-    from kernels.norm.layernorm_kernel import plan_defaults
+@pytest.mark.parametrize("M,N,dtype", [(3, 30000, "bf16"), (2, 49160, "bf16"), (3, 65528, "f32"), (2, 20000, "f32")])
+def test_layernorm_ragged_long_rows_default_plans(M, N, dtype, interpreter):
+    """Rows of 16K-64K other than 32768 / 65536 (LONG_ROWS): one row per block of 512 threads, 16 values per thread
+    and chunk, the last chunk ragged; the powers of two keep their pair plans."""
+    from kernels.norm.layernorm_kernel import O512_E16, plan_defaults
 
-    assert plan_defaults(N, "bf16").get("pair_rows") is True and plan_defaults(N, "bf16")["max_registers"] == 128
-    assert plan_defaults(32768, "bf16")["max_registers"] == 64 and "pair_rows" not in plan_defaults(65536, "bf16")
+    assert plan_defaults(N, dtype) == O512_E16
+    assert plan_defaults(32768, dtype)["pair_rows"] is True and "pair_rows" not in plan_defaults(65536, "bf16")
+    x, w, b = make_inputs(M, N, dtype, seed=N)
+    check(x, w, b, dtype, run("cpu", x, w, b, dtype))
+
+
+@pytest.mark.parametrize("M,N", [(3, 30000), (2, 65528)])
+def test_layernorm_pairs_at_ragged_lengths(M, N, interpreter):
+    """Paired rows (512 threads, 128 registers: the session-19 plan of these lengths) with a ragged last chunk and an
+    odd row count (the last pair one row twice)."""
+    from kernels.norm.layernorm_kernel import PAIR_512
+
     x, w, b = make_inputs(M, N, "bf16", seed=N)
-    check(x, w, b, "bf16", run("cpu", x, w, b, "bf16"))
+    check(x, w, b, "bf16", run("cpu", x, w, b, "bf16", **PAIR_512, max_registers=128, kept_values=64))
 
 
 # -- GPU ----------------------------------------------------------------------------------------------

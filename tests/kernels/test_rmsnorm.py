@@ -118,3 +118,16 @@ def test_rmsnorm_gpu_matches_interpreter(M, N, dtype, plan, monkeypatch):
     cpu, cpu_r = run("cpu", x, r, w, dtype, True, **plan)
     np.testing.assert_array_equal(gpu_r, cpu_r)  # the residual sum is exact on both
     check_parity(gpu, cpu, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fused", [False, True], ids=["plain", "fused_add"])
+def test_rmsnorm_gpu_staging_of_exactly_48kb(fused, monkeypatch):
+    """40000 bf16 rows in chunks of 512 threads x 16 values: three chunks staged, exactly 48 KB of dynamic shared
+    memory beside the reduction's static partials. A block may hold more than 48 KB only once the kernel's limit
+    is raised; the runtime raised it only above 48 KB of dynamic memory, so this launch failed
+    (CUDA_ERROR_INVALID_VALUE)."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    plan = {"shape_defaults": False, "onchip_threads": 512, "max_registers": 64}
+    x, r, w = make_inputs(3, 40000, "bf16", seed=5)
+    check(x, r, w, "bf16", fused, *run("cuda", x, r, w, "bf16", fused, **plan))

@@ -33,6 +33,22 @@ def test_cluster_plans_split_the_row_into_power_of_two_slices(n, eb, kw, cluster
     assert (cluster - 1) * cols < n <= cluster * cols
 
 
+@pytest.mark.parametrize(
+    "n, eb, threads, ept, vecs, chunks",
+    [
+        (49160, 2, 1024, 16, 1, 7),  # 6145 accesses: 7 chunks of one (86% in the row), not 4 of two (75%)
+        (2500, 4, 64, 16, 2, 5),  # 625: 5 x 2 (640 slots); 10 x 1 holds as many, the wider wins
+        (65536, 2, 1024, 16, 2, 4),  # a power of two: unchanged
+        (40000, 4, 512, 16, 4, 5),  # already balanced
+    ],
+)
+def test_balanced_chunks_leave_the_fewest_empty_accesses(n, eb, threads, ept, vecs, chunks):
+    p = plan(n, eb, register_limit=0, onchip_threads=threads, elems_per_thread=ept, balance_chunks=True)
+    assert (p.threads, p.vecs, p.chunks) == (threads, vecs, chunks)
+    wide = plan(n, eb, register_limit=0, onchip_threads=threads, elems_per_thread=ept)
+    assert p.chunks * p.chunk_cols <= wide.chunks * wide.chunk_cols and p.chunks * p.chunk_cols >= n
+
+
 def test_rows_the_cluster_plan_cannot_hold_fall_back_to_onchip():
     p = plan(262144, 4, long_rows="cluster")  # 8 slices of 32K f32 would not fit in registers
     assert p.cluster == 1 and p.onchip and p.cluster_dims is None

@@ -1,0 +1,169 @@
+"""The norm kernels at long rows whose length is not a power of two (issue 12): softmax, RMSNorm, the fused add +
+RMSNorm and LayerNorm, bf16 and f32, 16K-64K elements, about 64 MB of rows per call.
+
+Each row's kernel time (CUDA-graph replay of one call, median) beside torch's copy of the same number of bytes (to
+64 KB) as one flat buffer in the same process (torch's copy of some of these byte counts, e.g. the rows of 20000,
+40000, 49160 and 50304 elements, runs at 2/3 speed, flat or not — not a fair reference). ``%`` = that copy's time
+over the kernel's. ``flydsl`` is the library's plan for the length; ``FLYDSL_NORM_VARIANTS=name,...`` adds named
+plans (:data:`VARIANTS`).
+
+``python -m benchmarks.norm_ragged`` (GPU; ``--lengths``, ``--kernels``, ``--dtypes``; ``--workers N`` compiles every
+configuration first in N processes sharing the disk cache). Results:
+``benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+LENGTHS = [16384, 20000, 20480, 24576, 28672, 32768, 40000, 40960, 49160, 50304, 53248, 57344, 61440, 65536]
+KERNEL_NAMES = ["softmax", "rmsnorm", "rmsnorm+add", "layernorm"]
+_O512 = {"shape_defaults": False, "cache_hint": "cs", "onchip_threads": 512, "max_registers": 64}
+# plans measured against the defaults (session 20): one-row blocks of 512 threads, two per SM
+VARIANTS = {
+    "o512": _O512,
+    "o512k16": {**_O512, "kept_values": 16},
+    "o512e16": {**_O512, "elems_per_thread": 16},
+    "o512e32": {**_O512, "elems_per_thread": 32},
+    "o512bal": {**_O512, "balance_chunks": True},
+    "cluster": {"shape_defaults": False, "long_rows": "cluster"},  # a row over 2-4 blocks of a cluster (16K each)
+    "cluster8k": {"shape_defaults": False, "long_rows": "cluster", "cluster_cols": 8192},
+    "reg512": {
+        "shape_defaults": False,
+        "cache_hint": "cs",
+        "register_limit": 32768,
+        "max_row_threads": 512,
+        "max_registers": 64,
+    },  # fmt: skip
+}
+
+
+def rows_for(n: int, dtype: str) -> int:
+    """About 64 MB of rows of ``n`` elements."""
+    return max(64, (1 << 26) // (n * (2 if dtype == "bf16" else 4)))
+
+
+def configs(lengths, kernels, dtypes, variants):
+    return [(k, n, dt, name) for k in kernels for dt in dtypes for n in lengths for name in ["flydsl", *variants]]
+
+
+def _plan(name: str) -> dict:
+    return {} if name == "flydsl" else dict(VARIANTS[name])
+
+
+def _tensors(kernel: str, M: int, n: int, dtype: str):
+    import torch
+
+    t = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    x = torch.randn(M, n, device="cuda", dtype=t)
+    r, y, ro = torch.randn_like(x), torch.empty_like(x), torch.empty_like(x)
+    w, b = torch.rand(n, device="cuda", dtype=t), torch.randn(n, device="cuda", dtype=t)
+    args = {"softmax": (x, y, M), "rmsnorm": (x, w, y, M), "rmsnorm+add": (x, r, w, y, ro, M),
+            "layernorm": (x, w, b, y, M)}[kernel]  # fmt: skip
+    return (x, r, w, b), y, args
+
+
+def _reference(kernel: str, x, r, w, b):
+    import torch
+
+    xf = x.float()
+    if kernel == "softmax":
+        return torch.softmax(xf, -1)
+    if kernel == "layernorm":
+        return torch.nn.functional.layer_norm(xf, (x.shape[1],), w.float(), b.float(), 1e-5)
+    if kernel == "rmsnorm+add":
+        xf = xf + r.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+
+
+def _build(kernel: str, n: int, dtype: str, plan: dict):
+    from .cases.norm_sweep import KERNELS
+
+    return KERNELS[kernel][0](n, dtype, plan)
+
+
+def _compile_share(todo, index: int, workers: int) -> None:
+    """Compile (and run once, on two rows) this worker's share of ``todo``: the disk cache keeps them."""
+    import torch
+
+    for i, (k, n, dt, name) in enumerate(todo):
+        if i % workers == index:
+            _build(k, n, dt, _plan(name))(*_tensors(k, 2, n, dt)[2])
+    torch.cuda.synchronize()
+
+
+def _us(fn) -> float:
+    from .cases._graph import graphed
+    from .harness import time_thunks
+
+    return statistics.median(time_thunks([graphed(fn)], warmup=20, reps=150))
+
+
+def _case(k: str, n: int, dt: str, names: list[str]) -> str:
+    """One table row: the copy of the same bytes, then each plan's time (checked against torch first)."""
+    import torch
+
+    M = rows_for(n, dt)
+    inputs, y, args = _tensors(k, M, n, dt)
+    want = _reference(k, *inputs)
+    nbytes = 2 * M * n * inputs[0].element_size() * (2 if k == "rmsnorm+add" else 1)  # rows read and written
+    # the bytes rounded down to 64 KB (< 0.1% fewer): torch's copy of 16,770,000 floats (20000 bf16 x 1677 rows)
+    # took 52.7 us, of 16,773,120 (20480 x 1638) 35.1 on the H200 (session 20)
+    src = torch.empty(nbytes // 2 // 65536 * 16384, device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    copy = _us(lambda: dst.copy_(src))
+    cells = []
+    for name in names:
+        launch = _build(k, n, dt, _plan(name))
+        y.fill_(float("nan"))
+        launch(*args)
+        err = (y.float() - want).abs().max().item()
+        assert err < (5e-2 if dt == "bf16" else 2e-3), (k, n, dt, name, err)
+        us = _us(lambda launch=launch: launch(*args))
+        cells.append(f"{name} {us:.1f} ({copy / us * 100:.0f}%)")
+    return f"| {k} | {dt} | {M} x {n} | {copy:.1f} | " + " | ".join(cells) + " |"
+
+
+def measure(todo) -> list[str]:
+    lines, cases = [], {}
+    for k, n, dt, name in todo:
+        cases.setdefault((k, n, dt), []).append(name)
+    for (k, n, dt), names in cases.items():
+        lines.append(_case(k, n, dt, names))
+        print(lines[-1], flush=True)
+    return lines
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
+    ap.add_argument("--kernels", default=",".join(KERNEL_NAMES))
+    ap.add_argument("--dtypes", default="bf16,f32")
+    ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
+    ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    variants = [v for v in os.environ.get("FLYDSL_NORM_VARIANTS", "").split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"FLYDSL_NORM_VARIANTS: unknown {unknown}; choose from {', '.join(VARIANTS)}")
+    todo = configs([int(n) for n in args.lengths.split(",")], args.kernels.split(","), args.dtypes.split(","),
+                   variants)  # fmt: skip
+    if args.compile_share:
+        _compile_share(todo, *args.compile_share)
+        return 0
+    if args.workers > 1:
+        cmd = [sys.executable, "-m", "benchmarks.norm_ragged", *(argv if argv is not None else sys.argv[1:])]
+        procs = [subprocess.Popen([*cmd, "--compile-share", str(i), str(args.workers)]) for i in range(args.workers)]
+        if any(p.wait() for p in procs):
+            raise SystemExit("a compile worker failed")
+    print("| kernel | dtype | shape | copy us | " + " | ".join(["flydsl", *variants]) + " |", flush=True)
+    measure(todo)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
