@@ -34,7 +34,6 @@ from kernels.norm.norm_common import (
     defaults_for,
     each_row,
     finish_rows,
-    plan_rows,
     row_reduce,
     split_options,
     tree_sum,
@@ -42,8 +41,8 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
-from kernels.norm.row_stream import STREAM_OPTIONS, stream_options
-from kernels.norm.softmax_stream import max_sum_reduce, plan_stream, stream_rows
+from kernels.norm.row_stream import STREAM_OPTIONS, StreamPlan, row_or_stream_plan, stream_options
+from kernels.norm.softmax_stream import max_sum_reduce, stream_rows
 
 __all__ = ["build_softmax_module"]
 
@@ -117,10 +116,8 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
             return max_sum_reduce(m, s, plan, parity)
         return row_reduce((m, s), combine_max_sum, plan, parity)
 
-    def make_plan(vec):
-        if streamed:
-            return plan_stream(N, dtype.width // 8, vec, **stream_plan_options)
-        return plan_rows(N, dtype.width // 8, vec, **plan_options, clusters=fx.nvvm.has_clusters())
+    def make_plan(vec):  # the stream plan copies by cp.async: rows of 16-bit accesses take plan_rows' plan
+        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
 
     @flyc.kernel
     def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]):
@@ -178,7 +175,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
                         x = frag.load(A, c).to(fx.Float32)
                         frag.store(C, c, fx.exp2(x * LOG2E - big_m * LOG2E) * inv_s)
 
-        if fx.const_expr(streamed):
+        if fx.const_expr(isinstance(plan, StreamPlan)):
             stream_rows(plan, dtype, rows, A, C, masked_min, FAST)
         else:
             each_row(plan, dtype, rows, (A,), row_body)
@@ -188,7 +185,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
         plan = make_plan(vec)
-        plan = plan.row if streamed else plan
+        plan = plan.row if isinstance(plan, StreamPlan) else plan
         softmax_kernel(A.iterator, C.iterator, M, vec).launch(
             grid=(plan.grid(M), 1, 1),
             block=(plan.block_threads, 1, 1),

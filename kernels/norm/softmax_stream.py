@@ -8,7 +8,7 @@ them once per chunk instead of recomputing them.
 from __future__ import annotations
 
 import flydsl.expr as fx
-from kernels.norm.norm_common import LOG2E, WARP, RowPlan, tree_sum
+from kernels.norm.norm_common import LOG2E, WARP, RowPlan, combine_max_sum, row_reduce, tree_sum
 from kernels.norm.row_stream import SMEM_LIMIT, StreamOps, StreamPlan, plan_stream
 from kernels.norm.row_stream import stream_rows as _rows
 
@@ -38,7 +38,10 @@ def max_sum_reduce(m, s, plan: RowPlan, parity=0):
     partial through shared memory, one barrier, every warp merging its row's partials itself), but each stage
     reduces the max first and rescales the sums to it once: two ``ex2`` per thread in all instead of two per
     butterfly level (20 for a 1024-thread row). Persistent plans alternate two sets of partials by row
-    (``parity``), as ``row_reduce`` does."""
+    (``parity``), as ``row_reduce`` does. A row over a cluster takes ``row_reduce`` itself (its partials cross the
+    cluster's blocks through distributed shared memory; this reduction alone would leave each block its own)."""
+    if plan.cluster > 1:
+        return row_reduce((m, s), combine_max_sum, plan, parity)
     m, s = _merge(m, s, min(plan.threads, WARP))
     if plan.threads <= WARP:
         return m, s

@@ -134,3 +134,24 @@ def test_masked_min_times_log2e_is_exact():
         m, c = np.float32(MASKED_MIN[dt]), np.float32(LOG2E)
         assert np.isfinite(m * c) and np.float64(m * c) == np.float64(m) * np.float64(c)
         assert float(m.astype(ml_dtypes.bfloat16)) == MASKED_MIN[dt]  # held exactly by the data type too
+
+
+LIGHT_CLUSTER = {"shape_defaults": False, "long_rows": "cluster", "cluster_cols": 1024, "light_reduce": True}
+
+
+def test_softmax_light_reduce_over_a_cluster(interpreter):
+    """``light_reduce`` (the 64K bf16 default) with a row over a cluster: the blocks' partials are merged across the
+    cluster (they were not: each block normalised its own slice — wrong rows on the H200, a cluster barrier never
+    arrived at on the interpreter)."""
+    a = randn((2, 3001), "f32", seed=3, scale=2.0)
+    check(run("cpu", a, "f32", **LIGHT_CLUSTER), a, "f32")
+
+
+@pytest.mark.gpu
+def test_softmax_gpu_cluster_over_the_64k_bf16_defaults(monkeypatch):
+    """``long_rows="cluster"`` over the 64K bf16 defaults (persistent, ``light_reduce``): 2.4-14x the largest value
+    wrong on the H200 before the fix (found by a plan fuzz, session 20)."""
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    a = randn((3, 65528), "bf16", seed=4, scale=2.0)
+    check(run("cuda", a, "bf16", long_rows="cluster"), a, "bf16")
+    check(run("cuda", a[:, :3001].copy(), "bf16", **LIGHT_CLUSTER), a[:, :3001].copy(), "bf16")
