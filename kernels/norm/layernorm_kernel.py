@@ -188,7 +188,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
     reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
     pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
-    streamed, stream_plan_options, plan_options = stream_options(plan_options)
+    streamed, stream_plan_options, plan_options = stream_options(plan_options, "build_layernorm_module")
     plan_options["weight_tensors"] = 2  # W and B
 
     def make_plan(vec):

@@ -379,7 +379,7 @@ def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_lim
         staged = (chunks - kept) * threads * vecs * vec * elem_bytes
         if pair == 1 or 0 < pair * staged <= budget:  # both rows' staged chunks fit
             break
-        if pair_rows in ("reread", "reread2") and not persist:  # what does not fit: read again for the output
+        if pair_rows in ("reread", "reread2") and not persist and pair * staged > budget:  # read again for the output
             reread = chunks - kept - budget // (pair * threads * vecs * vec * elem_bytes)
             break
     while (chunks - kept - reread) * threads * vecs * vec * elem_bytes > SMEM_BUDGET:

@@ -122,7 +122,9 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )
-    streamed, stream_plan_options, plan_options = stream_options(plan_options)
+    streamed, stream_plan_options, plan_options = stream_options(
+        plan_options, "build_fused_add_rmsnorm_module" if fused_add else "build_rmsnorm_module"
+    )
     if streamed and fused_add:
         raise ValueError("stream=True: the stream plan reads one input; the fused add (X and R) has two")
     # one weight; the fused add's persistent plans prefetch R beside X

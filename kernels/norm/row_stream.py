@@ -25,6 +25,7 @@ reduction over the row's threads, and the output of a chunk (LayerNorm: with its
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
@@ -92,14 +93,19 @@ def plan_stream(
     kept = min(chunks, max(0, kept_values // (vecs * vec)))
     staged = chunks - kept
     fit = SMEM_LIMIT // (chunk_cols * elem_bytes)
-    if staged > fit:
+    if staged and staged >= fit:  # the ring holds every staged chunk and at least one more (the next row's first)
         raise ValueError(
-            f"stream plan: {staged} staged chunks of {chunk_cols * elem_bytes} bytes do not fit in shared memory; "
-            f"keep more values in registers (kept_values={kept_values})"
+            f"stream plan: {staged} staged chunks of {chunk_cols * elem_bytes} bytes and a spare slot do not fit in "
+            f"shared memory ({fit} such slots); keep more values in registers (stream_kept, now {kept_values}) or "
+            "take smaller chunks (stream_values, stream_threads)"
         )
     ring = ring or min(fit, 2 * staged)
     if staged and not staged < ring <= fit:
-        raise ValueError(f"stream plan: ring={ring} must lie in ({staged}, {fit}] for {staged} staged chunks")
+        raise ValueError(
+            f"stream plan: ring={ring} slots for {staged} staged chunks: the ring holds each of them and at least one "
+            f"more, and {fit} fit in shared memory: give {staged + 1} to {fit} (or 0: as many as fit, at most "
+            f"{2 * staged})"
+        )
     row = RowPlan(n, vec, threads, 1, vecs, chunks, onchip=chunks > 1, kept=kept, persist=1, sms=sms or NUM_SMS,
                   cache=cache_hint)  # fmt: skip
     return StreamPlan(row, ring if staged else 0, exps, clamp)
@@ -112,14 +118,27 @@ STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "thread
 SHARED_OPTIONS = {"sms", "cache_hint"}  # options of both plan_stream and plan_rows
 
 
-def stream_options(plan_options: dict) -> tuple[bool, dict, dict]:
+# what plan_rows takes from a builder's options (the row length, element size and access width are the builder's)
+ROW_PLAN_OPTIONS = frozenset(inspect.signature(plan_rows).parameters) - {"n", "elem_bytes", "vec"}
+
+
+def stream_options(plan_options: dict, kernel: str) -> tuple[bool, dict, dict]:
     """``(stream, plan_stream's options, plan_rows' options)`` of a builder's plan options: ``stream`` and the
-    options of :data:`STREAM_OPTIONS` (under plan_stream's names) taken out, the shared ones left in both."""
+    options of :data:`STREAM_OPTIONS` (under plan_stream's names) taken out, the shared ones left in both. Any other
+    option plan_rows does not take (another kernel's, or misspelt) is a ValueError naming ``kernel``, raised when the
+    kernel is built (not, as before, a TypeError from inside its trace)."""
     plan_options = dict(plan_options)
     streamed = plan_options.pop("stream", False)
     options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if o in plan_options}
     for o in STREAM_OPTIONS.keys() - SHARED_OPTIONS:  # the stream plan's own (left over when it is switched off)
         plan_options.pop(o, None)
+    unknown = sorted(plan_options.keys() - ROW_PLAN_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"{kernel}: unknown plan option(s) {', '.join(map(repr, unknown))} (another kernel's option, or "
+            f"misspelt); its plans take {', '.join(sorted(ROW_PLAN_OPTIONS | STREAM_OPTIONS.keys() | {'stream'}))} "
+            "and the kernel's own options listed in its builder's docstring"
+        )
     return streamed, options, plan_options
 
 

@@ -106,8 +106,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options)
     )
-    streamed, stream_plan_options, plan_options = stream_options(plan_options)  # the stream plan, with its options
     light = plan_options.pop("light_reduce", False)
+    # the stream plan, with its options
+    streamed, stream_plan_options, plan_options = stream_options(plan_options, "build_softmax_module")
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 

@@ -185,6 +185,16 @@ def test_layernorm_ragged_long_rows_default_plans(M, N, dtype, interpreter):
     check(x, w, b, dtype, run("cpu", x, w, b, dtype))
 
 
+def test_layernorm_reread_pairs_of_a_row_held_in_registers(interpreter):
+    """Re-read pairs with async copies (``pair_rows="reread"``, ``pair_async``) on a row that fits in registers: the
+    plain plan (it indexed past the row's chunks: "tensor index 10 is out of range for a mode of size 10")."""
+    from kernels.norm.layernorm_kernel import PAIR_512
+
+    x, w, b = make_inputs(3, 20000, "f32", seed=9)
+    plan = {**PAIR_512, "pair_rows": "reread", "max_registers": 128, "kept_values": 96, "pair_async": True}
+    check(x, w, b, "f32", run("cpu", x, w, b, "f32", **plan))
+
+
 @pytest.mark.parametrize("M,N", [(3, 30000), (2, 65528)])
 def test_layernorm_pairs_at_ragged_lengths(M, N, interpreter):
     """Paired rows (512 threads, 128 registers: the session-19 plan of these lengths) with a ragged last chunk and an

@@ -83,6 +83,18 @@ def test_rmsnorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
     assert not any(op in ptx for op in ("div.s32", "div.u32", "rem.s32", "rem.u32", ".local")), ptx
 
 
+@pytest.mark.parametrize("option", ["light_reduce", "before", "elems_per_thred"])
+def test_an_option_no_rmsnorm_plan_takes_is_named_when_built(option):
+    """Another kernel's plan option (softmax's ``light_reduce``, LayerNorm's ``before``) or a misspelt one: a
+    ValueError naming the builder and the option when the kernel is built (it was a TypeError from plan_rows inside
+    the kernel's trace)."""
+    for build in (build_rmsnorm_module, build_fused_add_rmsnorm_module):
+        with pytest.raises(
+            ValueError, match=rf"{build.__name__}: unknown plan option\(s\) '{option}'.*elems_per_thread"
+        ):
+            build(65528, "bf16", **{option: True})
+
+
 def test_ragged_rows_predicate_only_the_last_chunk(interpreter, tmp_path):
     """57000 f32 rows: four chunks of 16384 columns, the last one 7848 long. Only its accesses are predicated (and
     lose the streaming hint); predicating the three full chunks too spilled at the 64-register cap and cost up to

@@ -71,8 +71,11 @@ def test_stream_plan_shapes():
     assert (p.row.chunks, p.row.kept, p.staged, p.ring, p.early) == (8, 4, 4, 8, 4)
     with pytest.raises(ValueError, match="do not fit in shared memory"):
         plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=0)  # 256 KB staged
-    with pytest.raises(ValueError, match="ring=4 must lie in"):
+    with pytest.raises(ValueError, match=r"ring=4 slots for 4 staged chunks: .* give 5 to 7"):
         plan_stream(65536, 4, 4, elems_per_thread=8, kept_values=32, ring=4)
+    # 3 staged chunks of 64 KB fill the 3 slots that fit: no spare slot (it said "ring=3 must lie in (3, 3]")
+    with pytest.raises(ValueError, match=r"3 staged chunks of 65536 bytes and a spare slot do not fit .*stream_kept"):
+        plan_stream(65528, 4, 4, threads=1024, elems_per_thread=16, kept_values=16)
 
 
 # -- GPU ----------------------------------------------------------------------------------------------

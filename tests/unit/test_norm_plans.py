@@ -344,3 +344,13 @@ def test_layernorm_long_rows_defaults():
         )  # fmt: skip
         assert n != 65536 or p.batches() == [list(range(8))]  # 64K: every chunk's loads issued together
     assert norm_sweep.applicable("e8", 256, 65536) and not norm_sweep.applicable("e8", 2048, 16384)
+
+
+@pytest.mark.parametrize("n", [2000, 20000, 30000])
+def test_reread_pairs_of_rows_that_fit_are_the_plain_pair_plan(n):
+    """``pair_rows="reread"`` where the row is held in registers (nothing staged): the plain ``pair_rows=True`` plan,
+    never a negative re-read count (it gave reread=-14 at 20000 f32, and the kernel indexed past its chunks)."""
+    kw = {"onchip_threads": 512, "kept_values": 96, "weight_tensors": 2}
+    p = plan(n, 4, pair_rows="reread", **kw)
+    assert p == plan(n, 4, pair_rows=True, **kw) and p.reread >= 0
+    assert plan(65536, 4, pair_rows="reread", **{**kw, "kept_values": 80}).reread == 8  # the 64K f32 default's
