@@ -342,6 +342,17 @@ def compile_module(module_op, target: Target | None = None, *, isolate: bool = F
 # -- PTX → cubin ------------------------------------------------------------------------------------
 
 
+def _assembler_hint(log: str) -> str:
+    """What to change, in the kernel author's terms, for assembler errors a launch configuration causes."""
+    if "C7602" in log or "Insufficient registers" in log:
+        return (
+            "\nThe kernel needs more registers per thread than its cap allows: the cap comes from its maxnreg hint or"
+            " from the blocks per SM it asks for (min_blocks / .minnctapersm: 65536 / (blocks x threads)). Raise the"
+            " cap, ask for fewer blocks per SM, or make the kernel's per-thread work (its tile) smaller."
+        )
+    return ""
+
+
 def ptx_to_cubin(ptx: str, arch: str, options: tuple[str, ...] = ("-O3",)) -> bytes | None:
     """Assemble PTX into a cubin with nvJitLink (no GPU needed); None when nvJitLink is missing."""
     try:
@@ -362,7 +373,8 @@ def ptx_to_cubin(ptx: str, arch: str, options: tuple[str, ...] = ("-O3",)) -> by
             size = nvjitlink.get_error_log_size(h)
             log = bytearray(size)
             nvjitlink.get_error_log(h, log)
-            raise CodegenError(f"nvJitLink rejected the PTX: {log.decode(errors='replace').strip()}") from e
+            text = log.decode(errors="replace").strip()
+            raise CodegenError(f"nvJitLink rejected the PTX: {text}{_assembler_hint(text)}") from e
         size = nvjitlink.get_linked_cubin_size(h)
         buf = bytearray(size)
         nvjitlink.get_linked_cubin(h, buf)
@@ -400,5 +412,5 @@ def run_ptxas(ptx: str, arch: str, ptxas: str | None = None, extra: tuple[str, .
             check=False,
         )
     if res.returncode != 0:
-        raise CodegenError(f"ptxas rejected the PTX for {arch}:\n{res.stderr.strip()}")
+        raise CodegenError(f"ptxas rejected the PTX for {arch}:\n{res.stderr.strip()}{_assembler_hint(res.stderr)}")
     return res.stderr

@@ -484,7 +484,8 @@ def make_config(
                         f"cluster_k={cluster_k}: {cfg.describe()} needs K stages ({cfg.iters}) and value "
                         f"pairs (tile_m / 4 = {cfg.tile_m // 4}) divisible by it, and no streamk='early'"
                     )
-                return _reserve(cfg._replace(cluster_k=cluster_k), stages, cluster_recv_bytes(cfg, cluster_k))
+                return _reserve(cfg._replace(cluster_k=cluster_k), stages, cluster_recv_bytes(cfg, cluster_k),
+                                f"cluster_k={cluster_k} (the other blocks' partial sums)")  # fmt: skip
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
@@ -535,6 +536,8 @@ def make_config(
         if problems:
             raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
     cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
+    while warps is None and cfg.warps_k > 1 and mma_partials_bytes(cfg) > MMA_STATIC_SMEM:
+        cfg = cfg._replace(warps_k=cfg.warps_k // 2)  # fewer K warps: their partials fit static shared memory
     if decode_mma:  # the heuristic's decode kernel: the weight's loads evict first (A stays in L1; round 2)
         cfg = cfg._replace(b_cache=DECODE_B_CACHE)
     if cfg.mt > LIMIT_TILES or cfg.nt > LIMIT_TILES:
@@ -643,10 +646,18 @@ def cluster_recv_bytes(cfg: GemmConfig, cluster_k: int) -> int:
     return (cluster_k - 1) * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2 // cluster_k) * 4 + 16
 
 
-def _reserve(cfg: GemmConfig, stages: int | None, extra: int) -> GemmConfig:
-    """``cfg`` with a ring that leaves ``extra`` bytes of shared memory (``stages`` when they still fit)."""
+def _reserve(cfg: GemmConfig, stages: int | None, extra: int, what: str) -> GemmConfig:
+    """``cfg`` with a ring that leaves ``extra`` bytes of shared memory (``stages`` when they still fit); a
+    ValueError naming ``what`` needs them where not even two stages fit beside them."""
     stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
-    fit = max(2, min(STREAM_MAX_STAGES, (SMEM_LIMIT - 1024 - 16 - extra) // (stage_bytes + 16)))
+    room = SMEM_LIMIT - 1024 - 16 - extra
+    if room < 2 * (stage_bytes + 16):
+        raise ValueError(
+            f"{what}: {cfg.describe()} keeps {extra} bytes of shared memory for it beside a ring of at least two "
+            f"stages of {stage_bytes} bytes, more than a block's {SMEM_LIMIT}; take a smaller tile (tile_m, tile_n "
+            "or tile_k)"
+        )
+    fit = max(2, min(STREAM_MAX_STAGES, room // (stage_bytes + 16)))
     return cfg._replace(stages=_stages(stages, fit))
 
 
@@ -654,7 +665,7 @@ def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:
     """``cfg`` with ``streamk="early"``: a block takes at least a tile's K stages, and its ring leaves room for the
     copies of the split tiles' heads (``tile_m / 2`` values per consumer thread each)."""
     cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
-    return _reserve(cfg, stages, early_head_bytes(cfg))
+    return _reserve(cfg, stages, early_head_bytes(cfg), "streamk='early' (the split tiles' heads)")
 
 
 SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block
@@ -665,8 +676,11 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
     path's registers too (no ``setmaxnreg``: ptxas's bound of ``65536 / (min_blocks × threads)``) and its ring
     (as many stages as fit in ``228 KB / min_blocks - 1 KB``, or ``stages`` when they fit) — so that the next
     kernel's blocks (programmatic dependent launch) or a second tile can be resident beside one."""
-    if cfg.path == "wgmma" or type(min_blocks) is not int or not 1 <= min_blocks <= 32:
-        raise ValueError(f"min_blocks={min_blocks!r}: the mma and stream paths take 1..32 blocks per SM")
+    if cfg.path == "wgmma":
+        raise ValueError(f"min_blocks={min_blocks!r} applies to the mma and stream paths; the wgmma path's warpgroups "
+                         "set their own registers (setmaxnreg) for one block per SM")  # fmt: skip
+    if type(min_blocks) is not int or not 1 <= min_blocks <= 32:
+        raise ValueError(f"min_blocks={min_blocks!r}: 1..32 blocks per SM")
     if cfg.path == "stream":
         stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
         budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16 - (early_head_bytes(cfg) if cfg.streamk == "early" else 0)
@@ -679,10 +693,29 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
     return cfg._replace(min_blocks=min_blocks)
 
 
+MMA_STATIC_SMEM = 48 * 1024  # the mma path's split-K partials are static shared memory (without b_smem)
+
+
+def mma_partials_bytes(cfg: GemmConfig) -> int:
+    """Shared bytes of the mma path's split-K partials: every K-splitting warp but the first stores its sums."""
+    return (cfg.warps_k - 1) * cfg.warps_m * cfg.warps_n * cfg.mt * cfg.nt * 32 * 16
+
+
+def check_mma_partials(cfg: GemmConfig, warps) -> None:
+    """A ValueError where the mma path's split-K partials would pass the 48 KB of static shared memory (they are
+    static unless ``b_smem`` puts them beside the weight bytes); the default warps never ask for that."""
+    if cfg.path == "mma" and not cfg.b_smem and mma_partials_bytes(cfg) > MMA_STATIC_SMEM:
+        raise ValueError(
+            f"warps={warps}: {cfg.describe()}: the K-splitting warps' partial sums take {mma_partials_bytes(cfg)} "
+            f"bytes of shared memory, more than the {MMA_STATIC_SMEM} of static shared memory; use fewer K warps "
+            "(warps_k) or leave warps out"
+        )
+
+
 def mma_smem_bytes(cfg: GemmConfig) -> int:
     """Shared memory of an mma-path block: the split-K partials, and with ``b_smem`` the bulk-copied weight
     bytes, their mbarriers and the base's alignment."""
-    red = (cfg.warps_k - 1) * cfg.warps_m * cfg.warps_n * cfg.mt * cfg.nt * 32 * 16
+    red = mma_partials_bytes(cfg)
     if not cfg.b_smem:
         return red
     return cfg.b_smem * cfg.tile_k * cfg.elem_bytes * cfg.tile_n + red + 8 * cfg.b_smem + 128

@@ -28,6 +28,7 @@ from __future__ import annotations
 from .gemm_config import (
     GemmConfig,
     _note,
+    check_mma_partials,
     heuristic_tiles,
     make_config,
     stream_pdl_min_blocks,
@@ -153,9 +154,13 @@ def compile_preshuffle_gemm(
     if b_smem is not None:
         cfg = with_b_smem(cfg, b_smem)
     if b_cache is not None:  # (the heuristic's decode kernel has "cs")
-        if cfg.path != "mma" or b_cache not in ("cg", "cs", "ca"):
+        if cfg.path != "mma":
+            raise ValueError(f"b_cache={b_cache!r} applies to the mma path (its weight loads from global memory); the "
+                             f"{cfg.path} path stages B in shared memory by bulk copies")  # fmt: skip
+        if b_cache not in ("cg", "cs", "ca"):
             raise ValueError(f"b_cache={b_cache!r}: the mma path's weight loads take 'cg', 'cs' or 'ca'")
         cfg = cfg._replace(b_cache=b_cache)
+    check_mma_partials(cfg, warps)
     if pdl not in (False, True, "prefetch"):
         raise ValueError(f"pdl must be False, True or 'prefetch', got {pdl!r}")
     if pdl:

@@ -395,12 +395,70 @@ def test_invalid_tiles_are_mapped_and_said_once():
         ({"max_blocks": 4}, "max_blocks applies"),
         ({"stages": 3}, "stages applies"),
         ({"bogus": 1}, "unknown keyword"),
+        # found by tools/gemm_config_fuzz.py (session 20): these reached the kernel's build or the assembler
+        ({"path": "wgmma", "tile_m": 64, "b_cache": "cg"}, "b_cache='cg' applies to the mma path"),
+        ({"path": "mma", "b_cache": "xx"}, "take 'cg', 'cs' or 'ca'"),
+        ({"path": "wgmma", "tile_m": 64, "min_blocks": 1}, "min_blocks=1 applies to the mma and stream paths"),
+        ({"min_blocks": 40}, r"min_blocks=40: 1\.\.32 blocks per SM"),
+        (
+            {
+                "N": 2048,
+                "K": 4096,
+                "in_dtype": "bf16",
+                "path": "mma",
+                "tile_m": 64,
+                "tile_n": 32,
+                "tile_k": 512,
+                "warps": (1, 2, 8),
+            },
+            "partial sums take 57344 bytes .* fewer K warps",
+        ),
+        (
+            {
+                "N": 256,
+                "K": 256,
+                "in_dtype": "int8",
+                "path": "stream",
+                "tile_m": 256,
+                "tile_n": 128,
+                "tile_k": 128,
+                "streamk": "early",
+            },
+            r"streamk='early' \(the split tiles' heads\).*take a smaller tile",
+        ),
     ],
 )
 def test_invalid_configurations_are_rejected(kw, match):
     args = {"N": 256, "K": 1024, "tile_m": 16, "tile_n": 64, "tile_k": 256, "in_dtype": "fp8", **kw}
     with pytest.raises(ValueError, match=match):
         compile_preshuffle_gemm(**args)
+
+
+def test_default_warps_keep_the_split_k_partials_in_static_shared_memory():
+    """bf16 64x32x512 on the mma path: eight K warps' partials would take 56 KB of static shared memory (the kernel
+    failed to build); the default split stops at four (24 KB)."""
+    fn = compile_preshuffle_gemm(N=2048, K=4096, in_dtype="bf16", path="mma", tile_m=64, tile_n=32, tile_k=512)
+    cfg = fn.gemm_config
+    assert cfg.warps_k == 4 and (cfg.warps_k - 1) * cfg.warps_m * cfg.warps_n * cfg.mt * cfg.nt * 512 <= 48 * 1024
+
+
+def test_a_register_cap_the_kernel_cannot_meet_is_explained(tmp_path, monkeypatch):
+    """min_blocks=2 on a 256x32 stream tile: ptxas needs 154 registers and the cap is 128. The assembler's refusal
+    (on the GPU: the driver's, at load) carries what to change, in the kernel author's terms."""
+    from flydsl.codegen import CodegenError, find_ptxas, run_ptxas
+
+    if find_ptxas() is None:
+        pytest.skip("needs ptxas (pip install nvidia-cuda-nvcc)")
+    monkeypatch.setenv("FLYDSL_DUMP_IR", "1")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("COMPILE_ONLY", "1")
+    monkeypatch.setenv("ARCH", "sm_90a")
+    kw = {"N": 384, "K": 512, "in_dtype": "bf16", "path": "stream", "tile_n": 32, "tile_k": 64, "M": 129}
+    fn = compile_preshuffle_gemm(**kw, min_blocks=2)
+    run_gemm("bf16", 129, 384, 512, launch_fn=fn, cuda=False, log=lambda *a: None)
+    (ptx,) = [p.read_text() for p in tmp_path.glob("*/*.ptx")]
+    with pytest.raises(CodegenError, match="more registers per thread than its cap allows.*min_blocks"):
+        run_ptxas(ptx, "sm_90a")
 
 
 def test_amd_only_knobs_are_ignored_with_a_note():
