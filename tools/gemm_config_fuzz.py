@@ -81,9 +81,9 @@ def _one(cfg: dict) -> tuple[str, str]:
     return ("ok" if res.ok else "BAD"), f"rel {res.rel_err:.2e} ({res.config})"
 
 
-def _worker(index: int, workers: int, count: int, out: str) -> None:
+def _worker(index: int, workers: int, count: int, seed: int, out: str) -> None:
     res = []
-    for i, cfg in enumerate(configs(count)):
+    for i, cfg in enumerate(configs(count, seed)):
         if i % workers == index:
             res.append([cfg, *_one(cfg)])
             json.dump(res, open(out, "w"))
@@ -92,10 +92,11 @@ def _worker(index: int, workers: int, count: int, out: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=1500)
+    ap.add_argument("--seed", type=int, default=0, help="which configurations are drawn")
     ap.add_argument("--workers", type=int, default=15)
     ap.add_argument("--limit", type=float, default=400, help="seconds before unfinished workers are stopped")
     ap.add_argument("--json", help="write every result here")
-    ap.add_argument("--worker", nargs=3, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--worker", nargs=4, type=int, help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -104,20 +105,9 @@ def main(argv=None) -> int:
     os.environ.setdefault("FLYDSL_RUNTIME_CACHE_DIR", tempfile.mkdtemp(prefix="flydsl_gemm_fuzz_"))
     t0, tmp = time.time(), tempfile.mkdtemp()
     outs = [os.path.join(tmp, f"w{i}.json") for i in range(args.workers)]
+    head = [sys.executable, "-m", "tools.gemm_config_fuzz", "--worker"]
     procs = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tools.gemm_config_fuzz",
-                "--worker",
-                str(i),
-                str(args.workers),
-                str(args.count),
-                "--out",
-                o,
-            ]
-        )  # fmt: skip
+        subprocess.Popen([*head, str(i), str(args.workers), str(args.count), str(args.seed), "--out", o])
         for i, o in enumerate(outs)
     ]
     deadline, stopped = t0 + args.limit, 0

@@ -373,7 +373,7 @@ def ptx_to_cubin(ptx: str, arch: str, options: tuple[str, ...] = ("-O3",)) -> by
             size = nvjitlink.get_error_log_size(h)
             log = bytearray(size)
             nvjitlink.get_error_log(h, log)
-            text = log.decode(errors="replace").strip()
+            text = log.decode(errors="replace").replace("\x00", "").strip()  # (the log ends in a NUL)
             raise CodegenError(f"nvJitLink rejected the PTX: {text}{_assembler_hint(text)}") from e
         size = nvjitlink.get_linked_cubin_size(h)
         buf = bytearray(size)
