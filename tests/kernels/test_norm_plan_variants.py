@@ -1,0 +1,60 @@
+"""Every named norm plan on every norm kernel, on the interpreter: the right rows or a ValueError that says why.
+
+The plans of ``benchmarks.cases.norm_sweep.VARIANTS`` and ``benchmarks.norm_ragged.VARIANTS`` are what the
+benchmarks and users ask for; they were tried only on the kernels and lengths they were tuned for. The GPU version
+of this check is ``tools/norm_plan_fuzz.py`` (more lengths and row counts; it found the defects these cases keep
+fixed: ``light_reduce`` over a cluster plan gave wrong rows, a re-read pair plan of a row held in registers indexed
+past its chunks, a stream plan on 2-byte accesses failed inside its trace, and other kernels' options were a
+``TypeError`` from inside the trace). Two shapes: 3 rows of 20000 f32 (onchip, stream, pair and cluster plans all
+apply) and 3 rows of 3001 bf16 (odd: 2-byte accesses).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _arrays import rand, randn
+
+from benchmarks.cases.norm_sweep import KERNELS, VARIANTS
+from benchmarks.norm_ragged import VARIANTS as RAGGED
+
+PLANS = {"default": {}, **VARIANTS, **{f"ragged-{k}": v for k, v in RAGGED.items()}}
+SHAPES = [(3, 20000, "f32"), (3, 3001, "bf16")]
+TOL = {"f32": 1e-4, "bf16": 2e-2}
+
+
+def _reference(kernel, x, r, w, b):
+    x = x.astype(np.float64)
+    if kernel == "softmax":
+        e = np.exp(x - x.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+    w = w.astype(np.float64)
+    if kernel == "layernorm":
+        mean = x.mean(1, keepdims=True)
+        return (x - mean) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b.astype(np.float64)
+    if kernel == "rmsnorm+add":
+        x = r.astype(np.float64)  # the rounded residual sum
+    return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w
+
+
+@pytest.mark.parametrize("M,N,dtype", SHAPES, ids=[f"{m}x{n}-{d}" for m, n, d in SHAPES])
+@pytest.mark.parametrize("name", list(PLANS))
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_every_named_plan_is_right_or_refused(kernel, name, M, N, dtype, interpreter):
+    x, r = randn((M, N), dtype, seed=1, scale=2.0), randn((M, N), dtype, seed=2)
+    w, b = rand((N,), dtype, seed=3) + x.dtype.type(0.5), randn((N,), dtype, seed=4)
+    y, ro = np.full_like(x, np.nan), np.full_like(x, np.nan)
+    args = {"softmax": (x, y, M), "rmsnorm": (x, w, y, M), "rmsnorm+add": (x, r, w, y, ro, M),
+            "layernorm": (x, w, b, y, M)}[kernel]  # fmt: skip
+    try:
+        KERNELS[kernel][0](N, dtype, dict(PLANS[name]))(*args)
+    except ValueError as e:  # a refusal: it must say what, not come from deep inside a helper
+        assert str(e) and "unexpected keyword" not in str(e) and "out of range" not in str(e), e
+        return
+    if kernel == "rmsnorm+add":
+        s = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+        np.testing.assert_array_equal(ro, s)
+        r = s
+    want = _reference(kernel, x, r, w, b)
+    err = np.abs(y.astype(np.float64) - want).max() / np.abs(want).max()
+    assert err < TOL[dtype], (kernel, name, err)
