@@ -32,6 +32,7 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
+    WIDE_ONLY,
     combine_mean_m2,
     defaults_for,
     each_row,
@@ -73,11 +74,15 @@ _RULES_16K: list = [
 # blocks per SM (64 registers). The plans below (tuned at 32768 / 65536) spilled or ran mostly empty last chunks there:
 # % of the copy rate at 20000-61440 (H200, session 20, benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md):
 # bf16 65-77 -> 79-89%, f32 62-82 -> 71-88% (the lowest at 57344-61440 f32, where 273-292 rows are 1.1 waves).
-O512_E16 = {"onchip_threads": 512, "max_registers": 64, "elems_per_thread": 16, "cache_hint": "cs"}
+O512_E16 = {"onchip_threads": 512, "max_registers": 64, "elems_per_thread": 16, "cache_hint": "cs", WIDE_ONLY: True}
 LONG_ROWS: list = [
     ((16385, 32767, None), O512_E16),
     ((32769, 65535, None), O512_E16),
     *_RULES_16K,
+    # rows of narrower accesses (odd lengths: a predicate per value) keep session 19's plans: one row per block of
+    # 512 threads with 128 registers (pairs need 8-byte accesses); the 64-register plan above spilled at 32767 bf16
+    ((24577, 32767, None), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
+    ((32769, 65535, None), {**PAIR_512, "max_registers": 128, "kept_values": 64}),
     # 32K bf16: two rows per block of 512 threads (each W and B chunk read once for both), two blocks per SM
     # (1024 x 32K, ln2r round 4: 41.8 -> 40.7 us, 84 -> 87% of the same-shape copy)
     ((32768, 32768, ("bf16", "f16")), _PAIR_2B),

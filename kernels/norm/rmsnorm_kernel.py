@@ -28,6 +28,7 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
+    WIDE_ONLY,
     combine_add,
     defaults_for,
     each_row,
@@ -58,7 +59,7 @@ PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # ((n_min, n_max, dtypes or None), options), the first match applies (docs/kernels.md, round 2)
 # rows that are not a power of two (session 20, benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md): chunks
 # of 512 threads, two blocks per SM at 64 registers, instead of 1024 threads whose last chunk is mostly empty
-O512 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}
+O512 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs", WIDE_ONLY: True}  # (odd rows: the rules below)
 O512_K16 = {**O512, "kept_values": 16}  # 16 values per thread kept, the rest staged
 LONG_ROWS: list = [
     # % of the copy rate at 20000-28672: bf16 74-88 -> 92-94%, f32 (16 values kept) 87-89 -> 90-93%

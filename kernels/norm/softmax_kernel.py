@@ -30,6 +30,7 @@ from kernels.norm.norm_common import (
     DTYPES,
     LOG2E,
     MASKED_MIN,
+    WIDE_ONLY,
     combine_max_sum,
     defaults_for,
     each_row,
@@ -55,7 +56,7 @@ PLAN_DEFAULTS = {"elems_per_thread": 16, "max_row_threads": 512}
 # rows of 16K-24K that are not a power of two (20000, 20480, 24576): 512 threads, up to 48 values each in registers,
 # two blocks per SM, not 1024 threads over a 32K row (its last chunk 22-50% full); H200, session 20, % of the copy rate:
 # bf16 59-68 -> 94-96%, f32 85-87 -> 92-93% (benchmarks/results/2026-12-01-NVIDIA-H200-norm-ragged-s20.md)
-REG_512 = {"register_limit": 32768, "max_row_threads": 512, "max_registers": 64, "cache_hint": "cs"}
+REG_512 = {"register_limit": 32768, "max_row_threads": 512, "max_registers": 64, "cache_hint": "cs", WIDE_ONLY: True}
 _RULES_16K_32K: list = [
     # 2048 x 16K bf16: a 64-register cap (ptxas schedules it better: 37.0 vs 39.5 us; 2 blocks per SM either way)
     ((12289, 24576, ("bf16", "f16")), {"max_registers": 64}),

@@ -354,3 +354,23 @@ def test_reread_pairs_of_rows_that_fit_are_the_plain_pair_plan(n):
     p = plan(n, 4, pair_rows="reread", **kw)
     assert p == plan(n, 4, pair_rows=True, **kw) and p.reread >= 0
     assert plan(65536, 4, pair_rows="reread", **{**kw, "kept_values": 80}).reread == 8  # the 64K f32 default's
+
+
+def test_rules_measured_on_wide_accesses_skip_odd_rows():
+    """The session-20 rules (512-thread plans at 64 registers, measured on rows of 16-byte accesses) apply only to
+    rows of 8-byte accesses or wider; odd rows (a predicate per value) keep the earlier plans — under the 64-register
+    rules the fused add spilled 194-246 bytes at 32767 / 40001 bf16 and LayerNorm 48 at 32767 (ptxas)."""
+    from kernels.norm import layernorm_kernel, rmsnorm_kernel, softmax_kernel
+    from kernels.norm.norm_common import WIDE_ONLY
+
+    assert softmax_kernel.plan_defaults(20000, "bf16")["register_limit"] == 32768
+    assert "register_limit" not in softmax_kernel.plan_defaults(20001, "bf16")
+    assert "max_registers" not in rmsnorm_kernel.plan_defaults(32766, "bf16", fused_add=True)  # 4-byte: narrow too
+    assert rmsnorm_kernel.plan_defaults(32760, "bf16", fused_add=True)["kept_values"] == 16
+    assert "max_registers" not in rmsnorm_kernel.plan_defaults(32767, "bf16", fused_add=True)
+    assert layernorm_kernel.plan_defaults(32767, "bf16")["max_registers"] == 128
+    assert layernorm_kernel.plan_defaults(40000, "f32")["max_registers"] == 64
+    for n in (20000, 20001, 32767, 40000):
+        for dt in ("bf16", "f32"):
+            for d in (softmax_kernel.plan_defaults(n, dt), layernorm_kernel.plan_defaults(n, dt)):
+                assert WIDE_ONLY not in d
