@@ -6,8 +6,9 @@ than 64K) x f32 / bf16 (f16 at the odd length) x a few row counts is built, run 
 float64. A plan must give the right rows or refuse with a ValueError that names what is wrong; a wrong row (``BAD``),
 any other exception, a CUDA error or a hang is a defect. Work is spread over ``--workers`` processes (each its own
 CUDA context). Prints the counts, every BAD row and the distinct error messages (what a user asking for that plan
-reads). Session 20 found with it: wrong rows from ``light_reduce`` over a cluster, a negative re-read count, a stream
-plan's cp.async of 2 bytes, and options rejected by a TypeError from inside the trace.
+reads; an error the DSL raised from inside a kernel's trace is named with its file, so only the kernel library's own
+ValueErrors count as refusals). Session 20 found with it: wrong rows from ``light_reduce`` over a cluster, a negative
+re-read count, a stream plan's cp.async of 2 bytes, and options rejected by a TypeError from inside the trace.
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ from collections import Counter
 
 LENGTHS = (3001, 20000, 65528, 100000)
 KERNEL_NAMES = ("softmax", "rmsnorm", "rmsnorm+add", "layernorm")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def raised_in(e: BaseException) -> str:
+    """The repository path of the file that raised ``e`` (of the original error where the trace re-raised it at the
+    user's line). A refusal is raised by the kernel library (``kernels/``); the DSL's own errors (``flydsl/``: a
+    2-byte ``cp.async``, an index past a tensor's mode) reach the caller as ValueErrors too, named ``ValueError``."""
+    tb = getattr(e, "original", e).__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return os.path.relpath(tb.tb_frame.f_code.co_filename, REPO)
 
 
 def configs(lengths=LENGTHS):
@@ -73,7 +85,9 @@ def _one(k, plan, n, dt, M, seed):
         torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - every refusal is recorded with its message
         first = str(e).splitlines()[0] if str(e) else ""
-        return "ERR", f"{type(e).__name__}: {first}"[:200]
+        where = raised_in(e)  # not the kernel library's: "DSL ...", a defect even where it is a ValueError
+        kind = type(e).__name__ if where.startswith("kernels") else f"DSL {type(e).__name__} ({where})"
+        return "ERR", f"{kind}: {first}"[:200]
     want, s = _reference(k, x, r, w, b)
     err = ((y.double() - want).abs().max() / want.abs().max()).item()
     bad = not err < (1e-4 if dt == "f32" else 2e-2) or (s is not None and not torch.equal(ro, s))
