@@ -16,11 +16,12 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+
+from tools.fuzz_pool import error_text, run_workers
 
 SHAPES = [(256, 256), (384, 512), (1024, 1024), (2048, 4096)]  # (N, K)
 ROWS = [1, 7, 16, 33, 129, 600]
@@ -74,8 +75,7 @@ def _one(cfg: dict) -> tuple[str, str]:
             warnings.simplefilter("ignore")
             res = run_gemm(in_dtype, M, N, K, *tiles, cuda=True, log=lambda *a: None, **kw)
     except Exception as e:  # noqa: BLE001 - every refusal is recorded with its message
-        first = str(e).splitlines()[0] if str(e) else ""
-        return "ERR", f"{type(e).__name__}: {first}"[:220]
+        return "ERR", error_text(e, 220)
     if not res.guard_ok:
         return "BAD", f"wrote past row M ({res.config})"
     return ("ok" if res.ok else "BAD"), f"rel {res.rel_err:.2e} ({res.config})"
@@ -106,18 +106,8 @@ def main(argv=None) -> int:
     t0, tmp = time.time(), tempfile.mkdtemp()
     outs = [os.path.join(tmp, f"w{i}.json") for i in range(args.workers)]
     head = [sys.executable, "-m", "tools.gemm_config_fuzz", "--worker"]
-    procs = [
-        subprocess.Popen([*head, str(i), str(args.workers), str(args.count), str(args.seed), "--out", o])
-        for i, o in enumerate(outs)
-    ]
-    deadline, stopped = t0 + args.limit, 0
-    for p in procs:
-        try:
-            p.wait(timeout=max(1.0, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            stopped += 1
-    res = [r for o in outs if os.path.exists(o) for r in json.load(open(o))]
+    cmds = [[*head, str(i), str(args.workers), str(args.count), str(args.seed), "--out", o] for i, o in enumerate(outs)]
+    res, stopped = run_workers(cmds, outs, args.limit)
     if args.json:
         json.dump(res, open(args.json, "w"))
     print(f"# {len(res)} of {args.count} configurations in {time.time() - t0:.0f} s ({stopped} workers stopped):",

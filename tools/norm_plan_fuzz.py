@@ -16,25 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 
+from tools.fuzz_pool import error_text, run_workers
+
 LENGTHS = (3001, 20000, 65528, 100000)
 KERNEL_NAMES = ("softmax", "rmsnorm", "rmsnorm+add", "layernorm")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def raised_in(e: BaseException) -> str:
-    """The repository path of the file that raised ``e`` (of the original error where the trace re-raised it at the
-    user's line). A refusal is raised by the kernel library (``kernels/``); the DSL's own errors (``flydsl/``: a
-    2-byte ``cp.async``, an index past a tensor's mode) reach the caller as ValueErrors too, named ``ValueError``."""
-    tb = getattr(e, "original", e).__traceback__
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return os.path.relpath(tb.tb_frame.f_code.co_filename, REPO)
 
 
 def configs(lengths=LENGTHS):
@@ -84,10 +74,7 @@ def _one(k, plan, n, dt, M, seed):
         KERNELS[k][0](n, dt, dict(plan))(*args)
         torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - every refusal is recorded with its message
-        first = str(e).splitlines()[0] if str(e) else ""
-        where = raised_in(e)  # not the kernel library's: "DSL ...", a defect even where it is a ValueError
-        kind = type(e).__name__ if where.startswith("kernels") else f"DSL {type(e).__name__} ({where})"
-        return "ERR", f"{kind}: {first}"[:200]
+        return "ERR", error_text(e, 200)
     want, s = _reference(k, x, r, w, b)
     err = ((y.double() - want).abs().max() / want.abs().max()).item()
     bad = not err < (1e-4 if dt == "f32" else 2e-2) or (s is not None and not torch.equal(ro, s))
@@ -118,15 +105,7 @@ def main(argv=None) -> int:
     t0, tmp = time.time(), tempfile.mkdtemp()
     outs = [os.path.join(tmp, f"w{i}.json") for i in range(args.workers)]
     cmd = [sys.executable, "-m", "tools.norm_plan_fuzz", "--worker"]
-    procs = [subprocess.Popen([*cmd, str(i), str(args.workers), o]) for i, o in enumerate(outs)]
-    deadline, stopped = t0 + args.limit, 0
-    for p in procs:
-        try:
-            p.wait(timeout=max(1.0, deadline - time.time()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            stopped += 1
-    res = [r for o in outs if os.path.exists(o) for r in json.load(open(o))]
+    res, stopped = run_workers([[*cmd, str(i), str(args.workers), o] for i, o in enumerate(outs)], outs, args.limit)
     if args.json:
         json.dump(res, open(args.json, "w"))
     total = len(configs())

@@ -17,7 +17,7 @@ from _arrays import rand, randn
 
 from benchmarks.cases.norm_sweep import KERNELS, VARIANTS
 from benchmarks.norm_ragged import VARIANTS as RAGGED
-from tools.norm_plan_fuzz import raised_in
+from tools.fuzz_pool import raised_in
 
 PLANS = {"default": {}, **VARIANTS, **{f"ragged-{k}": v for k, v in RAGGED.items()}}
 SHAPES = [(3, 20000, "f32"), (3, 3001, "bf16")]
