@@ -71,12 +71,18 @@ def test_rmsnorm_eps_and_zero_rows(interpreter):
     np.testing.assert_allclose(y, reference(x, w, eps=1.0), atol=1e-6)
 
 
-def test_rmsnorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
+def _ptx(interpreter, tmp_path, M: int, N: int, dtype: str) -> str:
+    """The PTX of RMSNorm's default plan for ``M x N`` rows of ``dtype`` (compiled, not run)."""
     interpreter.setenv("FLYDSL_DUMP_IR", "1")
     interpreter.setenv("COMPILE_ONLY", "1")
-    x = full((64, 8192), 0, "bf16", "cpu")
-    build_rmsnorm_module(8192, "bf16")(x, x[0], x, 64)
+    x = full((M, N), 0, dtype, "cpu")
+    build_rmsnorm_module(N, dtype)(x, x[0], x, M)
     (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
+    return ptx
+
+
+def test_rmsnorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
+    ptx = _ptx(interpreter, tmp_path, 64, 8192, "bf16")
     # 16 values per thread: two 16-byte loads of X and two of the weight, two 16-byte stores
     assert ptx.count("ld.global.v4.b32") == 4 and ptx.count("st.global.v4.b32") == 2, ptx
     assert "rsqrt.approx" in ptx and "bar.sync" in ptx and "shfl.sync.bfly" in ptx
@@ -99,11 +105,7 @@ def test_ragged_rows_predicate_only_the_last_chunk(interpreter, tmp_path):
     """57000 f32 rows: four chunks of 16384 columns, the last one 7848 long. Only its accesses are predicated (and
     lose the streaming hint); predicating the three full chunks too spilled at the 64-register cap and cost up to
     10% (ptxas; H200, session 20)."""
-    interpreter.setenv("FLYDSL_DUMP_IR", "1")
-    interpreter.setenv("COMPILE_ONLY", "1")
-    x = full((2, 57000), 0, "f32", "cpu")
-    build_rmsnorm_module(57000, "f32")(x, x[0], x, 2)
-    (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
+    ptx = _ptx(interpreter, tmp_path, 2, 57000, "f32")
     # 4 stores per chunk: the full chunks' 12 unpredicated; of the last, the 2 that can reach a column before 57000
     assert ptx.count("st.global.cs.v4.b32") == 12 and ptx.count("st.global.v4.b32") == 2, ptx
 
