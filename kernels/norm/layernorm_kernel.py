@@ -152,6 +152,8 @@ class _LayerNormStream(StreamOps):
 
 # options that do not ask for a plan_rows plan: any other one given switches a stream default off
 NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_defaults", "max_registers"}
+# the builder's own options (taken out before the plan's; named where an unknown one is refused)
+LAYERNORM_OPTIONS = ("before", "stream_wb_ahead", "pair_wb_ahead", "reread_first", "pair_async")
 
 
 # the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
@@ -193,7 +195,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
     reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
     pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
-    streamed, stream_plan_options, plan_options = stream_options(plan_options, "build_layernorm_module")
+    streamed, stream_plan_options, plan_options = stream_options(
+        plan_options, "build_layernorm_module", LAYERNORM_OPTIONS
+    )
     plan_options["weight_tensors"] = 2  # W and B
 
     def make_plan(vec):

@@ -29,7 +29,7 @@ import inspect
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_common import NUM_SMS, RowFragments, RowPlan, plan_rows
+from kernels.norm.norm_common import KERNEL_OPTIONS, NUM_SMS, RowFragments, RowPlan, plan_rows
 
 __all__ = [
     "SMEM_LIMIT",
@@ -118,15 +118,20 @@ STREAM_OPTIONS = {"stream_values": "elems_per_thread", "stream_threads": "thread
 SHARED_OPTIONS = {"sms", "cache_hint"}  # options of both plan_stream and plan_rows
 
 
-# what plan_rows takes from a builder's options (the row length, element size and access width are the builder's)
-ROW_PLAN_OPTIONS = frozenset(inspect.signature(plan_rows).parameters) - {"n", "elem_bytes", "vec"}
+# what plan_rows takes from a builder's options: not the row length, element size and access width, nor what the
+# builder gives itself (``clusters``: whether the target has them, a second value was a TypeError inside the trace;
+# ``weight_tensors`` and ``inputs``: the kernel's tensors)
+ROW_PLAN_OPTIONS = frozenset(inspect.signature(plan_rows).parameters) - {
+    "n", "elem_bytes", "vec", "clusters", "weight_tensors", "inputs"
+}  # fmt: skip
 
 
-def stream_options(plan_options: dict, kernel: str) -> tuple[bool, dict, dict]:
+def stream_options(plan_options: dict, kernel: str, own: tuple = ()) -> tuple[bool, dict, dict]:
     """``(stream, plan_stream's options, plan_rows' options)`` of a builder's plan options: ``stream`` and the
     options of :data:`STREAM_OPTIONS` (under plan_stream's names) taken out, the shared ones left in both. Any other
-    option plan_rows does not take (another kernel's, or misspelt) is a ValueError naming ``kernel``, raised when the
-    kernel is built (not, as before, a TypeError from inside its trace)."""
+    option plan_rows does not take (another kernel's, or misspelt) is a ValueError naming ``kernel`` and what it takes
+    (``own``: the builder's own options, taken out before), raised when the kernel is built (not, as before, a
+    TypeError from inside its trace)."""
     plan_options = dict(plan_options)
     streamed = plan_options.pop("stream", False)
     options = {k: plan_options[o] for o, k in STREAM_OPTIONS.items() if o in plan_options}
@@ -134,10 +139,10 @@ def stream_options(plan_options: dict, kernel: str) -> tuple[bool, dict, dict]:
         plan_options.pop(o, None)
     unknown = sorted(plan_options.keys() - ROW_PLAN_OPTIONS)
     if unknown:
+        takes = sorted(ROW_PLAN_OPTIONS | STREAM_OPTIONS.keys() | {"stream", "shape_defaults", *KERNEL_OPTIONS, *own})
         raise ValueError(
-            f"{kernel}: unknown plan option(s) {', '.join(map(repr, unknown))} (another kernel's option, or "
-            f"misspelt); its plans take {', '.join(sorted(ROW_PLAN_OPTIONS | STREAM_OPTIONS.keys() | {'stream'}))} "
-            "and the kernel's own options listed in its builder's docstring"
+            f"{kernel}: unknown plan option(s) {', '.join(map(repr, unknown))} (another kernel's option, one the "
+            f"kernel sets itself, or misspelt); it takes {', '.join(takes)}"
         )
     return streamed, options, plan_options
 

@@ -109,7 +109,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     )
     light = plan_options.pop("light_reduce", False)
     # the stream plan, with its options
-    streamed, stream_plan_options, plan_options = stream_options(plan_options, "build_softmax_module")
+    streamed, stream_plan_options, plan_options = stream_options(
+        plan_options, "build_softmax_module", ("before", "light_reduce")
+    )
     dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 

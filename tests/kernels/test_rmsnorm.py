@@ -89,11 +89,11 @@ def test_rmsnorm_ptx_uses_128bit_accesses(interpreter, tmp_path):
     assert not any(op in ptx for op in ("div.s32", "div.u32", "rem.s32", "rem.u32", ".local")), ptx
 
 
-@pytest.mark.parametrize("option", ["light_reduce", "before", "elems_per_thred"])
+@pytest.mark.parametrize("option", ["light_reduce", "before", "elems_per_thred", "clusters"])
 def test_an_option_no_rmsnorm_plan_takes_is_named_when_built(option):
-    """Another kernel's plan option (softmax's ``light_reduce``, LayerNorm's ``before``) or a misspelt one: a
-    ValueError naming the builder and the option when the kernel is built (it was a TypeError from plan_rows inside
-    the kernel's trace)."""
+    """Another kernel's plan option (softmax's ``light_reduce``, LayerNorm's ``before``), a misspelt one or one the
+    builder sets itself (``clusters``: the target's): a ValueError naming the builder and the option when the kernel
+    is built (it was a TypeError from plan_rows inside the kernel's trace)."""
     for build in (build_rmsnorm_module, build_fused_add_rmsnorm_module):
         with pytest.raises(
             ValueError, match=rf"{build.__name__}: unknown plan option\(s\) '{option}'.*elems_per_thread"

@@ -15,6 +15,7 @@ import pytest
 from _arrays import full, randn, sync, to_device, to_numpy
 from norm_cases import ATOL, CPU_CASES, CPU_IDS, GPU_CASES, GPU_IDS, PARITY_CASES, PARITY_IDS, check_close, check_parity
 
+from kernels.norm.layernorm_kernel import build_layernorm_module
 from kernels.norm.softmax_kernel import build_softmax_module
 
 
@@ -155,3 +156,19 @@ def test_softmax_gpu_cluster_over_the_64k_bf16_defaults(monkeypatch):
     a = randn((3, 65528), "bf16", seed=4, scale=2.0)
     check(run("cuda", a, "bf16", long_rows="cluster"), a, "bf16")
     check(run("cuda", a[:, :3001].copy(), "bf16", **LIGHT_CLUSTER), a[:, :3001].copy(), "bf16")
+
+
+@pytest.mark.parametrize(
+    "build, own",
+    [
+        (lambda **kw: build_softmax_module(0, 4096, "f32", **kw), "light_reduce"),
+        (lambda **kw: build_layernorm_module(4096, "f32", **kw), "pair_wb_ahead"),
+    ],
+    ids=["softmax", "layernorm"],
+)
+def test_an_option_the_builder_sets_itself_is_refused_with_what_it_takes(build, own):
+    """``clusters`` (whether the target has them: the builder's) was listed as an option the plans take and then was a
+    TypeError from inside the trace ("multiple values for keyword argument"); the refusal names the builder's own
+    options too (LayerNorm's pair options were in no docstring)."""
+    with pytest.raises(ValueError, match=rf"unknown plan option\(s\) 'clusters' .*it takes .*\b{own}\b"):
+        build(clusters=False)
