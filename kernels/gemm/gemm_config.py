@@ -485,7 +485,8 @@ def make_config(
                         f"pairs (tile_m / 4 = {cfg.tile_m // 4}) divisible by it, and no streamk='early'"
                     )
                 return _reserve(cfg._replace(cluster_k=cluster_k), stages, cluster_recv_bytes(cfg, cluster_k),
-                                f"cluster_k={cluster_k} (the other blocks' partial sums)")  # fmt: skip
+                                f"cluster_k={cluster_k} (the other blocks' partial sums)",
+                                "cluster_k=2" if cluster_k > 2 else "no cluster_k")  # fmt: skip
             return cfg if max_blocks else cfg._replace(max_blocks=stream_blocks(N, cfg.tile_m, cfg.tile_n, M))
         if c_store not in (None, "tma", "direct"):
             raise ValueError(f"c_store must be 'tma' or 'direct', got {c_store!r}")
@@ -646,16 +647,17 @@ def cluster_recv_bytes(cfg: GemmConfig, cluster_k: int) -> int:
     return (cluster_k - 1) * max(1, cfg.tile_n // PANEL_N) * 128 * (cfg.tile_m // 2 // cluster_k) * 4 + 16
 
 
-def _reserve(cfg: GemmConfig, stages: int | None, extra: int, what: str) -> GemmConfig:
+def _reserve(cfg: GemmConfig, stages: int | None, extra: int, what: str, instead: str) -> GemmConfig:
     """``cfg`` with a ring that leaves ``extra`` bytes of shared memory (``stages`` when they still fit); a
-    ValueError naming ``what`` needs them where not even two stages fit beside them."""
+    ValueError naming ``what`` needs them, and ``instead`` (the option that needs fewer), where not even two stages
+    fit beside them."""
     stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
     room = SMEM_LIMIT - 1024 - 16 - extra
     if room < 2 * (stage_bytes + 16):
         raise ValueError(
             f"{what}: {cfg.describe()} keeps {extra} bytes of shared memory for it beside a ring of at least two "
             f"stages of {stage_bytes} bytes, more than a block's {SMEM_LIMIT}; take a smaller tile (tile_m, tile_n "
-            "or tile_k)"
+            f"or tile_k) or {instead}"
         )
     fit = max(2, min(STREAM_MAX_STAGES, room // (stage_bytes + 16)))
     return cfg._replace(stages=_stages(stages, fit))
@@ -665,7 +667,7 @@ def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:
     """``cfg`` with ``streamk="early"``: a block takes at least a tile's K stages, and its ring leaves room for the
     copies of the split tiles' heads (``tile_m / 2`` values per consumer thread each)."""
     cfg = cfg._replace(streamk="early", min_iters=max(cfg.min_iters, cfg.iters))
-    return _reserve(cfg, stages, early_head_bytes(cfg), "streamk='early' (the split tiles' heads)")
+    return _reserve(cfg, stages, early_head_bytes(cfg), "streamk='early' (the split tiles' heads)", "streamk='arrive'")
 
 
 SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block

@@ -424,8 +424,22 @@ def test_invalid_tiles_are_mapped_and_said_once():
                 "tile_k": 128,
                 "streamk": "early",
             },
-            r"streamk='early' \(the split tiles' heads\).*take a smaller tile",
+            r"streamk='early' \(the split tiles' heads\).*take a smaller tile \(tile_m, tile_n or tile_k\) or "
+            "streamk='arrive'",
         ),
+        (
+            {
+                "N": 256,
+                "K": 512,
+                "in_dtype": "bf16",
+                "path": "stream",
+                "tile_m": 256,
+                "tile_n": 128,
+                "tile_k": 128,
+                "cluster_k": 4,
+            },
+            r"cluster_k=4 \(the other blocks' partial sums\).*take a smaller tile .* or cluster_k=2",
+        ),  # fmt: skip
     ],
 )
 def test_invalid_configurations_are_rejected(kw, match):
