@@ -243,9 +243,11 @@ def defaults_for(rules, n: int, dtype_str: str) -> dict:
     """The options of the first rule ``((n_min, n_max, dtypes), options)`` whose range holds ``n`` and whose
     dtypes (a tuple of ``dtype_str`` names, or None for all) hold ``dtype_str``; ``{}`` when none does. A
     kernel's per-shape defaults: what measured fastest for rows of that length and type. A rule whose options
-    hold ``WIDE_ONLY`` applies only to rows whose accesses are 8 bytes or wider (a row length that 4 f32 or 8
-    16-bit values divide... as :func:`vector_width` finds it): it was measured on those; narrower accesses carry a
-    predicate per value and take other plans (an odd bf16 row of 32767 spilled 194 bytes under a 64-register rule)."""
+    hold ``WIDE_ONLY`` applies only to rows whose accesses are 8 bytes or wider (a row length that 2 f32 or 4
+    16-bit values divide, as :func:`vector_width` finds it): it was measured on those; narrower accesses carry a
+    predicate per value and take other plans (an odd bf16 row of 32767 spilled 194 bytes under a 64-register rule).
+    Only the row length is seen here: tensors less aligned than their rows get narrower accesses at launch and keep
+    the wide rules."""
     narrow = vector_width(n, DTYPES[dtype_str].width // 8) * (DTYPES[dtype_str].width // 8) < 8
     for (lo, hi, dtypes), options in rules:
         if lo <= n <= hi and (dtypes is None or dtype_str in dtypes) and not (narrow and options.get(WIDE_ONLY)):
