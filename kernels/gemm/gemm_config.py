@@ -391,6 +391,7 @@ def make_config(
     streamk: str | None = None,
     cluster_k: int | None = None,
     prefill: bool | None = None,
+    b_smem: bool = False,
 ) -> GemmConfig:
     """Validate a request and return the configuration the kernel will use.
 
@@ -410,7 +411,9 @@ def make_config(
     (default :data:`STREAM_PREFILL`). ``cluster_k`` (stream path): each tile is one thread block cluster of that
     many blocks (2 or 4), block ``r`` taking the ``r``-th share of K; the partials are summed through distributed
     shared memory (no stream-K, no workspace round trips); the tile's K stages and its ``tile_m / 4`` value pairs
-    must divide by it.
+    must divide by it. ``b_smem``: the caller will put B's first iterations in shared memory
+    (:func:`with_b_smem`), where the mma path's split-K partials are dynamic shared memory, so the default K warps
+    are not reduced to fit the 48 KB of static shared memory.
 
     ``pdl``: the launch the tiles are for (the heuristic's mma decode tile keeps 16 rows under PDL: round 2
     and the final round measured the 8-row tile 0.5 µs slower there).
@@ -537,8 +540,9 @@ def make_config(
         if problems:
             raise ValueError(f"warps={warps} for tile {tile_m}x{tile_n}x{tile_k}: need {problems[0]}")
     cfg = GemmConfig(path, in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, wm, wn, wk)
-    while warps is None and cfg.warps_k > 1 and mma_partials_bytes(cfg) > MMA_STATIC_SMEM:
-        cfg = cfg._replace(warps_k=cfg.warps_k // 2)  # fewer K warps: their partials fit static shared memory
+    # fewer K warps: their partials fit static shared memory (with ``b_smem`` they are dynamic, beside B's bytes)
+    while warps is None and not b_smem and cfg.warps_k > 1 and mma_partials_bytes(cfg) > MMA_STATIC_SMEM:
+        cfg = cfg._replace(warps_k=cfg.warps_k // 2)
     if decode_mma:  # the heuristic's decode kernel: the weight's loads evict first (A stays in L1; round 2)
         cfg = cfg._replace(b_cache=DECODE_B_CACHE)
     if cfg.mt > LIMIT_TILES or cfg.nt > LIMIT_TILES:

@@ -146,6 +146,7 @@ def compile_preshuffle_gemm(
         streamk=streamk,
         cluster_k=cluster_k,
         prefill=prefill,
+        b_smem=b_smem is not None,
     )
     if min_blocks is None and pdl is True and cfg.path == "stream" and stages is None:
         min_blocks = stream_pdl_min_blocks(cfg) if stream_pdl_min_blocks(cfg) > 1 else None

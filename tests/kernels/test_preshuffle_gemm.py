@@ -754,3 +754,11 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def test_b_smem_keeps_the_default_k_warps():
+    """With ``b_smem`` the split-K partials are dynamic shared memory beside the weight bytes: the default eight K warps
+    of fp16 64x32x512 stay (without it they are reduced to four to fit 48 KB of static shared memory)."""
+    kw = {"N": 2048, "K": 4096, "in_dtype": "fp16", "path": "mma", "tile_m": 64, "tile_n": 32, "tile_k": 512}
+    assert compile_preshuffle_gemm(**kw, b_smem=1).gemm_config.warps_k == 8
+    assert compile_preshuffle_gemm(**kw).gemm_config.warps_k == 4
