@@ -124,6 +124,34 @@ def test_launch_function_raises_the_shared_memory_limit_first():
     assert seen == [(None, 96 * 1024)] and len(d.launches) == 2
 
 
+def test_the_dynamic_shared_memory_limit_starts_below_48kb_by_the_static_size(monkeypatch):
+    """A block may hold 48 KB of shared memory in all before its kernel's limit is raised: a kernel with 512 bytes of
+    static shared memory (a reduction's partials) raises it for any launch above 48 KB - 512 of dynamic memory (it
+    started at 48 KB, so a launch of exactly 48 KB failed with CUDA_ERROR_INVALID_VALUE on the H200)."""
+    import flydsl.runtime.cuda as cuda
+
+    class Module(cuda.CudaModule):
+        def __init__(self):  # a loaded module's stand-in: one function, no driver
+            self.device = 0
+
+        def function(self, name, kernel=None):
+            return object()
+
+    raised = []
+    monkeypatch.setattr(cuda, "_handle_value", lambda f: 0xABC)
+    monkeypatch.setattr(cuda.CudaKernel, "attribute", lambda self, a: 512 if a == "SHARED_SIZE_BYTES" else 0)
+    monkeypatch.setattr(
+        cuda.CudaKernel, "_allow_smem", lambda self, smem: (raised.append(smem), self._smem_limit.__setitem__(0, smem))
+    )
+    d = Driver(["ptr"])
+    k = CudaKernel(Module(), "k", ["ptr"], driver_call=d.call)
+    assert k._smem_limit == [48 * 1024 - 512]
+    k.launch(1, 32, 48 * 1024 - 512, 0, (5,))
+    assert raised == []
+    k.launch(1, 32, 48 * 1024, 0, (5,))
+    assert raised == [48 * 1024] and len(d.launches) == 2
+
+
 @flyc.kernel
 def fill(out: Tensor, value: fx.Int32):
     out[fx.thread_idx.x] = value
