@@ -62,7 +62,7 @@ def configs(count: int, seed: int = 0) -> list[dict]:
     return out
 
 
-def _one(cfg: dict) -> tuple[str, str]:
+def _one(cfg: dict, cuda: bool = True) -> tuple[str, str]:
     import warnings
 
     from kernels.gemm.harness import run_gemm
@@ -73,7 +73,7 @@ def _one(cfg: dict) -> tuple[str, str]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = run_gemm(in_dtype, M, N, K, *tiles, cuda=True, log=lambda *a: None, **kw)
+            res = run_gemm(in_dtype, M, N, K, *tiles, cuda=cuda, log=lambda *a: None, **kw)
     except Exception as e:  # noqa: BLE001 - every refusal is recorded with its message
         return "ERR", error_text(e, 220)
     if not res.guard_ok:
