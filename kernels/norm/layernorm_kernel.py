@@ -47,10 +47,11 @@ from kernels.norm.norm_common import (
 )
 from kernels.norm.pair_rows import each_pair, pair_grid
 from kernels.norm.row_stream import (
-    STREAM_OPTIONS,
+    NOT_ROW_PLAN,
     StreamOps,
     StreamPlan,
     row_or_stream_plan,
+    stream_default_off,
     stream_options,
     stream_rows,
 )
@@ -151,7 +152,7 @@ class _LayerNormStream(StreamOps):
 
 
 # options that do not ask for a plan_rows plan: any other one given switches a stream default off
-NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "stream_wb_ahead", "shape_defaults", "max_registers"}
+NOT_ROW_PLAN_OPTIONS = {*NOT_ROW_PLAN, "stream_wb_ahead"}
 # the builder's own options (taken out before the plan's; named where an unknown one is refused)
 LAYERNORM_OPTIONS = ("before", "stream_wb_ahead", "pair_wb_ahead", "reread_first", "pair_async")
 
@@ -186,8 +187,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     dtype = DTYPES[dtype_str]
     plan_options = dict(plan_options)
     before = plan_options.pop("before", False)
-    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
-        plan_options["stream"] = False  # options of another plan (persist, pair_rows...): not a stream default
+    plan_options = stream_default_off(plan_options, NOT_ROW_PLAN_OPTIONS)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options), pairs=True
     )

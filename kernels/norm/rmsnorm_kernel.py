@@ -41,10 +41,11 @@ from kernels.norm.norm_common import (
     with_register_cap,
 )
 from kernels.norm.row_stream import (
-    STREAM_OPTIONS,
+    NOT_ROW_PLAN,
     StreamOps,
     StreamPlan,
     row_or_stream_plan,
+    stream_default_off,
     stream_options,
     stream_rows,
 )
@@ -88,7 +89,7 @@ FUSED_ADD_LONG_ROWS: list = [
 
 
 # options that do not ask for a plan_rows plan: any other one given switches a stream default off
-NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "shape_defaults", "max_registers"}
+NOT_ROW_PLAN_OPTIONS = NOT_ROW_PLAN
 
 
 class _RMSNormStream(StreamOps):
@@ -118,8 +119,7 @@ def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
-    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
-        plan_options = {**plan_options, "stream": False}  # options of another plan: not a stream default
+    plan_options = stream_default_off(plan_options, NOT_ROW_PLAN_OPTIONS)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )

@@ -126,6 +126,19 @@ ROW_PLAN_OPTIONS = frozenset(inspect.signature(plan_rows).parameters) - {
 }  # fmt: skip
 
 
+# options that do not describe a plan_rows plan (a kernel adds its own): given alone, they keep a stream default
+NOT_ROW_PLAN = frozenset({*STREAM_OPTIONS, "stream", "shape_defaults", "max_registers"})
+
+
+def stream_default_off(plan_options: dict, not_row_plan) -> dict:
+    """A builder's ``plan_options`` with ``stream=False`` where they describe another plan (an option outside
+    ``not_row_plan``: ``persist``, ``long_rows``, ``pair_rows``...) and do not say ``stream``: the caller gets the
+    plan they describe, not a per-shape stream default."""
+    if "stream" not in plan_options and plan_options.keys() - not_row_plan:
+        return {**plan_options, "stream": False}
+    return plan_options
+
+
 def stream_options(plan_options: dict, kernel: str, own: tuple = ()) -> tuple[bool, dict, dict]:
     """``(stream, plan_stream's options, plan_rows' options)`` of a builder's plan options: ``stream`` and the
     options of :data:`STREAM_OPTIONS` (under plan_stream's names) taken out, the shared ones left in both. Any other

@@ -42,7 +42,13 @@ from kernels.norm.norm_common import (
     with_defaults,
     with_register_cap,
 )
-from kernels.norm.row_stream import STREAM_OPTIONS, StreamPlan, row_or_stream_plan, stream_options
+from kernels.norm.row_stream import (
+    NOT_ROW_PLAN,
+    StreamPlan,
+    row_or_stream_plan,
+    stream_default_off,
+    stream_options,
+)
 from kernels.norm.softmax_stream import max_sum_reduce, stream_rows
 
 __all__ = ["build_softmax_module"]
@@ -82,7 +88,7 @@ LONG_ROWS_BEFORE: list = [
 
 
 # options that do not ask for a plan_rows plan: any other one given switches a stream default off
-NOT_ROW_PLAN_OPTIONS = {*STREAM_OPTIONS, "stream", "light_reduce", "shape_defaults", "max_registers"}
+NOT_ROW_PLAN_OPTIONS = {*NOT_ROW_PLAN, "light_reduce"}
 
 
 def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
@@ -102,8 +108,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     """
     del M  # the row count is a run-time argument
     before = plan_options.pop("before", False)
-    if "stream" not in plan_options and plan_options.keys() - NOT_ROW_PLAN_OPTIONS:
-        plan_options["stream"] = False  # options of another plan (persist, long_rows...): not a stream default
+    plan_options = stream_default_off(plan_options, NOT_ROW_PLAN_OPTIONS)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options)
     )
