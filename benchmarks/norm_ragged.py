@@ -67,17 +67,20 @@ def _tensors(kernel: str, M: int, n: int, dtype: str):
     return (x, r, w, b), y, args
 
 
-def _reference(kernel: str, x, r, w, b):
+def reference(kernel: str, x, r, w, b):
+    """``(output, residual)`` of ``kernel`` in float64 from torch tensors (the fused add's residual: ``x + r``
+    rounded to the data type, as the kernel stores it; None for the others)."""
     import torch
 
-    xf = x.float()
+    xf, s = x.double(), None
     if kernel == "softmax":
-        return torch.softmax(xf, -1)
+        return torch.softmax(xf, -1), None
     if kernel == "layernorm":
-        return torch.nn.functional.layer_norm(xf, (x.shape[1],), w.float(), b.float(), 1e-5)
+        return torch.nn.functional.layer_norm(xf, (x.shape[1],), w.double(), b.double(), 1e-5), None
     if kernel == "rmsnorm+add":
-        xf = xf + r.float()
-    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+        s = (x.float() + r.float()).to(x.dtype)
+        xf = s.double()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double(), s
 
 
 def _build(kernel: str, n: int, dtype: str, plan: dict):
@@ -109,7 +112,7 @@ def _case(k: str, n: int, dt: str, names: list[str]) -> str:
 
     M = rows_for(n, dt)
     inputs, y, args = _tensors(k, M, n, dt)
-    want = _reference(k, *inputs)
+    want, _ = reference(k, *inputs)
     nbytes = 2 * M * n * inputs[0].element_size() * (2 if k == "rmsnorm+add" else 1)  # rows read and written
     # the bytes rounded down to 64 KB (< 0.1% fewer): torch's copy of 16,770,000 floats (20000 bf16 x 1677 rows)
     # took 52.7 us, of 16,773,120 (20480 x 1638) 35.1 on the H200 (session 20)

@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections import Counter
 
+from benchmarks.norm_ragged import reference
 from tools.fuzz_pool import error_text, run_workers
 
 LENGTHS = (3001, 20000, 65528, 100000)
@@ -42,20 +43,6 @@ def configs(lengths=LENGTHS):
     ]
 
 
-def _reference(k, x, r, w, b):
-    import torch
-
-    xf, s = x.double(), None
-    if k == "softmax":
-        return torch.softmax(xf, -1), None
-    if k == "layernorm":
-        return torch.nn.functional.layer_norm(xf, (x.shape[1],), w.double(), b.double(), 1e-5), None
-    if k == "rmsnorm+add":
-        s = (x.float() + r.float()).to(x.dtype)  # the residual sum, rounded to the data type
-        xf = s.double()
-    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double(), s
-
-
 def _one(k, plan, n, dt, M, seed):
     import torch
 
@@ -75,7 +62,7 @@ def _one(k, plan, n, dt, M, seed):
         torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 - every refusal is recorded with its message
         return "ERR", error_text(e, 200)
-    want, s = _reference(k, x, r, w, b)
+    want, s = reference(k, x, r, w, b)
     err = ((y.double() - want).abs().max() / want.abs().max()).item()
     bad = not err < (1e-4 if dt == "f32" else 2e-2) or (s is not None and not torch.equal(ro, s))
     return ("BAD" if bad else "ok"), f"{err:.2e}"
