@@ -339,6 +339,8 @@ def plan_rows(
     two pair-blocks per SM, half the shared memory each). With ``persist``: a
     persistent grid looping over pairs, the next pair's staged chunks copied in during this pair's output
     (``pair_rows.py``); ``pair_lag=k``: each such chunk also reduced there, ``k`` chunks after its copy started.
+    ``balance_chunks`` (onchip rows, not paired): as many accesses per thread per chunk as leave the fewest empty
+    ones (at most ``elems_per_thread / vec``): a ragged row's last chunk less empty (no default uses it).
     """
     plan = _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads,
                       chunk_threads, long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols,

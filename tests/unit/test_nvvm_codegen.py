@@ -230,3 +230,14 @@ def test_word_aligned_shuffles_move_i32_words(elem, mask, words):
         lanes = np.frombuffer(np.array([a, b], np.uint64).tobytes(), dtype=f"<u{nbytes}")
         want = int(np.frombuffer(lanes[mask].tobytes(), np.uint64)[0])
         assert fn(a, b) == want
+
+
+def test_assembler_register_refusals_say_what_to_change():
+    """ptxas/nvJitLink's "Insufficient registers" (a kernel's register cap below what its code needs) gets a hint in
+    the kernel author's terms; other assembler errors get none."""
+    from flydsl.codegen.compile import _assembler_hint
+
+    log = "ptxas fatal   : (C7602) Insufficient registers (128) to compile instruction at line 494"
+    assert "more registers per thread than its cap allows" in _assembler_hint(log)
+    assert "min_blocks" in _assembler_hint(log) and "maxnreg" in _assembler_hint(log)
+    assert _assembler_hint("ptxas fatal   : Unresolved extern function 'f'") == ""
