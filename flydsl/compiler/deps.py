@@ -648,6 +648,10 @@ class _Walker:
             return
         if isinstance(v, type) and _user_class(v):
             self.klass(v, label)
+        elif (_KINDS.get(type(v)) or _kind_of(type(v))) is _NAMESPACE and type(v) is not types.SimpleNamespace:
+            # an instance of a user class: its methods are code the function may run, and the attributes they read
+            # through ``self`` are compile-time values of this one (a builder's config object with methods)
+            self.klass(type(v), label)
         # anything else is watched if it freezes (collect() drops what does not: library objects, tensors)
         self.watches.append(_Watch(holder, key, label, code, name, _immutable(v)))
 

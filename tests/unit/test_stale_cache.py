@@ -349,3 +349,39 @@ def test_helpers_reached_through_methods_enter_the_key(monkeypatch):
     finally:
         HELPER_ADD = 3
     assert launch.cache_key(out) == key
+
+
+class Offset:
+    """A configuration object whose methods read its attributes (``self.add``): the code names only the method."""
+
+    def __init__(self, add):
+        self.add = add
+
+    def value(self, v):
+        return v + self.add
+
+
+def _build_with(obj):
+    @flyc.kernel
+    def k(out: Tensor):
+        tid = fx.thread_idx.x
+        out[tid] = obj.value(tid)
+
+    @flyc.jit
+    def launch(out):
+        k(out).launch(grid=1, block=4)
+
+    return launch
+
+
+def test_attributes_read_by_an_instances_methods_enter_the_key(monkeypatch):
+    """An instance in a closure: its class's methods are walked as a class named in the code is, so what they read
+    through ``self`` enters the key (it did not: a builder's object holding a launch option served another
+    option's cached launcher from the disk)."""
+    out = np.zeros(4, np.int32)
+    assert _build_with(Offset(1)).cache_key(out) == _build_with(Offset(1)).cache_key(out)
+    assert _build_with(Offset(1)).cache_key(out) != _build_with(Offset(2)).cache_key(out)
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "1")  # one disk cache: each build gets its own kernel
+    for add in (1, 2):
+        _build_with(Offset(add))(out)
+        assert out.tolist() == [t + add for t in range(4)]
