@@ -5,9 +5,10 @@ Running that through the interpreter's host-function machinery costs a few micro
 closure per op, argument conversion, an environment list); a launch plan is the same computation as
 straight-line Python (about a microsecond), built once per specialization.
 
-Only straight-line host functions of scalar integer arithmetic, comparisons, selects, integer casts,
-constants and ``gpu.launch_func`` get a plan; anything else (loops, branches, floats, calls) returns
-None and the caller uses :func:`flydsl.interp.compile_host` (the host executor). Integer semantics are
+Only host functions of scalar integer arithmetic, comparisons, selects, integer casts, constants,
+``gpu.launch_func`` and ``scf.if`` without results (a launch only for some arguments, e.g. a second kernel
+for a problem's last rows) get a plan; anything else (loops, floats, calls, branches that yield values)
+returns None and the caller uses :func:`flydsl.interp.compile_host` (the host executor). Integer semantics are
 the ops' own scalar hooks, pasted in as source (:func:`flydsl.dialects.int_source` of
 ``scalar.source(op)``: wrap-around at the result width, C division, shifts past the width, …) — the
 same ones the host executor and compile-time folding run — so a plan and the executor agree on every
@@ -96,6 +97,7 @@ class _Gen:
         self.arg_exprs = args
         self.kernels = kernels
         self.count = 0
+        self.indent = ""  # inside ``scf.if`` branches: four more spaces per level
 
     def name(self, v) -> str:
         return self.names[v]
@@ -108,7 +110,7 @@ class _Gen:
     def emit(self, name: str | None, line: str) -> None:
         if name is not None:
             self.defs.setdefault(name, []).append(len(self.lines))
-        self.lines.append(line)
+        self.lines.append(self.indent + line)
 
     def alias(self, v, to) -> None:
         """``v`` is the value ``to`` itself."""
@@ -187,12 +189,18 @@ class _Gen:
             if type(c) is int:
                 self.ranges[o.results[0]] = (c, c)
             return True
+        if n in ("arith.andi", "arith.ori", "arith.xori") and _width(o.results[0].type) == 1:
+            op = {"arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}[n]
+            self.define(o.results[0], f"({self.name(o.operands[0])} {op} {self.name(o.operands[1])})")
+            return True
         if n.startswith("arith.") and n in _INT_BINARY:
             w = _width(o.results[0].type)
             if w is None or w == 1 or scalar_source(o) is None:
                 return False
             self.int_op(o, n, w)
             return True
+        if n == "scf.if":
+            return not o.results and self.branch(o)
         if n == "arith.cmpi":
             if _width(o.operands[0].type) is None or scalar_source(o) is None:
                 return False
@@ -262,14 +270,30 @@ class _Gen:
             self.ns[f] = fn
             self.emit(None, f"    {f}({', '.join(v)})")
             return True
-        return n == "func.return" and not o.operands
+        return n in ("func.return", "scf.yield") and not o.operands
+
+    def branch(self, o: Op) -> bool:
+        """``scf.if`` without results as a Python ``if`` (and ``else``) around its ops' lines."""
+        self.emit(None, f"    if {self.name(o.operands[0])}:")
+        for i, region in enumerate(o.regions):
+            if i and not (region.blocks and len(region.blocks[0].ops) > 1):
+                continue  # no else branch, or one that only yields
+            if i:
+                self.emit(None, "    else:")
+            self.indent += "    "
+            ok = all(self.op(x) for x in region.blocks[0].ops)
+            self.emit(None, "    pass")
+            self.indent = self.indent[:-4]
+            if not ok:
+                return False
+        return True
 
     def build(self, exact: dict | None = None) -> bool:
         """The lines of the whole function (False: not straight-line). ``exact`` maps an argument index to
         ``(lo, hi)``: the caller guarantees an ``int`` in that range, so no conversion or wrap is needed
         when the range fits the argument's width."""
         ops = self.ops
-        computed = {v for o in ops if o.defn.name != "gpu.launch_func" for v in o.operands}
+        computed = {v for o in _walk(ops) if o.defn.name != "gpu.launch_func" for v in o.operands}
         for i, (a, expr) in enumerate(zip(self.arg_values, self.arg_exprs)):
             w = _width(a.type)
             rng = (exact or {}).get(i)
@@ -307,6 +331,15 @@ class _Gen:
                     dead.update(idx)
                     changed = True
         self.lines = [ln for i, ln in enumerate(self.lines) if i not in dead]
+
+
+def _walk(ops):
+    """``ops`` and the ops nested in their regions."""
+    for o in ops:
+        yield o
+        for region in o.regions:
+            for block in region.blocks:
+                yield from _walk(block.ops)
 
 
 def _range_of(o: Op, ra, rb, lit: int | None):

@@ -97,3 +97,42 @@ def test_folded_plans_and_their_inlined_lines_equal_the_interpreter(n, m, w):
         else:
             run(4096, 1, n, m, w, 0)
     assert got == ([] if bad else [(want[0][1], want[0][2], want[0][3], want[0][4], want[0][5])] * 2)
+
+
+@flyc.jit
+def branching(out, n: fx.Int32, m: fx.Int32):
+    t = n % 4
+    if t > 0:  # a second kernel only for some arguments (the norm kernels' last rows)
+        k(out, t, 0).launch(grid=(t, 1, 1), block=(32, 1, 1))
+    if n > m and m > 0:
+        u = m * 2 - n
+        k(out, u, 1).launch(grid=(m, 1, 1), block=(32, 1, 1))
+    else:
+        k(out, m, 2).launch(grid=(1, 1, 1), block=(32, 1, 1))
+    k(out, n, 3).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(-40, 40) | i32, m=st.integers(-40, 40) | i32)
+def test_branches_without_results_get_a_plan_equal_to_the_interpreter(n, m):
+    """``scf.if`` around launches (no values out of it) keeps the fast path: the plan's ``if``/``else`` launches
+    what the interpreter's host function launches, in the same order, inlined or called."""
+    host = host_of(branching, np.zeros(1, np.int32), 5, 2)
+    plan = launch_plan(host)
+    assert plan is not None and "if " in plan.source
+    args = [4096, 1, n, m, 0]
+    want = record(compile_host(host), args)
+    assert record(plan, args) == want
+    got = []
+    direct = {want[0][0]: lambda *a: got.append((a[0:3], a[3:6], a[6], a[7], list(a[8:])))}
+    fast = launch_plan(host, direct)
+    lines, ns = fast.inline("P_", ["x0", "x1", "x2", "x3", "x4"], {2: (-(2**31), 2**31 - 1)})
+    exec("def caller(x0, x1, x2, x3, x4):\n" + "\n".join(lines) + "\n", ns)
+    ns["caller"](*args)
+    assert got == [(w[1], w[2], w[3], w[4], w[5]) for w in want]
+
+
+def test_branches_run_through_the_jit():
+    out = np.zeros(1, np.int32)
+    branching(out, 7, 3)  # t = 3, n > m > 0: u = -1, then n
+    assert out[0] == 7
