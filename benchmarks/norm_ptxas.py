@@ -46,13 +46,14 @@ def ptxas(ptx: str, exe: str) -> dict:
         r = subprocess.run([exe, "-arch=sm_90a", "-v", src, "-o", os.path.join(d, "k.cubin")], capture_output=True,
                            text=True)  # fmt: skip
     text = r.stdout + r.stderr
-    regs = re.search(r"Used (\d+) registers", text)
-    spill = re.search(r"(\d+) bytes spill stores", text)
-    smem = re.search(r"(\d+) bytes smem", text)
+
+    def worst(pattern: str, none: int) -> int:  # over the module's kernels (a launcher's main kernel and its tail)
+        return max((int(v) for v in re.findall(pattern, text)), default=none)
+
     return {
-        "regs": int(regs.group(1)) if regs else -1,
-        "spill": int(spill.group(1)) if spill else 0,
-        "smem": int(smem.group(1)) if smem else 0,
+        "regs": worst(r"Used (\d+) registers", -1),
+        "spill": worst(r"(\d+) bytes spill stores", 0),
+        "smem": worst(r"(\d+) bytes smem", 0),
         "ok": r.returncode == 0,
     }
 

@@ -131,6 +131,17 @@ def _case(k: str, n: int, dt: str, names: list[str]) -> str:
     return f"| {k} | {dt} | {M} x {n} | {copy:.1f} | " + " | ".join(cells) + " |"
 
 
+def compile_in_workers(module: str, argv, workers: int) -> None:
+    """Run ``python -m module argv --compile-share i workers`` for each of ``workers`` (> 1) processes and wait: each
+    compiles its share of the configurations into the disk cache the timing process then reads."""
+    if workers <= 1:
+        return
+    cmd = [sys.executable, "-m", module, *(argv if argv is not None else sys.argv[1:])]
+    procs = [subprocess.Popen([*cmd, "--compile-share", str(i), str(workers)]) for i in range(workers)]
+    if any(p.wait() for p in procs):
+        raise SystemExit("a compile worker failed")
+
+
 def measure(todo) -> list[str]:
     lines, cases = [], {}
     for k, n, dt, name in todo:
@@ -158,11 +169,7 @@ def main(argv=None) -> int:
     if args.compile_share:
         _compile_share(todo, *args.compile_share)
         return 0
-    if args.workers > 1:
-        cmd = [sys.executable, "-m", "benchmarks.norm_ragged", *(argv if argv is not None else sys.argv[1:])]
-        procs = [subprocess.Popen([*cmd, "--compile-share", str(i), str(args.workers)]) for i in range(args.workers)]
-        if any(p.wait() for p in procs):
-            raise SystemExit("a compile worker failed")
+    compile_in_workers("benchmarks.norm_ragged", argv, args.workers)
     print("| kernel | dtype | shape | copy us | " + " | ".join(["flydsl", *variants]) + " |", flush=True)
     measure(todo)
     return 0

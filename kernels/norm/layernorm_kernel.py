@@ -55,6 +55,7 @@ from kernels.norm.row_stream import (
     stream_options,
     stream_rows,
 )
+from kernels.norm.row_tail import RowTail
 
 __all__ = ["build_layernorm_module"]
 
@@ -157,6 +158,11 @@ NOT_ROW_PLAN_OPTIONS = {*NOT_ROW_PLAN, "stream_wb_ahead"}
 LAYERNORM_OPTIONS = ("before", "stream_wb_ahead", "pair_wb_ahead", "reread_first", "pair_async")
 
 
+# the last rows of a long-row grid over thread block clusters (kernels/norm/row_tail.py): a few rows (fewer than the
+# SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
+TAIL_ROWS: list = [((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}), ((49153, 1 << 31, None), {"tail_cols": 8192})]
+
+
 # the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
 LONG_ROWS_BEFORE: list = [
     *_RULES_16K,
@@ -177,7 +183,8 @@ def reduced_ahead(frag, empty):
 def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
     """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own (``before``:
     under :data:`LONG_ROWS_BEFORE`)."""
-    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str)}
+    tail = {} if before else defaults_for(TAIL_ROWS, N, dtype_str)  # the last rows' launch (row_tail)
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str), **tail}
 
 
 def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_options):
@@ -195,8 +202,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
     reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
     pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
+    rt = RowTail(N, dtype, plan_options)  # the last rows' launch (row_tail)
     streamed, stream_plan_options, plan_options = stream_options(
-        plan_options, "build_layernorm_module", LAYERNORM_OPTIONS
+        rt.plan_options, "build_layernorm_module", LAYERNORM_OPTIONS
     )
     plan_options["weight_tensors"] = 2  # W and B
 
@@ -205,9 +213,16 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
 
     @flyc.kernel
     def layernorm_kernel(
-        X: fx.Pointer, W: fx.Pointer, B: fx.Pointer, Y: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]
+        X: fx.Pointer,
+        W: fx.Pointer,
+        B: fx.Pointer,
+        Y: fx.Pointer,
+        rows: fx.Int32,
+        vec: Constexpr[int],
+        tail: Constexpr[bool],
     ):
-        plan = make_plan(vec)
+        plan = rt.plan(vec) if tail else make_plan(vec)
+        rt.begin(plan, rows, vec)
 
         def output(frag, c, x, mean, rstd):
             w = frag.load(W, c, broadcast=True).to(fx.Float32)
@@ -336,13 +351,8 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
         plan = make_plan(vec)
-        plan = plan.row if isinstance(plan, StreamPlan) else plan
-        layernorm_kernel(Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator, m_in, vec).launch(
-            grid=(pair_grid(plan, m_in) if plan.paired else plan.grid(m_in), 1, 1),
-            block=(plan.block_threads, 1, 1),
-            cluster=plan.cluster_dims,
-            value_attrs=plan.func_attrs,
-            stream=stream,
-        )
+        grid = (lambda m: pair_grid(plan, m)) if getattr(plan, "paired", False) else None
+        args = (Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator)
+        rt.launch(layernorm_kernel, args, m_in, vec, plan, stream, grid)
 
     return with_register_cap(launch_layernorm, kernel_options)

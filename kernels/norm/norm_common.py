@@ -121,6 +121,7 @@ class RowPlan:
     weights: int = 0  # persistent plans: weight tensors held in shared memory (loaded once per block)
     lag: int = 0  # persistent paired rows: the next pair's staged chunks reduced in this pair's output, this far behind
     reread: int = 0  # one-shot pairs: each row's last chunks, neither kept nor staged: read again for the output
+    tail: bool = False  # a tail launch's cluster plan (row_tail.py): its rows are the last grid / cluster of ``rows``
 
     @property
     def chunk_cols(self) -> int:
@@ -157,7 +158,10 @@ class RowPlan:
     def func_attrs(self) -> dict:
         """``launch(value_attrs=...)``: a persistent plan's ``persist`` blocks must fit an SM together, so ptxas
         is told (``.minnctapersm``: 512-thread blocks get at most 64 registers), else the grid's second half
-        would run after the first."""
+        would run after the first. A tail launch's plan (``tail``) sets its own register cap, whatever the
+        launcher's (``max_registers``) is for the main kernel: all that one of its blocks may take."""
+        if self.tail:
+            return {"max_registers": min(255, THREADS_PER_SM * 64 // self.block_threads)}
         return {"min_blocks_per_sm": self.persist} if self.persist else {}
 
     @property
@@ -659,6 +663,8 @@ def row_groups(plan: RowPlan, dtype, rows):
     if plan.cluster > 1:
         bid = fx.block_idx.x
         row0 = bid // plan.cluster
+        if plan.tail:  # a tail launch (row_tail.py): the last rows
+            row0 = row0 + (rows - fx.grid_dim.x // plan.cluster)
         return [RowFragments(plan, dtype, row0, rows - row0, col0=bid % plan.cluster * plan.chunk_cols)]
     staging = staging_buffer(plan, dtype)
     out = []

@@ -49,6 +49,7 @@ from kernels.norm.row_stream import (
     stream_options,
     stream_rows,
 )
+from kernels.norm.row_tail import RowTail
 
 __all__ = ["build_rmsnorm_module", "build_fused_add_rmsnorm_module"]
 
@@ -82,9 +83,21 @@ FUSED_ADD_LONG_ROWS: list = [
     ((16385, 32767, ("bf16", "f16")), O512_K16),
     ((32769, 65535, ("bf16", "f16")), O512_K16),
     ((12289, 24576, ("f32",)), {"register_limit": 8192}),  # 1024 threads x 16 values (46 registers: 2 blocks per SM)
+    # f32 57344-61440 with their last rows over clusters (TAIL_ROWS): 512-thread chunks, two blocks per SM (% of the
+    # copy rate, H200 session 21: 292 x 57344 84 -> 89%, 273 x 61440 80 -> 84%, 140 rows 79-83 -> 86-92%)
+    ((55297, 65535, ("f32",)), O512_K16),
     ((24577, 49152, ("bf16", "f16")), {"cache_hint": "cs"}),
     ((49153, 1 << 31, ("bf16", "f16")), {"persist": 2}),
     ((49153, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
+]
+
+
+# the last rows of a long-row grid over thread block clusters (kernels/norm/row_tail.py): a few rows (fewer than the
+# SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
+TAIL_ROWS: list = [((32769, 1 << 31, ("f32",)), {"tail_cols": 16384}), ((49153, 1 << 31, None), {"tail_cols": 16384})]
+FUSED_ADD_TAIL_ROWS: list = [
+    ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}),
+    ((32769, 1 << 31, ("bf16", "f16")), {"tail_cols": 16384}),
 ]
 
 
@@ -115,7 +128,8 @@ class _RMSNormStream(StreamOps):
 
 def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:
     """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own."""
-    return {**PLAN_DEFAULTS, **defaults_for(FUSED_ADD_LONG_ROWS if fused_add else LONG_ROWS, N, dtype_str)}
+    rules, tail = (FUSED_ADD_LONG_ROWS, FUSED_ADD_TAIL_ROWS) if fused_add else (LONG_ROWS, TAIL_ROWS)
+    return {**PLAN_DEFAULTS, **defaults_for(rules, N, dtype_str), **defaults_for(tail, N, dtype_str)}
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
@@ -123,21 +137,29 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )
+    dtype = DTYPES[dtype_str]
+    rt = RowTail(N, dtype, plan_options)  # the last rows' launch (row_tail)
     streamed, stream_plan_options, plan_options = stream_options(
-        plan_options, "build_fused_add_rmsnorm_module" if fused_add else "build_rmsnorm_module"
+        rt.plan_options, "build_fused_add_rmsnorm_module" if fused_add else "build_rmsnorm_module"
     )
     if streamed and fused_add:
         raise ValueError("stream=True: the stream plan reads one input; the fused add (X and R) has two")
     # one weight; the fused add's persistent plans prefetch R beside X
     plan_options = {**plan_options, "weight_tensors": 1, "inputs": 2 if fused_add else 1}
-    dtype = DTYPES[dtype_str]
 
     @flyc.kernel
     def rmsnorm_kernel(
-        X: fx.Pointer, W: fx.Pointer, Y: fx.Pointer, residual: tuple, rows: fx.Int32, vec: Constexpr[int]
+        X: fx.Pointer,
+        W: fx.Pointer,
+        Y: fx.Pointer,
+        residual: tuple,
+        rows: fx.Int32,
+        vec: Constexpr[int],
+        tail: Constexpr[bool],
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
-        plan = make_plan(vec)
+        plan = rt.plan(vec) if tail else make_plan(vec)
+        rt.begin(plan, rows, vec)
 
         def load_raw(frag, c):
             """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""
@@ -208,16 +230,8 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
-        plan = make_plan(vec)
-        plan = plan.row if isinstance(plan, StreamPlan) else plan
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
-        rmsnorm_kernel(X.iterator, W.iterator, Y.iterator, residual, M, vec).launch(
-            grid=(plan.grid(M), 1, 1),
-            block=(plan.block_threads, 1, 1),
-            cluster=plan.cluster_dims,
-            value_attrs=plan.func_attrs,
-            stream=stream,
-        )
+        rt.launch(rmsnorm_kernel, (X.iterator, W.iterator, Y.iterator, residual), M, vec, make_plan(vec), stream)
 
     if fused_add:
 

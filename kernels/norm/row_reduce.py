@@ -132,6 +132,9 @@ def _cluster_reduce(vals, combine, plan: RowPlan):
 
 def finish_rows(plan: RowPlan) -> None:
     """The end of a row kernel: a cluster plan's block waits until every block of its cluster has read the
-    partials in its shared memory (the second barrier of :func:`_cluster_reduce`); nothing otherwise."""
+    partials in its shared memory (the second barrier of :func:`_cluster_reduce`); a tail launch's block then waits
+    for the main kernel before it (``kernels/norm/row_tail.py``); nothing otherwise."""
     if plan.cluster > 1:
         fx.nvvm.cluster_wait(aligned=True)
+    if plan.tail:
+        fx.nvvm.griddep_wait()

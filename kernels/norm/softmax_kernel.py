@@ -49,6 +49,7 @@ from kernels.norm.row_stream import (
     stream_default_off,
     stream_options,
 )
+from kernels.norm.row_tail import RowTail
 from kernels.norm.softmax_stream import max_sum_reduce, stream_rows
 
 __all__ = ["build_softmax_module"]
@@ -79,6 +80,9 @@ LONG_ROWS: list = [
     ((49153, 65536, ("f32",)), {"stream": True, "stream_values": 16, "stream_kept": 32}),
     ((65537, 1 << 31, ("f32",)), {"cache_hint": "cs"}),
 ]
+# the last rows of a long-row grid over thread block clusters (kernels/norm/row_tail.py): a few rows (fewer than the
+# SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
+TAIL_ROWS: list = [((49153, 1 << 31, None), {"tail_cols": 16384})]
 # the rules before the stream plan and the light reduction (main at 039f7a2): ``before=True`` measures against them
 LONG_ROWS_BEFORE: list = [
     *_RULES_16K_32K,
@@ -94,7 +98,8 @@ NOT_ROW_PLAN_OPTIONS = {*NOT_ROW_PLAN, "light_reduce"}
 def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
     """The plan options a row of ``N`` elements of ``dtype_str`` gets unless the caller gives its own (``before``:
     under :data:`LONG_ROWS_BEFORE`)."""
-    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str)}
+    tail = {} if before else defaults_for(TAIL_ROWS, N, dtype_str)  # the last rows' launch (row_tail)
+    return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str), **tail}
 
 
 def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options):
@@ -113,11 +118,12 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options)
     )
     light = plan_options.pop("light_reduce", False)
+    dtype = DTYPES[dtype_str]
+    rt = RowTail(N, dtype, plan_options)  # the last rows' launch (row_tail)
     # the stream plan, with its options
     streamed, stream_plan_options, plan_options = stream_options(
-        plan_options, "build_softmax_module", ("before", "light_reduce")
+        rt.plan_options, "build_softmax_module", ("before", "light_reduce")
     )
-    dtype = DTYPES[dtype_str]
     masked_min = MASKED_MIN[dtype_str]
 
     def reduce_max_sum(m, s, plan, parity=0):
@@ -129,8 +135,9 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
         return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
 
     @flyc.kernel
-    def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int]):
-        plan = make_plan(vec)
+    def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int], tail: Constexpr[bool]):
+        plan = rt.plan(vec) if tail else make_plan(vec)
+        rt.begin(plan, rows, vec)
 
         def row_body(groups, after_stats):
             """Softmax of the rows of ``groups``; ``after_stats()`` runs once every value has been read and
@@ -193,14 +200,6 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     @flyc.jit
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
-        plan = make_plan(vec)
-        plan = plan.row if isinstance(plan, StreamPlan) else plan
-        softmax_kernel(A.iterator, C.iterator, M, vec).launch(
-            grid=(plan.grid(M), 1, 1),
-            block=(plan.block_threads, 1, 1),
-            cluster=plan.cluster_dims,
-            value_attrs=plan.func_attrs,
-            stream=stream,
-        )
+        rt.launch(softmax_kernel, (A.iterator, C.iterator), M, vec, make_plan(vec), stream)
 
     return with_register_cap(launch_softmax, kernel_options)

@@ -83,3 +83,19 @@ def check_close(got: np.ndarray, want: np.ndarray, atol: float) -> None:
 
 def check_parity(gpu: np.ndarray, cpu: np.ndarray, dtype: str) -> None:
     np.testing.assert_allclose(gpu.astype(np.float64), cpu.astype(np.float64), rtol=PARITY_RTOL[dtype], atol=1e-6)
+
+
+def reference(kernel: str, x, r, w, b) -> np.ndarray:
+    """``kernel``'s rows in float64 (``benchmarks.cases.norm_sweep.KERNELS`` names; the fused add: ``r`` is the
+    rounded residual sum it normalizes)."""
+    x = x.astype(np.float64)
+    if kernel == "softmax":
+        e = np.exp(x - x.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+    w = w.astype(np.float64)
+    if kernel == "layernorm":
+        mean = x.mean(1, keepdims=True)
+        return (x - mean) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b.astype(np.float64)
+    if kernel == "rmsnorm+add":
+        x = r.astype(np.float64)
+    return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w

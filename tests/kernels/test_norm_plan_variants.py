@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _arrays import rand, randn
+from norm_cases import reference
 
 from benchmarks.cases.norm_sweep import KERNELS, VARIANTS
 from benchmarks.norm_ragged import VARIANTS as RAGGED
@@ -22,20 +23,6 @@ from tools.fuzz_pool import raised_in
 PLANS = {"default": {}, **VARIANTS, **{f"ragged-{k}": v for k, v in RAGGED.items()}}
 SHAPES = [(3, 20000, "f32"), (3, 3001, "bf16")]
 TOL = {"f32": 1e-4, "bf16": 2e-2}
-
-
-def _reference(kernel, x, r, w, b):
-    x = x.astype(np.float64)
-    if kernel == "softmax":
-        e = np.exp(x - x.max(1, keepdims=True))
-        return e / e.sum(1, keepdims=True)
-    w = w.astype(np.float64)
-    if kernel == "layernorm":
-        mean = x.mean(1, keepdims=True)
-        return (x - mean) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b.astype(np.float64)
-    if kernel == "rmsnorm+add":
-        x = r.astype(np.float64)  # the rounded residual sum
-    return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w
 
 
 @pytest.mark.parametrize("M,N,dtype", SHAPES, ids=[f"{m}x{n}-{d}" for m, n, d in SHAPES])
@@ -56,6 +43,6 @@ def test_every_named_plan_is_right_or_refused(kernel, name, M, N, dtype, interpr
         s = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
         np.testing.assert_array_equal(ro, s)
         r = s
-    want = _reference(kernel, x, r, w, b)
+    want = reference(kernel, x, r, w, b)
     err = np.abs(y.astype(np.float64) - want).max() / np.abs(want).max()
     assert err < TOL[dtype], (kernel, name, err)

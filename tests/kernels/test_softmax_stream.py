@@ -126,7 +126,8 @@ def test_long_row_defaults_and_the_plans_before():
     assert sk.plan_defaults(65536, "bf16", before=True) == {**sk.PLAN_DEFAULTS, "persist": 2}
     for n, dt in ((16384, "bf16"), (32768, "f32"), (32768, "bf16"), (8192, "f32"), (65537, "f32")):  # unchanged
         # (f32 rows over 64K: the stream plan's ring does not hold their staged chunks)
-        assert sk.plan_defaults(n, dt) == sk.plan_defaults(n, dt, before=True)
+        now = {k: v for k, v in sk.plan_defaults(n, dt).items() if not k.startswith("tail_")}  # (row_tail.py's)
+        assert now == sk.plan_defaults(n, dt, before=True)
 
 
 def test_options_of_another_plan_switch_the_stream_default_off(interpreter, tmp_path):

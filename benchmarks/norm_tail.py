@@ -1,0 +1,101 @@
+"""The norm kernels' long rows at row counts that leave the last round of SMs partly empty (issue 12, session 21):
+softmax, RMSNorm, the fused add + RMSNorm and LayerNorm, bf16 and f32, rows of 40K-64K elements, a few rows (8, 24),
+a round and a few (140), two rounds and a few (270, or the ~64 MB of ``norm_ragged``).
+
+Each cell: the library's plan (its per-shape tail, ``kernels/norm/row_tail.py``: the last rows over thread block
+clusters), the same plan without the tail (``tail_cols=0``) and torch eager, as CUDA-graph replays of one call (median),
+beside torch's copy of the same bytes; ``%`` = that copy's time over the kernel's (for a few rows, launch latency
+dominates both). Every output is checked against a float64 reference first.
+
+``python -m benchmarks.norm_tail`` (GPU; ``--lengths``, ``--kernels``, ``--dtypes``, ``--rows``, ``--workers N``:
+compile every configuration first in N processes sharing the disk cache). Results:
+``benchmarks/results/2026-12-01-NVIDIA-H200-norm-tail-s21.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .norm_ragged import KERNEL_NAMES, _build, _tensors, _us, compile_in_workers, reference, rows_for
+
+LENGTHS = [40000, 49160, 57344, 61440, 65536]
+ROWS = ["8", "24", "140", "270", "64MB"]
+PLANS = {"flydsl": {}, "no tail": {"tail_cols": 0}}
+
+
+def _rows(spec: str, n: int, dtype: str) -> int:
+    return rows_for(n, dtype) if spec == "64MB" else int(spec)
+
+
+def _torch_eager(kernel: str, inputs):
+    import torch
+    import torch.nn.functional as F
+
+    x, r, w, b = inputs
+    if kernel == "softmax":
+        return lambda: torch.softmax(x, dim=-1)
+    if kernel == "layernorm":
+        return lambda: F.layer_norm(x, (x.shape[1],), w, b, 1e-5)
+    if kernel == "rmsnorm":
+        return lambda: F.rms_norm(x, (x.shape[1],), w, 1e-6)
+    return lambda: F.rms_norm(x + r, (x.shape[1],), w, 1e-6)
+
+
+def _case(k: str, n: int, dt: str, M: int) -> str:
+    import torch
+
+    inputs, y, args = _tensors(k, M, n, dt)
+    want, _ = reference(k, *inputs)
+    nbytes = 2 * M * n * inputs[0].element_size() * (2 if k == "rmsnorm+add" else 1)
+    src = torch.empty(max(16384, nbytes // 2 // 65536 * 16384), device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    copy = _us(lambda: dst.copy_(src))
+    cells = []
+    for plan in PLANS.values():
+        launch = _build(k, n, dt, dict(plan))
+        y.fill_(float("nan"))
+        launch(*args)
+        err = (y.float() - want).abs().max().item()
+        assert err < (5e-2 if dt == "bf16" else 2e-3), (k, n, dt, M, plan, err)
+        us = _us(lambda launch=launch: launch(*args))
+        cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
+    us = _us(_torch_eager(k, inputs))
+    cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
+    return f"| {k} | {dt} | {M} x {n} | {M % 132} | {copy:.1f} | " + " | ".join(cells) + " |"
+
+
+def _todo(args):
+    return [(k, n, dt, _rows(spec, n, dt)) for k in args.kernels.split(",") for dt in args.dtypes.split(",")
+            for n in map(int, args.lengths.split(",")) for spec in args.rows.split(",")]  # fmt: skip
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
+    ap.add_argument("--kernels", default=",".join(KERNEL_NAMES))
+    ap.add_argument("--dtypes", default="bf16,f32")
+    ap.add_argument("--rows", default=",".join(ROWS), help="row counts; 64MB: about 64 MB of rows")
+    ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
+    ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    todo = _todo(args)
+    if args.compile_share:
+        import torch
+
+        index, workers = args.compile_share
+        for i, (k, n, dt, _) in enumerate(dict.fromkeys((k, n, dt, 0) for k, n, dt, _ in todo)):
+            if i % workers == index:
+                for plan in PLANS.values():  # both kernels of a launcher with a tail: 3 rows, all the tail's
+                    _build(k, n, dt, dict(plan))(*_tensors(k, 3, n, dt)[2])
+        torch.cuda.synchronize()
+        return 0
+    compile_in_workers("benchmarks.norm_tail", argv, args.workers)
+    print("| kernel | dtype | shape | M % 132 | copy us | flydsl us (%) | no tail | torch eager |", flush=True)
+    print("|---|---|---|---|---|---|---|---|", flush=True)
+    for k, n, dt, M in todo:
+        print(_case(k, n, dt, M), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

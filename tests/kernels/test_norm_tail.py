@@ -1,0 +1,165 @@
+"""A long-row grid's last rows over thread block clusters (``kernels/norm/row_tail.py``): the right rows, the launches
+the tail options ask for, and their checks.
+
+On the interpreter the plans run with ``sms=4`` (a grid's "SMs"), so a few rows give every case: all rows the tail's
+(fewer rows than SMs), a main kernel and a tail, no tail (no last partial round; a tail of too many blocks; more
+rounds than ``tail_rounds``). On the GPU (marked ``gpu``) the kernels' own per-shape tails over 132 SMs, against a
+float64 reference, with NaN-filled outputs read by the next kernel of the stream and under CUDA-graph replay (the
+tail waits for the main kernel at its end: what follows must see both).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _arrays import rand, randn, to_device, to_numpy
+from norm_cases import reference
+
+from benchmarks.cases.norm_sweep import KERNELS
+from flydsl.runtime import cpu as cpu_runtime
+from kernels.norm import layernorm_kernel, rmsnorm_kernel, softmax_kernel
+from kernels.norm.row_stream import NOT_ROW_PLAN, stream_default_off
+from tools.fuzz_pool import raised_in
+
+SMS = 4  # the interpreter's grids: 4 "SMs", so 5 rows are a round and a row
+ONCHIP = {"shape_defaults": False, "register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16}
+PLANS = {
+    "onchip": {**ONCHIP, "sms": SMS},
+    "persist": {**ONCHIP, "sms": SMS, "persist": 1},
+    "stream": {"shape_defaults": False, "stream": True, "stream_threads": 64, "stream_values": 8, "sms": SMS},
+    "pairs": {**ONCHIP, "sms": SMS, "pair_rows": True},
+}
+N, K = 2500, 4  # tail_cols 640: a row over a cluster of 4 blocks
+# (rows, tail_blocks, tail_rounds) -> the tail's rows (0: none) over 4 SMs (paired rows: over 4 SMs' rounds of 8 rows)
+ROWS = {(3, 16, 2): (3, 3), (6, 16, 2): (2, 0), (7, 8, 2): (0, 0), (13, 16, 2): (0, 0), (5, 16, 0): (0, 0),
+        (9, 16, 2): (1, 1), (17, 16, 2): (0, 1), (4, 16, 0): (0, 4)}  # fmt: skip
+
+
+def _cases():
+    for kernel in KERNELS:
+        for name in PLANS:
+            if (name == "pairs" and kernel != "layernorm") or (name == "stream" and kernel == "rmsnorm+add"):
+                continue  # (pairs: LayerNorm's; the fused add has no stream plan)
+            for (m, blocks, rounds), t in ROWS.items():
+                yield kernel, name, m, blocks, rounds, t[name == "pairs"]
+
+
+CASES = list(_cases())
+
+
+def _args(kernel, M, n, dtype, device="cpu"):
+    x, r = randn((M, n), dtype, seed=1, scale=2.0), randn((M, n), dtype, seed=2)
+    w, b = rand((n,), dtype, seed=3) + x.dtype.type(0.5), randn((n,), dtype, seed=4)
+    t = [to_device(a, device) for a in (x, r, w, b, np.full_like(x, np.nan), np.full_like(x, np.nan))]
+    X, R, W, B, Y, RO = t
+    args = {"softmax": (X, Y, M), "rmsnorm": (X, W, Y, M), "rmsnorm+add": (X, R, W, Y, RO, M),
+            "layernorm": (X, W, B, Y, M)}[kernel]  # fmt: skip
+    return (x, r, w, b), Y, RO, args
+
+
+def _check(kernel, inputs, y, ro, tol):
+    x, r, w, b = inputs
+    if kernel == "rmsnorm+add":
+        r = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+        np.testing.assert_array_equal(to_numpy(ro), r)
+    want = reference(kernel, x, r, w, b)
+    err = np.abs(to_numpy(y).astype(np.float64) - want).max() / np.abs(want).max()
+    assert err < tol, err
+
+
+@pytest.mark.parametrize(
+    "kernel,plan,M,blocks,rounds,t", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}r{c[4]}" for c in CASES]
+)
+def test_tail_rows_are_right_and_launched_as_asked(kernel, plan, M, blocks, rounds, t, interpreter, monkeypatch):
+    launches = []
+    launch = cpu_runtime.CpuLauncher._launch
+
+    def spy(self, mem, name, grid, *rest):
+        launches.append((str(name), int(grid[0])))
+        return launch(self, mem, name, grid, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+    inputs, y, ro, args = _args(kernel, M, N, "f32")
+    options = {**PLANS[plan], "tail_cols": 640, "tail_blocks": blocks, "tail_rounds": rounds}
+    KERNELS[kernel][0](N, "f32", options)(*args)
+    _check(kernel, inputs, y, ro, 1e-5)
+    tails = [g for name, g in launches if name != launches[0][0] or M == t]
+    assert tails == ([t * K] if t else []), launches
+    assert len(launches) == (M > t) + (t > 0), launches  # the main kernel only where it has rows
+
+
+def test_tail_of_odd_rows(interpreter):
+    """Rows of 2501 f32 (scalar accesses): the tail's last block holds a ragged slice."""
+    for kernel in KERNELS:
+        inputs, y, ro, args = _args(kernel, 3, 2501, "f32")
+        KERNELS[kernel][0](2501, "f32", {**PLANS["onchip"], "tail_cols": 640})(*args)
+        _check(kernel, inputs, y, ro, 1e-5)
+
+
+@pytest.mark.parametrize("bad", [{"tail_cols": -1}, {"tail_blocks": 0}, {"tail_rounds": -1}, {"tail_cols": "8k"}])
+def test_tail_options_are_checked_when_built(bad):
+    with pytest.raises(ValueError, match="tail_cols=.*tail_blocks=.*tail_rounds=") as e:
+        KERNELS["rmsnorm"][0](4096, "f32", bad)
+    assert raised_in(e.value).startswith("kernels"), raised_in(e.value)
+
+
+def test_tail_options_keep_a_stream_default():
+    """A tail option alone does not describe another row plan: softmax's stream default at 61440 f32 stays on."""
+    assert softmax_kernel.plan_defaults(61440, "f32").get("stream") is True
+    assert stream_default_off({"tail_cols": 0, "tail_blocks": 8, "tail_rounds": 1}, NOT_ROW_PLAN) == {
+        "tail_cols": 0, "tail_blocks": 8, "tail_rounds": 1,
+    }  # fmt: skip
+
+
+def test_tail_defaults():
+    """Rows of more than 48K elements take a tail; shorter ones, ``shape_defaults=False`` and ``before`` none."""
+    assert layernorm_kernel.plan_defaults(61440, "f32")["tail_cols"] == 8192
+    assert "tail_cols" not in layernorm_kernel.plan_defaults(65536, "f32", before=True)
+    assert rmsnorm_kernel.plan_defaults(57344, "bf16")["tail_cols"] == 16384
+    assert rmsnorm_kernel.plan_defaults(57344, "f32", fused_add=True)["tail_cols"] == 8192
+    assert layernorm_kernel.plan_defaults(40000, "f32")["tail_cols"] == 8192
+    assert all("tail_cols" not in m.plan_defaults(40000, "bf16") for m in (layernorm_kernel, softmax_kernel))
+    assert "tail_cols" not in rmsnorm_kernel.plan_defaults(32768, "f32")
+
+
+def test_a_launcher_with_a_tail_keeps_the_fast_launch_plan(interpreter):
+    """The run-time split is two ``if``s in the launcher: a launch plan (generated Python), not the interpreted
+    host function, calls it."""
+    import flydsl.compiler as flyc
+    from flydsl.runtime.launch_plan import launch_plan
+
+    _, _, _, args = _args("rmsnorm", 3, N, "f32")
+    f = KERNELS["rmsnorm"][0](N, "f32", {**PLANS["onchip"], "tail_cols": 640})
+    plan = launch_plan(flyc.compile(f, *args)._entry.artifact.host_op())
+    assert plan is not None and plan.source.count("    if ") >= 2
+
+
+# -- GPU ----------------------------------------------------------------------------------------------
+
+
+GPU_ROWS = [(8, 57344, "f32"), (24, 61440, "bf16"), (140, 57344, "f32"), (273, 61440, "f32"), (270, 49160, "bf16")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,n,dtype", GPU_ROWS, ids=[f"{m}x{n}-{d}" for m, n, d in GPU_ROWS])
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_gpu_tail_rows_follow_in_the_stream_and_in_graphs(kernel, M, n, dtype, monkeypatch):
+    """Every row right; the next kernel of the stream (a torch reduction) and a CUDA-graph replay see no row of the
+    NaN-filled output unwritten: the tail (launched with programmatic dependent launch) waits for the main kernel."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    inputs, y, ro, args = _args(kernel, M, n, dtype, "cuda")
+    launch = KERNELS[kernel][0](n, dtype, {})
+    tol = 2e-2 if dtype == "bf16" else 1e-4
+    launch(*args)
+    unwritten = torch.isnan(y).sum()  # queued right behind the launcher's kernels
+    assert int(unwritten) == 0
+    _check(kernel, inputs, y, ro, tol)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch(*args)
+    for _ in range(3):
+        y.fill_(float("nan"))
+        graph.replay()
+        assert int(torch.isnan(y).sum()) == 0
+    _check(kernel, inputs, y, ro, tol)
