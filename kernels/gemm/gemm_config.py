@@ -677,6 +677,24 @@ def _early_config(cfg: GemmConfig, stages: int | None) -> GemmConfig:
 SMEM_PER_SM = 228 * 1024  # sm_90: shared memory of one SM, 1 KB of it reserved per resident block
 
 
+# the stream path's registers per consumer thread beside its tile_m / 2 accumulators (wgmma keeps those in registers:
+# ptxas cannot spill them): ptxas 13.0, sm_90a, every tile_m x tile_n of {64..256} x {32, 64, 128} at 1-3 blocks per
+# SM assembled where tile_m / 2 + 28 <= 65536 / (blocks x threads) and failed (C7602, "insufficient registers")
+# where not (the narrowest: 192x32 at 2 blocks, 124 of 128, assembled; 64x128 at 3 blocks, 60 of 56, failed)
+STREAM_REG_SLACK = 28
+
+
+def stream_threads(cfg: GemmConfig) -> int:
+    """The stream path's threads per block: a producer warpgroup and one consumer per 64-row panel of B."""
+    return 128 * (1 + max(1, cfg.tile_n // PANEL_N))
+
+
+def stream_blocks_fit(cfg: GemmConfig, min_blocks: int) -> bool:
+    """Whether ``min_blocks`` blocks of the stream path's tile fit an SM's registers (no ``setmaxnreg`` there: ptxas
+    gives each thread at most ``65536 / (min_blocks x threads)``; :data:`STREAM_REG_SLACK`)."""
+    return cfg.tile_m // 2 + STREAM_REG_SLACK <= min(255, 65536 // (min_blocks * stream_threads(cfg)))
+
+
 def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None) -> GemmConfig:
     """``cfg`` made to fit ``min_blocks`` blocks per SM: the mma path's registers (``.minnctapersm``); the stream
     path's registers too (no ``setmaxnreg``: ptxas's bound of ``65536 / (min_blocks × threads)``) and its ring
@@ -688,6 +706,16 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
     if type(min_blocks) is not int or not 1 <= min_blocks <= 32:
         raise ValueError(f"min_blocks={min_blocks!r}: 1..32 blocks per SM")
     if cfg.path == "stream":
+        if not stream_blocks_fit(cfg, min_blocks):
+            fit = max((b for b in range(1, min_blocks) if stream_blocks_fit(cfg, b)), default=0)
+            tokens = 2 * (min(255, 65536 // (min_blocks * stream_threads(cfg))) - STREAM_REG_SLACK) // 8 * 8
+            raise ValueError(
+                f"min_blocks={min_blocks}: {cfg.describe()} holds {cfg.tile_m // 2} accumulators per consumer thread "
+                f"in registers, and {min_blocks} blocks of {stream_threads(cfg)} threads leave each thread "
+                f"{min(255, 65536 // (min_blocks * stream_threads(cfg)))} (the assembler refuses it): "
+                + (f"ask for min_blocks={fit}" if fit else "ask for fewer blocks per SM")
+                + (f" or take tile_m <= {tokens}" if tokens >= 8 else "")
+            )
         stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
         budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16 - (early_head_bytes(cfg) if cfg.streamk == "early" else 0)
         budget -= cluster_recv_bytes(cfg, cfg.cluster_k) if cfg.cluster_k > 1 else 0
@@ -752,10 +780,11 @@ def stream_pdl_min_blocks(cfg: GemmConfig) -> int:
     """Blocks per SM for the stream path under ``pdl=True`` when none are asked: 2 (the next kernel's block
     resident beside this one, each with half the shared memory) when that ring still holds more than half
     of a tile's K stages, else 1 (round 2: 7168 x 2048 at M <= 16, 6 of 8 stages: 0.2-0.4 us faster; 4096 x
-    4096 at M = 32, 4 of 16: 0.85 us slower; 7168 x 2048 at M = 32, 4 of 8: even)."""
+    4096 at M = 32, 4 of 16: 0.85 us slower; 7168 x 2048 at M = 32, 4 of 8: even); 1 too where two blocks' registers
+    do not hold the tile's accumulators (:func:`stream_blocks_fit`)."""
     stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
     ring = min(STREAM_MAX_STAGES, (SMEM_PER_SM // 2 - 1024 - 1024 - 16) // (stage_bytes + 16))
-    return 2 if 2 * ring > cfg.K // cfg.tile_k else 1
+    return 2 if 2 * ring > cfg.K // cfg.tile_k and stream_blocks_fit(cfg, 2) else 1
 
 
 def grid_blocks(cfg: GemmConfig, M: int) -> int:

@@ -439,6 +439,17 @@ def test_invalid_tiles_are_mapped_and_said_once():
                 "cluster_k": 4,
             },
             r"cluster_k=4 \(the other blocks' partial sums\).*take a smaller tile .* or cluster_k=2",
+        ),
+        # (session 21) the assembler's refusal at load on the GPU (C7602): two blocks' registers cannot hold a
+        # 256-token tile's 128 accumulators per consumer thread
+        (
+            {"N": 2048, "K": 4096, "in_dtype": "int8", "path": "stream", "tile_m": 256, "tile_k": 64, "min_blocks": 2},
+            r"min_blocks=2: stream tile 256x.* 128 accumulators per consumer thread .* leave each thread 128 .*"
+            r"ask for min_blocks=1 or take tile_m <= 200",
+        ),
+        (
+            {"N": 384, "K": 512, "in_dtype": "bf16", "path": "stream", "tile_m": 64, "tile_n": 128, "min_blocks": 3},
+            r"min_blocks=3: .* 32 accumulators .* leave each thread 56 .*ask for min_blocks=2 or take tile_m <= 56",
         ),  # fmt: skip
     ],
 )
@@ -456,8 +467,18 @@ def test_default_warps_keep_the_split_k_partials_in_static_shared_memory():
     assert cfg.warps_k == 4 and (cfg.warps_k - 1) * cfg.warps_m * cfg.warps_n * cfg.mt * cfg.nt * 512 <= 48 * 1024
 
 
+def test_stream_min_blocks_only_where_the_registers_hold_the_tile():
+    """A configuration's min_blocks is refused (above) where the accumulators cannot fit; under ``pdl=True`` the
+    default of two blocks per SM is taken only where they fit (a 256-token tile stays at one)."""
+    from kernels.gemm.gemm_config import stream_blocks_fit
+
+    fn = compile_preshuffle_gemm(N=7168, K=2048, M=16, pdl=True, path="stream", tile_m=256, tile_n=32, tile_k=64)
+    assert fn.gemm_config.min_blocks == 0 and not stream_blocks_fit(fn.gemm_config, 2)
+    assert compile_preshuffle_gemm(N=7168, K=2048, M=16, pdl=True).gemm_config.min_blocks == 2  # (its 16 tokens fit)
+
+
 def test_a_register_cap_the_kernel_cannot_meet_is_explained(tmp_path, monkeypatch):
-    """min_blocks=2 on a 256x32 stream tile: ptxas needs 154 registers and the cap is 128. The assembler's refusal
+    """A register cap of 128 (``maxnreg``) on a 256x32 stream tile: ptxas needs 154 registers. The assembler's refusal
     (on the GPU: the driver's, at load) carries what to change, in the kernel author's terms."""
     from flydsl.codegen import CodegenError, find_ptxas, run_ptxas
 
@@ -468,7 +489,8 @@ def test_a_register_cap_the_kernel_cannot_meet_is_explained(tmp_path, monkeypatc
     monkeypatch.setenv("COMPILE_ONLY", "1")
     monkeypatch.setenv("ARCH", "sm_90a")
     kw = {"N": 384, "K": 512, "in_dtype": "bf16", "path": "stream", "tile_n": 32, "tile_k": 64, "M": 129}
-    fn = compile_preshuffle_gemm(**kw, min_blocks=2)
+    fn = compile_preshuffle_gemm(**kw, tile_m=256, min_blocks=1)
+    fn.compile_hints["maxnreg"] = 128
     run_gemm("bf16", 129, 384, 512, launch_fn=fn, cuda=False, log=lambda *a: None)
     (ptx,) = [p.read_text() for p in tmp_path.glob("*/*.ptx")]
     with pytest.raises(CodegenError, match="more registers per thread than its cap allows.*min_blocks"):
