@@ -158,10 +158,7 @@ class RowPlan:
     def func_attrs(self) -> dict:
         """``launch(value_attrs=...)``: a persistent plan's ``persist`` blocks must fit an SM together, so ptxas
         is told (``.minnctapersm``: 512-thread blocks get at most 64 registers), else the grid's second half
-        would run after the first. A tail launch's plan (``tail``) sets its own register cap, whatever the
-        launcher's (``max_registers``) is for the main kernel: all that one of its blocks may take."""
-        if self.tail:
-            return {"max_registers": min(255, THREADS_PER_SM * 64 // self.block_threads)}
+        would run after the first."""
         return {"min_blocks_per_sm": self.persist} if self.persist else {}
 
     @property

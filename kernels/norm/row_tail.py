@@ -29,28 +29,34 @@ __all__ = ["TAIL_OPTIONS", "RowTail", "pop_tail_options", "tail_plan", "tail_beg
 # per SM), and a tail only while the main kernel has at most ``tail_rounds`` rounds of rows (a row per SM, paired rows
 # two; 0: only fewer rows than one round, every one of them the tail's) — with more, the last round is a small part
 # of the time and splitting it off measured slower (H200, session 21)
-TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 2 * NUM_SMS, "tail_rounds": 2}
+# ``tail_regs``: the tail kernel's register cap (0: all that one of its blocks may take, 65536 / threads); a
+# launcher's ``max_registers`` is the main kernel's
+TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 2 * NUM_SMS, "tail_rounds": 2, "tail_regs": 0}
 # plan_rows options the tail's cluster plan keeps from the kernel's (how many values a thread holds)
 _KEPT = ("elems_per_thread", "max_row_threads")
 
 
 def pop_tail_options(plan_options: dict) -> tuple[dict, tuple]:
-    """``(plan_options without the tail options, (tail_cols, tail_blocks, tail_rounds))``."""
+    """``(plan_options without the tail options, (tail_cols, tail_blocks, tail_rounds, tail_regs))``."""
     plan_options = dict(plan_options)
-    cols, blocks, rounds = (plan_options.pop(k, d) for k, d in TAIL_OPTIONS.items())
-    if not all(type(v) is int for v in (cols, blocks, rounds)) or cols < 0 or blocks < 1 or rounds < 0:
+    cols, blocks, rounds, regs = (plan_options.pop(k, d) for k, d in TAIL_OPTIONS.items())
+    if (
+        not all(type(v) is int for v in (cols, blocks, rounds, regs))
+        or min(cols, rounds, blocks - 1) < 0
+        or not (regs == 0 or 16 <= regs <= 255)
+    ):
         raise ValueError(
-            f"tail_cols={cols!r}, tail_blocks={blocks!r}, tail_rounds={rounds!r}: give integers, tail_cols >= 0 "
-            "(0: no tail), tail_blocks >= 1, tail_rounds >= 0"
+            f"tail_cols={cols!r}, tail_blocks={blocks!r}, tail_rounds={rounds!r}, tail_regs={regs!r}: give integers, "
+            "tail_cols >= 0 (0: no tail), tail_blocks >= 1, tail_rounds >= 0, tail_regs 0 (its blocks' all) or 16-255"
         )
-    return plan_options, (cols, blocks, rounds)
+    return plan_options, (cols, blocks, rounds, regs)
 
 
 def tail_plan(n: int, elem_bytes: int, vec: int, cols: int, plan_options: dict):
     """The tail's cluster plan (``RowPlan.tail``) for rows of ``n`` elements, about ``cols`` columns per block, or
     None: no tail asked for (``cols`` 0), none on a target without clusters, or the row too short to split. It
-    keeps the kernel's values per thread and threads per row (``plan_options``); its blocks set their own register
-    cap (:attr:`RowPlan.func_attrs`)."""
+    keeps the kernel's values per thread and threads per row (``plan_options``); its launch sets its own register
+    cap (``tail_regs``: :meth:`RowTail.launch`)."""
     if not cols or not fx.nvvm.has_clusters():
         return None
     opts = {k: v for k, v in plan_options.items() if k in _KEPT}
@@ -102,8 +108,8 @@ class RowTail:
     of the one launch."""
 
     def __init__(self, n: int, dtype, plan_options: dict):
-        self.plan_options, (self.cols, *limits) = pop_tail_options(plan_options)
-        self.limits = tuple(limits)
+        self.plan_options, (self.cols, blocks, rounds, self.regs) = pop_tail_options(plan_options)
+        self.limits = (blocks, rounds)
         self.n, self.elem_bytes = n, dtype.width // 8
 
     def plan(self, vec: int):
@@ -119,11 +125,13 @@ class RowTail:
         plan = getattr(plan, "row", plan)
 
         def go(rows, blocks, p):
+            # the tail's own register cap (the launcher's max_registers is the main plan's)
+            attrs = {"max_registers": self.regs or min(255, 65536 // p.block_threads)} if p.tail else p.func_attrs
             kernel(*args, rows, vec, p.tail).launch(
                 grid=(blocks, 1, 1),
                 block=(p.block_threads, 1, 1),
                 cluster=p.cluster_dims,
-                value_attrs=p.func_attrs,
+                value_attrs=attrs,
                 stream=stream,
             )
 

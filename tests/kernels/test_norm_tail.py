@@ -96,9 +96,12 @@ def test_tail_of_odd_rows(interpreter):
         _check(kernel, inputs, y, ro, 1e-5)
 
 
-@pytest.mark.parametrize("bad", [{"tail_cols": -1}, {"tail_blocks": 0}, {"tail_rounds": -1}, {"tail_cols": "8k"}])
+BAD = [{"tail_cols": -1}, {"tail_blocks": 0}, {"tail_rounds": -1}, {"tail_cols": "8k"}, {"tail_regs": 300}]
+
+
+@pytest.mark.parametrize("bad", BAD)
 def test_tail_options_are_checked_when_built(bad):
-    with pytest.raises(ValueError, match="tail_cols=.*tail_blocks=.*tail_rounds=") as e:
+    with pytest.raises(ValueError, match="tail_cols=.*tail_blocks=.*tail_rounds=.*tail_regs=") as e:
         KERNELS["rmsnorm"][0](4096, "f32", bad)
     assert raised_in(e.value).startswith("kernels"), raised_in(e.value)
 
@@ -106,9 +109,8 @@ def test_tail_options_are_checked_when_built(bad):
 def test_tail_options_keep_a_stream_default():
     """A tail option alone does not describe another row plan: softmax's stream default at 61440 f32 stays on."""
     assert softmax_kernel.plan_defaults(61440, "f32").get("stream") is True
-    assert stream_default_off({"tail_cols": 0, "tail_blocks": 8, "tail_rounds": 1}, NOT_ROW_PLAN) == {
-        "tail_cols": 0, "tail_blocks": 8, "tail_rounds": 1,
-    }  # fmt: skip
+    tail = {"tail_cols": 0, "tail_blocks": 8, "tail_rounds": 1, "tail_regs": 64}
+    assert stream_default_off(tail, NOT_ROW_PLAN) == tail
 
 
 def test_tail_defaults():
