@@ -268,18 +268,30 @@ def _stream_rows(N: int, tile_m: int, M: int, K: int | None = None, in_dtype: st
     splits the tiles' K over all the SMs, on 128-row tiles (two consumer warpgroups) when they still make
     :data:`STREAM_WIDE_TILES` tiles (10240 x 8192: 80 tiles, 2-3% faster than 160 of 64 rows at M = 1-32 in
     round 2), else on 64-row ones."""
-    if K is not None and stream_cluster(N, K, tile_m, M, in_dtype, pdl):
+    mode = stream_mode(N, K, tile_m, M, in_dtype, pdl)
+    if mode in ("cluster", "early"):
         return PANEL_N
-    whole = _stream_whole(N, tile_m, M)
-    if whole:
-        return whole
-    if stream_early(N, tile_m, M, pdl, in_dtype):
-        return PANEL_N
+    if mode == "whole":
+        return _stream_whole(N, tile_m, M)
     wide = 2 * PANEL_N
     if N % wide == 0 and (tile_m >= 128 or _stream_fill(N, tile_m, wide, M) >= STREAM_WIDE_TILES):
         return wide
     ok = _stream_widths(N, tile_m)
     return PANEL_N if N % PANEL_N == 0 else (ok[-1] if ok else 16)
+
+
+def stream_mode(N: int, K: int | None, tile_m: int, M: int | None, in_dtype: str = "fp8", pdl=False) -> str:
+    """The heuristic's stream kernel for tiles of ``tile_m`` tokens — the one decision that both its tile
+    (:func:`_stream_rows`) and its reduction (:func:`make_config`) follow: ``"cluster"`` (64-row tiles, each tile's K
+    over a cluster of two: :func:`stream_cluster`), ``"whole"`` (whole tiles fill the SMs: nothing to reduce),
+    ``"early"`` (64-row stream-K tiles, ``streamk="early"``: :func:`stream_early`) or ``""`` (stream-K, the last
+    block to arrive reduces)."""
+    m = 16 if M is None else M
+    if K is not None and stream_cluster(N, K, tile_m, M, in_dtype, pdl):
+        return "cluster"
+    if _stream_whole(N, tile_m, m):
+        return "whole"
+    return "early" if stream_early(N, tile_m, M, pdl, in_dtype) else ""
 
 
 def stream_early(N: int, tile_m: int, M: int | None, pdl=False, in_dtype: str = "fp8") -> bool:
@@ -474,11 +486,9 @@ def make_config(
             cfg = _stream_config(in_dtype, out_dtype, epilogue, N, K, tile_m, tile_n, tile_k, stages, max_blocks)
             cfg = cfg._replace(prefill=STREAM_PREFILL if prefill is None else bool(prefill))
             auto_rows = given[1] is None and cfg.tile_n == PANEL_N and cfg.tile_k * cfg.elem_bytes == 2 * ATOM_BYTES
-            if cluster_k is None and streamk is None and auto_rows and stream_cluster(N, K, cfg.tile_m, M, in_dtype,
-                                                                                      pdl):  # fmt: skip
-                cluster_k = 2  # the heuristic's choice (its 64-row tiles came from stream_cluster too)
-            elif streamk is None and cluster_k is None and auto_rows and stream_early(N, cfg.tile_m, M, pdl, in_dtype):
-                streamk = "early"  # the heuristic's choice (its 64-row tiles came from stream_early too)
+            if cluster_k is None and streamk is None and auto_rows:  # the heuristic's reduction for its 64-row tiles
+                mode = stream_mode(N, K, cfg.tile_m, M, in_dtype, pdl)
+                cluster_k, streamk = (2 if mode == "cluster" else None), ("early" if mode == "early" else None)
             if streamk == "early":
                 cfg = _early_config(cfg, stages)
             if (cluster_k or 1) > 1:
