@@ -716,22 +716,22 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
     if type(min_blocks) is not int or not 1 <= min_blocks <= 32:
         raise ValueError(f"min_blocks={min_blocks!r}: 1..32 blocks per SM")
     if cfg.path == "stream":
-        if not stream_blocks_fit(cfg, min_blocks):
-            fit = max((b for b in range(1, min_blocks) if stream_blocks_fit(cfg, b)), default=0)
-            tokens = 2 * (min(255, 65536 // (min_blocks * stream_threads(cfg))) - STREAM_REG_SLACK) // 8 * 8
-            raise ValueError(
-                f"min_blocks={min_blocks}: {cfg.describe()} holds {cfg.tile_m // 2} accumulators per consumer thread "
-                f"in registers, and {min_blocks} blocks of {stream_threads(cfg)} threads leave each thread "
-                f"{min(255, 65536 // (min_blocks * stream_threads(cfg)))} (the assembler refuses it): "
-                + (f"ask for min_blocks={fit}" if fit else "ask for fewer blocks per SM")
-                + (f" or take tile_m <= {tokens}" if tokens >= 8 else "")
-            )
         stage_bytes = (cfg.tile_m + max(cfg.tile_n, PANEL_N)) * cfg.tile_k * cfg.elem_bytes
         budget = SMEM_PER_SM // min_blocks - 1024 - 1024 - 16 - (early_head_bytes(cfg) if cfg.streamk == "early" else 0)
         budget -= cluster_recv_bytes(cfg, cfg.cluster_k) if cfg.cluster_k > 1 else 0
         if budget < 2 * (stage_bytes + 16):
             raise ValueError(f"min_blocks={min_blocks}: two stages of {cfg.describe()} do not fit {min_blocks} "
                              "blocks per SM")  # fmt: skip
+        if not stream_blocks_fit(cfg, min_blocks):
+            fewer = max((b for b in range(1, min_blocks) if stream_blocks_fit(cfg, b)), default=0)
+            tokens = 2 * (min(255, 65536 // (min_blocks * stream_threads(cfg))) - STREAM_REG_SLACK) // 8 * 8
+            raise ValueError(
+                f"min_blocks={min_blocks}: {cfg.describe()} holds {cfg.tile_m // 2} accumulators per consumer thread "
+                f"in registers, and {min_blocks} blocks of {stream_threads(cfg)} threads leave each thread "
+                f"{min(255, 65536 // (min_blocks * stream_threads(cfg)))} (the assembler refuses it): "
+                + (f"ask for min_blocks={fewer}" if fewer else "ask for fewer blocks per SM")
+                + (f" or take tile_m <= {tokens}" if tokens >= 8 else "")
+            )
         fit = min(STREAM_MAX_STAGES, budget // (stage_bytes + 16))
         cfg = cfg._replace(stages=_stages(stages, fit))
     return cfg._replace(min_blocks=min_blocks)

@@ -448,7 +448,16 @@ def test_invalid_tiles_are_mapped_and_said_once():
             r"ask for min_blocks=1 or take tile_m <= 200",
         ),
         (
-            {"N": 384, "K": 512, "in_dtype": "bf16", "path": "stream", "tile_m": 64, "tile_n": 128, "min_blocks": 3},
+            {
+                "N": 384,
+                "K": 512,
+                "in_dtype": "bf16",
+                "path": "stream",
+                "tile_m": 64,
+                "tile_n": 128,
+                "tile_k": 64,
+                "min_blocks": 3,
+            },
             r"min_blocks=3: .* 32 accumulators .* leave each thread 56 .*ask for min_blocks=2 or take tile_m <= 56",
         ),  # fmt: skip
     ],
