@@ -187,13 +187,16 @@ def _class_attr(cls: type, name: str):
 
 class Freezer:
     """Freezes one value, counting its elements against :data:`TRACKED_MAX`; of objects, the attributes in
-    ``names`` (every attribute when None)."""
+    ``names`` (every attribute when None). An attribute named only in ``soft`` (by a method of an object's class,
+    not by the code itself) that is too large to track is left out instead of refused: the method may never run
+    while the code is traced."""
 
-    __slots__ = ("names", "left")
+    __slots__ = ("names", "left", "soft")
 
-    def __init__(self, names: frozenset | None, limit: int = TRACKED_MAX):
+    def __init__(self, names: frozenset | None, limit: int = TRACKED_MAX, soft: frozenset = frozenset()):
         self.names = names
         self.left = limit
+        self.soft = soft
 
     def count(self, n: int) -> None:
         self.left -= n
@@ -270,10 +273,15 @@ class Freezer:
                 continue  # methods, properties and other descriptors: code, covered by the class's source
             if x is _MISSING:
                 continue
+            left = self.left
             try:
                 items.append((name, self(x, depth + 1)))
             except Untracked:
                 continue
+            except _TooLarge:
+                if name not in self.soft:
+                    raise
+                self.left = left
         return ("class" if is_cls else "object", cls, tuple(items))
 
 
@@ -311,6 +319,7 @@ class Deps:
         self.modules: list[tuple[str, str, str]] = []  # (module name, path, sha256 of its file)
         self.values: list[tuple[str, object]] = []  # (label, frozen value) compile-time values
         self.names: frozenset = frozenset()  # every name the walked code mentions (attribute filter)
+        self.soft: frozenset = frozenset()  # of those, the ones only methods of instances' classes mention
         # the bindings of the tracked values as FlyDSL names them, ``(name, module name, holder)`` (the holder a
         # module's globals or a :class:`CellRef`), and where the code reads each: what the drift check reads
         self.refs: list[tuple[str, str, object]] = []
@@ -380,7 +389,7 @@ class Deps:
 
         def frozen(value):
             try:
-                return Freezer(names)(value)
+                return Freezer(names, soft=self.soft)(value)
             except (Untracked, _TooLarge):
                 return object()  # no longer trackable: changed (the next collect() says why)
 
@@ -603,6 +612,8 @@ class _Walker:
         self.deps = Deps()
         self.seen: set[int] = set()
         self.names: set[str] = set()
+        self.soft: set[str] = set()  # names only the methods of instances' classes mention (Freezer.soft)
+        self._in_instance = False
         self.watches: list[_Watch] = []
 
     def function(self, fn, label: str) -> None:
@@ -618,7 +629,7 @@ class _Walker:
         g = fn.__globals__
         loads = []
         for c in _codes(fn.__code__):
-            self.names.update(c.co_names)
+            (self.soft if self._in_instance else self.names).update(c.co_names)
             loads.extend(_global_loads(c))
         for name in dict.fromkeys(loads):
             v = g.get(name, _MISSING)
@@ -651,7 +662,11 @@ class _Walker:
         elif (_KINDS.get(type(v)) or _kind_of(type(v))) is _NAMESPACE and type(v) is not types.SimpleNamespace:
             # an instance of a user class: its methods are code the function may run, and the attributes they read
             # through ``self`` are compile-time values of this one (a builder's config object with methods)
-            self.klass(type(v), label)
+            outer, self._in_instance = self._in_instance, True
+            try:
+                self.klass(type(v), label)
+            finally:
+                self._in_instance = outer
         # anything else is watched if it freezes (collect() drops what does not: library objects, tensors)
         self.watches.append(_Watch(holder, key, label, code, name, _immutable(v)))
 
@@ -662,6 +677,9 @@ class _Walker:
             return
         self.seen.add(id(cls))
         self.deps.sources.append((f"{cls.__module__}.{cls.__qualname__}", _where(cls), _source_of(cls)))
+        for base in cls.__mro__[1:]:  # inherited methods are the class's code too
+            if base is not object and _user_class(base):
+                self.klass(base, label)
         for m in vars(cls).values():  # what the methods read is read by the code too
             if isinstance(m, (staticmethod, classmethod, property)):
                 m = m.fget if isinstance(m, property) else m.__func__
@@ -669,7 +687,7 @@ class _Walker:
                 m = m.__fly_function__
             if isinstance(m, types.FunctionType):
                 for c in _codes(m.__code__):
-                    self.names.update(c.co_names)
+                    (self.soft if self._in_instance else self.names).update(c.co_names)
                 if is_user_file(m.__code__.co_filename):  # not dataclass-generated ones ("<string>")
                     self.function(m, f"{label}.{m.__name__}")  # and the globals they load (helpers, tables)
 
@@ -744,12 +762,13 @@ def collect(fn, owners: tuple = ()) -> Deps:
         if added:
             progress.discard(id(fn))
     d = walker.deps
-    d.names = frozenset(walker.names)
+    d.names = frozenset(walker.names | walker.soft)
+    d.soft = frozenset(walker.soft - walker.names)
     watches = []
     for watch in walker.watches:
         v = watch.read()
         # immutable values are compared by identity on every call: any size is fine
-        freezer = Freezer(d.names, sys.maxsize if watch.immutable else TRACKED_MAX)
+        freezer = Freezer(d.names, sys.maxsize if watch.immutable else TRACKED_MAX, d.soft)
         try:
             frozen = freezer(v)
         except Untracked:

@@ -385,3 +385,23 @@ def test_attributes_read_by_an_instances_methods_enter_the_key(monkeypatch):
     for add in (1, 2):
         _build_with(Offset(add))(out)
         assert out.tolist() == [t + add for t in range(4)]
+
+
+class OffsetWithTable(Offset):
+    """The same, also holding an array larger than the tracked limit that only a host-side method reads."""
+
+    def __init__(self, add):
+        super().__init__(add)
+        self.table = np.zeros(TRACKED_MAX + 1, np.float32)
+
+    def host_total(self):
+        return float(self.table.sum())
+
+
+def test_a_large_attribute_only_a_method_names_is_left_out():
+    """Walking an instance's methods must not turn an attribute the trace never reads into a FLY219 (too large to
+    track): attributes only the methods name are left out when too large; the ones they read stay in the key."""
+    out = np.zeros(4, np.int32)
+    _build_with(OffsetWithTable(3))(out)
+    assert out.tolist() == [t + 3 for t in range(4)]
+    assert _build_with(OffsetWithTable(3)).cache_key(out) != _build_with(OffsetWithTable(4)).cache_key(out)
