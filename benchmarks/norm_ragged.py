@@ -32,6 +32,11 @@ VARIANTS = {
     "o512bal": {**_O512, "balance_chunks": True},
     "cluster": {"shape_defaults": False, "long_rows": "cluster"},  # a row over 2-4 blocks of a cluster (16K each)
     "cluster8k": {"shape_defaults": False, "long_rows": "cluster", "cluster_cols": 8192},
+    # the tail launch (session 21, kernels/norm/row_tail.py) over the default plans, narrower slices, a register cap,
+    # and with the persistent 512-thread plan (fuzzed: tools/norm_plan_fuzz.py, tests/kernels/test_norm_plan_variants)
+    "tail4k": {"tail_cols": 4096},
+    "tail8kr64": {"tail_cols": 8192, "tail_regs": 64},
+    "o512p2tail": {**_O512, "persist": 2, "tail_cols": 8192},
     "reg512": {
         "shape_defaults": False,
         "cache_hint": "cs",
