@@ -28,11 +28,15 @@ LENGTHS = (3001, 20000, 65528, 100000)
 KERNEL_NAMES = ("softmax", "rmsnorm", "rmsnorm+add", "layernorm")
 
 
-def configs(lengths=LENGTHS):
+def configs(lengths=LENGTHS, plans: str = ""):
+    """Every (kernel, plan name, plan, length, dtype, rows); ``plans``: only the plans whose names start with one of
+    these comma-separated prefixes (e.g. ``default,nr_tail``)."""
     from benchmarks.cases.norm_sweep import VARIANTS
     from benchmarks.norm_ragged import VARIANTS as RAGGED
 
     variants = {"default": {}, **VARIANTS, **{"nr_" + k: v for k, v in RAGGED.items()}}
+    if plans:
+        variants = {k: v for k, v in variants.items() if k.startswith(tuple(plans.split(",")))}
     return [
         (k, name, plan, n, dt, M)
         for k in KERNEL_NAMES
@@ -68,9 +72,9 @@ def _one(k, plan, n, dt, M, seed):
     return ("BAD" if bad else "ok"), f"{err:.2e}"
 
 
-def _worker(index: int, workers: int, out: str) -> None:
+def _worker(index: int, workers: int, out: str, plans: str = "") -> None:
     res = []
-    for i, (k, name, plan, n, dt, M) in enumerate(configs()):
+    for i, (k, name, plan, n, dt, M) in enumerate(configs(plans=plans)):
         if i % workers == index:
             res.append([k, name, n, dt, M, *_one(k, plan, n, dt, M, i)])
             if len(res) % 20 == 0:
@@ -83,19 +87,20 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=15)
     ap.add_argument("--limit", type=float, default=400, help="seconds before unfinished workers are stopped")
     ap.add_argument("--json", help="write every result here")
+    ap.add_argument("--plans", default="", help="only plans whose names start with these (comma-separated)")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        _worker(int(args.worker[0]), int(args.worker[1]), args.worker[2])
+        _worker(int(args.worker[0]), int(args.worker[1]), args.worker[2], args.plans)
         return 0
     os.environ.setdefault("FLYDSL_RUNTIME_CACHE_DIR", tempfile.mkdtemp(prefix="flydsl_fuzz_"))
     t0, tmp = time.time(), tempfile.mkdtemp()
     outs = [os.path.join(tmp, f"w{i}.json") for i in range(args.workers)]
-    cmd = [sys.executable, "-m", "tools.norm_plan_fuzz", "--worker"]
+    cmd = [sys.executable, "-m", "tools.norm_plan_fuzz", "--plans", args.plans, "--worker"]
     res, stopped = run_workers([[*cmd, str(i), str(args.workers), o] for i, o in enumerate(outs)], outs, args.limit)
     if args.json:
         json.dump(res, open(args.json, "w"))
-    total = len(configs())
+    total = len(configs(plans=args.plans))
     print(f"# {len(res)} of {total} configurations in {time.time() - t0:.0f} s ({stopped} workers stopped):",
           dict(Counter(r[5] for r in res)))  # fmt: skip
     for r in res:

@@ -177,7 +177,7 @@ class FlyDSLJitNames:
         (taken when the function was compiled): changed, FLY229 (``GlobalChangedError``, a ``RuntimeError``)
         at the line that reads it — or, with ``retrace``, True. Unchanged: False."""
         d = self._owner_deps.get(owner_cls)
-        names = d.names if d is not None and self._global_refs_cache.get(owner_cls) is d.refs else None
+        names = d.watch_names if d is not None and self._global_refs_cache.get(owner_cls) is d.refs else None
         change = find_change(self._global_refs_cache[owner_cls], self._used_global_vals[owner_cls], names)
         if change is None:
             return False

@@ -288,9 +288,10 @@ class Freezer:
 class _Watch:
     """One binding the code reads: a module global (``holder[key]``) or a closure cell (``key`` None)."""
 
-    __slots__ = ("holder", "key", "label", "code", "name", "immutable")
+    __slots__ = ("holder", "key", "label", "code", "name", "immutable", "soft")
 
-    def __init__(self, holder, key, label: str, code, name: str, immutable: bool):
+    def __init__(self, holder, key, label: str, code, name: str, immutable: bool, soft: bool = False):
+        self.soft = soft  # read only by methods of an instance's class: in the key where trackable, never watched
         self.holder = holder
         self.key = key
         self.label = label
@@ -320,6 +321,7 @@ class Deps:
         self.values: list[tuple[str, object]] = []  # (label, frozen value) compile-time values
         self.names: frozenset = frozenset()  # every name the walked code mentions (attribute filter)
         self.soft: frozenset = frozenset()  # of those, the ones only methods of instances' classes mention
+        self.watch_names: frozenset = frozenset()  # ``names`` less ``soft``: what the per-call checks compare
         # the bindings of the tracked values as FlyDSL names them, ``(name, module name, holder)`` (the holder a
         # module's globals or a :class:`CellRef`), and where the code reads each: what the drift check reads
         self.refs: list[tuple[str, str, object]] = []
@@ -383,13 +385,13 @@ class Deps:
     def _content_test(self, x: str, v, const) -> str:
         """An expression that holds while mutable value ``v`` (named ``x``) keeps its content."""
         terms: list[str] = []
-        names = self.names
+        names = self.watch_names
         if _identity_terms(x, v, const, terms, [_IDENTITY_MAX], names):
             return " and ".join(terms)
 
         def frozen(value):
             try:
-                return Freezer(names, soft=self.soft)(value)
+                return Freezer(names)(value)
             except (Untracked, _TooLarge):
                 return object()  # no longer trackable: changed (the next collect() says why)
 
@@ -610,7 +612,7 @@ class _Walker:
     def __init__(self, root):
         self.root = root
         self.deps = Deps()
-        self.seen: set[int] = set()
+        self.seen: dict[int, bool] = {}  # id -> walked for the code itself (True) or only for an instance (False)
         self.names: set[str] = set()
         self.soft: set[str] = set()  # names only the methods of instances' classes mention (Freezer.soft)
         self._in_instance = False
@@ -618,9 +620,8 @@ class _Walker:
 
     def function(self, fn, label: str) -> None:
         fn = getattr(fn, "__wrapped__", None) if not hasattr(fn, "__code__") else fn
-        if fn is None or id(fn) in self.seen:
+        if fn is None or not self._first_walk(fn):
             return
-        self.seen.add(id(fn))
         d = self.deps
         if id(fn) in keys_in_progress() and fn is not self.root:  # an outer key computation walks it already
             d.sources.append((f"{getattr(fn, '__module__', '?')}.{fn.__qualname__}", _where(fn), "<recursive>"))
@@ -642,6 +643,16 @@ class _Walker:
                 continue
             self.value(v, f"{label}:<closure {name}>", cell, None, fn.__code__, name)
 
+    def _first_walk(self, obj) -> bool:
+        """Whether ``obj`` (a function or class) is to be walked now: not yet, or only for an instance's class
+        before and for the code itself now (its names and values then count in full)."""
+        strict = not self._in_instance
+        prev = self.seen.get(id(obj))
+        if prev is True or (prev is False and not strict):
+            return False
+        self.seen[id(obj)] = strict
+        return True
+
     def value(self, v, label: str, holder, key, code, name: str) -> None:
         inner = getattr(v, "__fly_function__", None)
         if inner is not None:
@@ -654,7 +665,7 @@ class _Walker:
         if isinstance(v, types.ModuleType):
             f = getattr(v, "__file__", None)
             if is_user_file(f) and id(v) not in self.seen:
-                self.seen.add(id(v))
+                self.seen[id(v)] = True
                 self.deps.modules.append((v.__name__, f, _file_hash(f)))
             return
         if isinstance(v, type) and _user_class(v):
@@ -667,15 +678,15 @@ class _Walker:
                 self.klass(type(v), label)
             finally:
                 self._in_instance = outer
-        # anything else is watched if it freezes (collect() drops what does not: library objects, tensors)
-        self.watches.append(_Watch(holder, key, label, code, name, _immutable(v)))
+        # anything else is watched if it freezes (collect() drops what does not: library objects, tensors); what only
+        # a method of an instance's class reads (a host-side helper's memo, a table) enters the key, unwatched
+        self.watches.append(_Watch(holder, key, label, code, name, _immutable(v), self._in_instance))
 
     def klass(self, cls: type, label: str) -> None:
         """A user class the code reaches (through a global, or as the owner of a method launcher): its
         source, and its methods walked like functions."""
-        if id(cls) in self.seen:
+        if not self._first_walk(cls):
             return
-        self.seen.add(id(cls))
         self.deps.sources.append((f"{cls.__module__}.{cls.__qualname__}", _where(cls), _source_of(cls)))
         for base in cls.__mro__[1:]:  # inherited methods are the class's code too
             if base is not object and _user_class(base):
@@ -764,6 +775,7 @@ def collect(fn, owners: tuple = ()) -> Deps:
     d = walker.deps
     d.names = frozenset(walker.names | walker.soft)
     d.soft = frozenset(walker.soft - walker.names)
+    d.watch_names = frozenset(walker.names)
     watches = []
     for watch in walker.watches:
         v = watch.read()
@@ -774,13 +786,17 @@ def collect(fn, owners: tuple = ()) -> Deps:
         except Untracked:
             continue
         except _TooLarge:
+            if watch.soft:
+                continue
             fn_name = getattr(watch.code, "co_qualname", watch.code.co_name)
             raise error(
                 E.TRACKED_VALUE_TOO_LARGE, load_site(watch.code, watch.name), name=watch.name, fn=fn_name,
                 what=_kind(v), limit=TRACKED_MAX,
             ) from None  # fmt: skip
-        watches.append(watch)
         d.values.append((watch.label, frozen))
+        if watch.soft:
+            continue  # (in the key; a host-side method may change it between calls)
+        watches.append(watch)
         if watch.key is None:
             owner = getattr(watch.code, "co_qualname", watch.code.co_name)
             ref = (watch.name, f"<closure of {owner}>", CellRef(watch.name, watch.holder))

@@ -392,7 +392,7 @@ class JitFunction(FlyDSLJitNames):
             d = self._deps if owner is None else collect(self.fn, (owner,))
             self._owner_deps[owner] = d
             self._global_refs_cache[owner] = d.refs
-            self._used_global_vals[owner] = snapshot_refs(d.refs, d.names)
+            self._used_global_vals[owner] = snapshot_refs(d.refs, d.watch_names)
             if owner is not None:
                 self._owners += (owner,)
                 self._deps = d if len(self._owners) == 1 else collect(self.fn, self._owners)
@@ -511,7 +511,7 @@ class JitFunction(FlyDSLJitNames):
         with self._lock:  # after tracing, which may itself edit a container it reads
             d = self._owner_deps.get(owner)
             if d is not None:  # (None: forgotten meanwhile by a re-trace; the next call snapshots again)
-                self._used_global_vals[owner] = snapshot_refs(d.refs, d.names)
+                self._used_global_vals[owner] = snapshot_refs(d.refs, d.watch_names)
             self._watch = self._deps.watcher()
         return entry
 

@@ -80,16 +80,17 @@ def _launch_rows(m, plan: RowPlan, tail: RowPlan | None, limits: tuple, grid, la
     with a ``tail`` plan, the main kernel over the first ``m - t`` rows and the tail over the last ``t = m % round``
     (``round``: the rows one round of the SMs takes, one per SM or, paired rows, two) where the tail options
     (``limits``: blocks, rounds) allow it (else every row is the main kernel's); each launch only where it has
-    rows."""
+    rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222)."""
     if fx.const_expr(tail is None):
-        launch(m, grid(m), plan)
+        if m != 0:
+            launch(m, grid(m), plan)
     else:
         blocks, rounds = limits
         per_round = plan.sms * (2 if plan.paired else 1)
         t = m % per_round
         t = ((t > 0) & (t * tail.cluster <= blocks) & (m // per_round <= rounds)).select(t, fx.Int32(0))
         head = m - t
-        if head > 0:
+        if head != 0:
             launch(head, grid(head), plan)
         if t > 0:
             launch(m, t * tail.cluster, tail)

@@ -88,6 +88,17 @@ def test_tail_rows_are_right_and_launched_as_asked(kernel, plan, M, blocks, roun
     assert len(launches) == (M > t) + (t > 0), launches  # the main kernel only where it has rows
 
 
+@pytest.mark.parametrize("tail", [640, 0], ids=["tail", "no-tail"])
+def test_no_rows_launch_nothing_and_negative_rows_are_refused(tail, interpreter):
+    """M = 0: no launch and no error (an empty batch), with a tail or without; M < 0: the launch's FLY222."""
+    _, y, _, args = _args("rmsnorm", 3, N, "f32")
+    launch = KERNELS["rmsnorm"][0](N, "f32", {**PLANS["onchip"], "tail_cols": tail})
+    launch(*args[:-1], 0)
+    assert np.isnan(y).all()
+    with pytest.raises(ValueError, match=r"FLY222.*grid, computed at run time, is \(-1, 1, 1\)"):
+        launch(*args[:-1], -1)
+
+
 def test_tail_of_odd_rows(interpreter):
     """Rows of 2501 f32 (scalar accesses): the tail's last block holds a ragged slice."""
     for kernel in KERNELS:
@@ -165,3 +176,21 @@ def test_gpu_tail_rows_follow_in_the_stream_and_in_graphs(kernel, M, n, dtype, m
         graph.replay()
         assert int(torch.isnan(y).sum()) == 0
     _check(kernel, inputs, y, ro, tol)
+
+
+def test_the_dependent_launch_protocol_in_the_ir(interpreter, tmp_path):
+    """The main kernel lets the tail launch first thing (``griddep_launch_dependents``, its first op) and never waits;
+    the tail waits for the main kernel as its last op before returning (so what follows sees both) and, where it has
+    every row, once more near its start (under a run-time ``if``) — the order the GPU test relies on."""
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    interpreter.setenv("COMPILE_ONLY", "1")
+    _, _, _, args = _args("rmsnorm", 3, N, "f32")
+    KERNELS["rmsnorm"][0](N, "f32", {**PLANS["onchip"], "tail_cols": 640})(*args)
+    (text,) = [p.read_text() for p in (tmp_path / "dump").glob("*/03_dce.mlir")]
+    main, tail = text.split("gpu.func @")[1:3]
+    ops = [ln.strip() for ln in main.splitlines()[1:] if ln.strip() and not ln.strip().startswith("}")]
+    assert ops[0].startswith('"nvvm.griddep_launch_dependents"') and "griddep_wait" not in main
+    assert "cluster_dims" in tail.splitlines()[0] and "griddep_launch_dependents" not in tail
+    body = [ln.strip() for ln in tail.splitlines() if ln.strip() and not ln.strip().startswith("}")]
+    ret = max(i for i, ln in enumerate(body) if ln.startswith("gpu.return"))
+    assert body[ret - 1].startswith('"nvvm.griddep_wait"') and tail.count('"nvvm.griddep_wait"') == 2

@@ -405,3 +405,32 @@ def test_a_large_attribute_only_a_method_names_is_left_out():
     _build_with(OffsetWithTable(3))(out)
     assert out.tolist() == [t + 3 for t in range(4)]
     assert _build_with(OffsetWithTable(3)).cache_key(out) != _build_with(OffsetWithTable(4)).cache_key(out)
+
+
+_MEMO: dict = {}
+_BIG_TABLE = np.zeros(TRACKED_MAX + 1, np.float32)
+
+
+class OffsetWithHelpers(Offset):
+    """The same, with host-side methods that fill a module-level memo and read a large module-level table."""
+
+    def describe(self, key):
+        _MEMO[key] = f"{self.add}-{key}"
+        return _MEMO[key]
+
+    def host_total(self):
+        return float(_BIG_TABLE.sum())
+
+
+def test_globals_only_an_instances_methods_read_are_not_watched():
+    """Walking an instance's methods must not turn what only its host-side methods read into an error: a module
+    memo filled between calls is not a FLY229, a large module table not a FLY219 (both ran before the methods were
+    walked); they enter the key where they can be frozen."""
+    out = np.zeros(4, np.int32)
+    cfg = OffsetWithHelpers(2)
+    launch = _build_with(cfg)
+    launch(out)
+    cfg.describe("a")
+    launch(out)
+    assert out.tolist() == [t + 2 for t in range(4)]
+    assert _build_with(OffsetWithHelpers(2)).cache_key(out) != _build_with(OffsetWithHelpers(5)).cache_key(out)
