@@ -192,7 +192,7 @@ def row_line(r) -> str:
 
 def probe_launcher(N: int, K: int, M: int, step: str, pdl: bool):
     """The launcher of ladder rung ``step`` (``PROBE_STEPS``) for the default mma tile of ``N x K`` at ``M``."""
-    from kernels.gemm.gemm_config import with_min_blocks
+    from kernels.gemm.gemm_fit import with_min_blocks
     from kernels.gemm.gemm_mma_sync import build_mma_sync_gemm
     from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
 

@@ -25,16 +25,8 @@ describes the design.
 
 from __future__ import annotations
 
-from .gemm_config import (
-    GemmConfig,
-    _note,
-    check_mma_partials,
-    heuristic_tiles,
-    make_config,
-    stream_pdl_min_blocks,
-    with_b_smem,
-    with_min_blocks,
-)
+from .gemm_config import GemmConfig, _note, check_mma_partials, heuristic_tiles, make_config
+from .gemm_fit import stream_pdl_min_blocks, with_b_smem, with_min_blocks
 from .gemm_mma_sync import build_mma_sync_gemm
 from .gemm_stream import build_stream_gemm
 from .gemm_wgmma import build_wgmma_gemm
@@ -89,16 +81,16 @@ def compile_preshuffle_gemm(
     stream path's stream-K grid; ``schedule`` (wgmma): ``"cooperative"`` or ``"pingpong"``; ``min_blocks``
     (mma and stream paths): the blocks per SM the kernel's registers (PTX ``.minnctapersm``: ptxas then keeps
     more loads in flight than its occupancy-first schedule does) and shared memory must allow
-    (:func:`~kernels.gemm.gemm_config.with_min_blocks`); ``pdl`` (mma and stream paths): launched with
+    (:func:`~kernels.gemm.gemm_fit.with_min_blocks`); ``pdl`` (mma and stream paths): launched with
     programmatic dependent launch (docs/gemm.md): the kernel starts while the previous kernel of the stream
     finishes and reads its first share of B at once — **B must not be written by the kernel launched just
     before** (weights are not) — then waits (``griddepcontrol.wait``) before it reads A and the scales or
     writes C; on the stream path with no ``min_blocks`` or ``stages`` given, two blocks per SM when the halved ring
-    still holds more than half of a tile's K stages (:func:`~kernels.gemm.gemm_config.stream_pdl_min_blocks`).
+    still holds more than half of a tile's K stages (:func:`~kernels.gemm.gemm_fit.stream_pdl_min_blocks`).
     ``pdl="prefetch"`` (mma path): the same launch, but before the wait the block's weight bytes only go into L2
     (``cp.async.bulk.prefetch.L2``): nothing is read into the SM before the previous kernel has completed, so no
     promise about B is needed. ``b_smem`` (mma path): the weight bytes of the first ``b_smem`` K iterations are
-    bulk-copied into shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_config.with_b_smem`).
+    bulk-copied into shared memory, all at the kernel's start (:func:`~kernels.gemm.gemm_fit.with_b_smem`).
     ``streamk`` (stream path): how split tiles are reduced, ``"arrive"`` (default) or ``"early"``
     (:func:`~kernels.gemm.gemm_config.make_config`); ``cluster_k`` (stream path, 2 or 4): each tile's K split
     over a thread block cluster, reduced in distributed shared memory; ``prefill`` (stream path): the ring's

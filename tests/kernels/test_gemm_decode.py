@@ -17,7 +17,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from kernels.gemm.gemm_config import stream_pdl_min_blocks
+from kernels.gemm.gemm_fit import stream_pdl_min_blocks
 from kernels.gemm.harness import run_gemm
 from kernels.gemm.preshuffle_gemm import compile_preshuffle_gemm
 from kernels.gemm.reference import numpy_dtype
@@ -132,7 +132,7 @@ def test_pdl_launches_wait_for_the_kernel_before_them_gpu(N, K, M, variant):
 def test_ladder_probes_interpreter(probe, pdl, interpreter):
     """The ladder's probe kernels (benchmarks/decode_ladder.py) run; the GEMM ones (``None``: the epilogue's
     operands loaded before the K loop, ``"late"``: after the reduction) compute it, the others write nothing."""
-    from kernels.gemm.gemm_config import with_min_blocks
+    from kernels.gemm.gemm_fit import with_min_blocks
     from kernels.gemm.gemm_mma_sync import build_mma_sync_gemm
 
     cfg = compile_preshuffle_gemm(N=128, K=1024, in_dtype="fp8", M=3, path="mma", pdl=pdl).gemm_config

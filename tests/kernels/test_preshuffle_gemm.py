@@ -479,7 +479,7 @@ def test_default_warps_keep_the_split_k_partials_in_static_shared_memory():
 def test_stream_min_blocks_only_where_the_registers_hold_the_tile():
     """A configuration's min_blocks is refused (above) where the accumulators cannot fit; under ``pdl=True`` the
     default of two blocks per SM is taken only where they fit (a 256-token tile stays at one)."""
-    from kernels.gemm.gemm_config import stream_blocks_fit
+    from kernels.gemm.gemm_fit import stream_blocks_fit
 
     fn = compile_preshuffle_gemm(N=7168, K=2048, M=16, pdl=True, path="stream", tile_m=256, tile_n=32, tile_k=64)
     assert fn.gemm_config.min_blocks == 0 and not stream_blocks_fit(fn.gemm_config, 2)
