@@ -178,24 +178,24 @@ def test_the_fast_source_and_global_scans_match_inspect_and_dis():
     import linecache
     import types
 
-    from flydsl.compiler import deps
+    from flydsl.compiler import code_source, deps
     from kernels.gemm import gemm_mma_sync, gemm_stream, gemm_wgmma
 
-    funcs = [v for m in (deps, gemm_mma_sync, gemm_stream, gemm_wgmma) for v in vars(m).values()
+    funcs = [v for m in (deps, code_source, gemm_mma_sync, gemm_stream, gemm_wgmma) for v in vars(m).values()
              if isinstance(v, types.FunctionType) and v.__module__ == m.__name__]  # fmt: skip
     assert len(funcs) > 20
     for f in funcs:
-        assert deps._code_lines(f.__code__).rstrip() == inspect.getsource(f).rstrip(), f.__qualname__
-        for c in deps._codes(f.__code__):
+        assert code_source._code_lines(f.__code__).rstrip() == inspect.getsource(f).rstrip(), f.__qualname__
+        for c in code_source._codes(f.__code__):
             ref = list(dict.fromkeys(i.argval for i in dis.get_instructions(c) if i.opname in deps._LOADS))
-            assert deps._global_loads(c) == ref, c.co_name
+            assert code_source._global_loads(c) == ref, c.co_name
     from flydsl.expr import irtypes, pointer
     from kernels.gemm import epilogue, gemm_config, streamk
 
     classes = [gemm_config.GemmConfig, epilogue.Epilogue, streamk.StreamK, deps._Walker, irtypes.Types,
                pointer.Pointer]  # fmt: skip
     for cls in classes:  # a NamedTuple, plain classes, properties attached after the class statement
-        path, first, last = deps._class_span(cls)
+        path, first, last = code_source._class_span(cls)
         text = "".join(linecache.getlines(path)[first - 1 : last])
         try:
             src, line = inspect.getsourcelines(cls)
