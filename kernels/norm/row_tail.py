@@ -2,8 +2,9 @@
 
 A row of 48K-64K f32 takes a whole SM slot, so a grid of ``M`` rows runs in ``ceil(M / 132)`` rounds and the
 last one is partly empty: 273 rows of 61440 f32 take 3 rounds for 2.07 rows of work (70% of the copy rate at
-best). With a tail (``tail_cols=c``) the launcher splits off, at run time, the last ``t = M % sms`` rows where
-``t * k <= tail_blocks`` and launches them as a second kernel whose rows each run over a cluster of ``k`` blocks
+best). With a tail (``tail_cols=c``) the launcher splits off, at run time, the last ``t = M % sms`` rows (paired
+rows: ``M % (2 sms)``) where ``t * k <= tail_blocks`` and the main kernel has at most ``tail_rounds`` rounds, and
+launches them as a second kernel whose rows each run over a cluster of ``k`` blocks
 (the cluster plan, about ``c`` columns per block): the main kernel's grid covers whole rounds, and the tail's
 blocks take the SMs as the main kernel's last rows leave them. ``M < sms`` rows are all tail when they are few
 enough (``M * k <= tail_blocks``): a few long rows over many SMs instead of one SM each.
