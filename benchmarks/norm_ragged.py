@@ -113,27 +113,40 @@ def _us(fn) -> float:
 
 def _case(k: str, n: int, dt: str, names: list[str]) -> str:
     """One table row: the copy of the same bytes, then each plan's time (checked against torch first)."""
-    import torch
 
     M = rows_for(n, dt)
     inputs, y, args = _tensors(k, M, n, dt)
     want, _ = reference(k, *inputs)
-    nbytes = 2 * M * n * inputs[0].element_size() * (2 if k == "rmsnorm+add" else 1)  # rows read and written
-    # the bytes rounded down to 64 KB (< 0.1% fewer): torch's copy of 16,770,000 floats (20000 bf16 x 1677 rows)
-    # took 52.7 us, of 16,773,120 (20480 x 1638) 35.1 on the H200 (session 20)
-    src = torch.empty(nbytes // 2 // 65536 * 16384, device="cuda", dtype=torch.float32)
-    dst = torch.empty_like(src)
-    copy = _us(lambda: dst.copy_(src))
+    copy = copy_us(k, M, n, inputs[0])
     cells = []
     for name in names:
-        launch = _build(k, n, dt, _plan(name))
-        y.fill_(float("nan"))
-        launch(*args)
-        err = (y.float() - want).abs().max().item()
-        assert err < (5e-2 if dt == "bf16" else 2e-3), (k, n, dt, name, err)
-        us = _us(lambda launch=launch: launch(*args))
+        us = checked_us(k, n, dt, _plan(name), args, y, want)
         cells.append(f"{name} {us:.1f} ({copy / us * 100:.0f}%)")
     return f"| {k} | {dt} | {M} x {n} | {copy:.1f} | " + " | ".join(cells) + " |"
+
+
+def copy_us(k: str, M: int, n: int, x) -> float:
+    """torch's copy of the bytes ``k`` reads and writes over ``M`` rows of ``n`` elements of ``x``'s type, as one
+    flat buffer (at least 64 KB): the reference a cell's ``%`` divides by."""
+    import torch
+
+    nbytes = 2 * M * n * x.element_size() * (2 if k == "rmsnorm+add" else 1)  # rows read and written
+    # the bytes rounded down to 64 KB (< 0.1% fewer): torch's copy of 16,770,000 floats (20000 bf16 x 1677 rows)
+    # took 52.7 us, of 16,773,120 (20480 x 1638) 35.1 on the H200 (session 20)
+    src = torch.empty(max(16384, nbytes // 2 // 65536 * 16384), device="cuda", dtype=torch.float32)
+    dst = torch.empty_like(src)
+    return _us(lambda: dst.copy_(src))
+
+
+def checked_us(k: str, n: int, dt: str, plan: dict, args, y, want) -> float:
+    """The time of ``k``'s launcher with ``plan`` on ``args`` once its output ``y`` (NaN-filled first) matches the
+    float64 reference ``want``."""
+    launch = _build(k, n, dt, dict(plan))
+    y.fill_(float("nan"))
+    launch(*args)
+    err = (y.float() - want).abs().max().item()
+    assert err < (5e-2 if dt == "bf16" else 2e-3), (k, n, dt, plan, err)
+    return _us(lambda: launch(*args))
 
 
 def compile_in_workers(module: str, argv, workers: int) -> None:

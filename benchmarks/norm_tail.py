@@ -16,7 +16,17 @@ from __future__ import annotations
 
 import argparse
 
-from .norm_ragged import KERNEL_NAMES, _build, _tensors, _us, compile_in_workers, reference, rows_for
+from .norm_ragged import (
+    KERNEL_NAMES,
+    _build,
+    _tensors,
+    _us,
+    checked_us,
+    compile_in_workers,
+    copy_us,
+    reference,
+    rows_for,
+)
 
 LENGTHS = [40000, 49160, 57344, 61440, 65536]
 ROWS = ["8", "24", "140", "270", "64MB"]
@@ -27,39 +37,21 @@ def _rows(spec: str, n: int, dtype: str) -> int:
     return rows_for(n, dtype) if spec == "64MB" else int(spec)
 
 
-def _torch_eager(kernel: str, inputs):
+def _case(k: str, n: int, dt: str, M: int) -> str:
     import torch
     import torch.nn.functional as F
 
-    x, r, w, b = inputs
-    if kernel == "softmax":
-        return lambda: torch.softmax(x, dim=-1)
-    if kernel == "layernorm":
-        return lambda: F.layer_norm(x, (x.shape[1],), w, b, 1e-5)
-    if kernel == "rmsnorm":
-        return lambda: F.rms_norm(x, (x.shape[1],), w, 1e-6)
-    return lambda: F.rms_norm(x + r, (x.shape[1],), w, 1e-6)
-
-
-def _case(k: str, n: int, dt: str, M: int) -> str:
-    import torch
+    from .cases.norm_sweep import _torch_ref
 
     inputs, y, args = _tensors(k, M, n, dt)
     want, _ = reference(k, *inputs)
-    nbytes = 2 * M * n * inputs[0].element_size() * (2 if k == "rmsnorm+add" else 1)
-    src = torch.empty(max(16384, nbytes // 2 // 65536 * 16384), device="cuda", dtype=torch.float32)
-    dst = torch.empty_like(src)
-    copy = _us(lambda: dst.copy_(src))
+    copy = copy_us(k, M, n, inputs[0])
     cells = []
     for plan in PLANS.values():
-        launch = _build(k, n, dt, dict(plan))
-        y.fill_(float("nan"))
-        launch(*args)
-        err = (y.float() - want).abs().max().item()
-        assert err < (5e-2 if dt == "bf16" else 2e-3), (k, n, dt, M, plan, err)
-        us = _us(lambda launch=launch: launch(*args))
+        us = checked_us(k, n, dt, plan, args, y, want)
         cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
-    us = _us(_torch_eager(k, inputs))
+    eager = _torch_ref(k, torch, F)[0]  # torch.softmax, F.rms_norm (the fused add: x + r first), F.layer_norm
+    us = _us(lambda: eager(*inputs))
     cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
     return f"| {k} | {dt} | {M} x {n} | {M % 132} | {copy:.1f} | " + " | ".join(cells) + " |"
 
