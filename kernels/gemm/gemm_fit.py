@@ -20,6 +20,7 @@ __all__ = [
     "SMEM_PER_SM",
     "STREAM_REG_SLACK",
     "stream_threads",
+    "stream_reg_cap",
     "stream_blocks_fit",
     "with_min_blocks",
     "mma_smem_bytes",
@@ -42,10 +43,16 @@ def stream_threads(cfg: GemmConfig) -> int:
     return 128 * (1 + max(1, cfg.tile_n // PANEL_N))
 
 
+def stream_reg_cap(cfg: GemmConfig, min_blocks: int) -> int:
+    """Registers per thread of the stream path at ``min_blocks`` blocks per SM (no ``setmaxnreg`` there: ptxas gives
+    each thread at most ``65536 / (min_blocks x threads)``)."""
+    return min(255, 65536 // (min_blocks * stream_threads(cfg)))
+
+
 def stream_blocks_fit(cfg: GemmConfig, min_blocks: int) -> bool:
-    """Whether ``min_blocks`` blocks of the stream path's tile fit an SM's registers (no ``setmaxnreg`` there: ptxas
-    gives each thread at most ``65536 / (min_blocks x threads)``; :data:`STREAM_REG_SLACK`)."""
-    return cfg.tile_m // 2 + STREAM_REG_SLACK <= min(255, 65536 // (min_blocks * stream_threads(cfg)))
+    """Whether ``min_blocks`` blocks of the stream path's tile fit an SM's registers (:func:`stream_reg_cap`,
+    :data:`STREAM_REG_SLACK`)."""
+    return cfg.tile_m // 2 + STREAM_REG_SLACK <= stream_reg_cap(cfg, min_blocks)
 
 
 def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None) -> GemmConfig:
@@ -67,11 +74,12 @@ def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None)
                              "blocks per SM")  # fmt: skip
         if not stream_blocks_fit(cfg, min_blocks):
             fewer = max((b for b in range(1, min_blocks) if stream_blocks_fit(cfg, b)), default=0)
-            tokens = 2 * (min(255, 65536 // (min_blocks * stream_threads(cfg))) - STREAM_REG_SLACK) // 8 * 8
+            cap = stream_reg_cap(cfg, min_blocks)
+            tokens = 2 * (cap - STREAM_REG_SLACK) // 8 * 8
             raise ValueError(
                 f"min_blocks={min_blocks}: {cfg.describe()} holds {cfg.tile_m // 2} accumulators per consumer thread "
                 f"in registers, and {min_blocks} blocks of {stream_threads(cfg)} threads leave each thread "
-                f"{min(255, 65536 // (min_blocks * stream_threads(cfg)))} (the assembler refuses it): "
+                f"{cap} (the assembler refuses it): "
                 + (f"ask for min_blocks={fewer}" if fewer else "ask for fewer blocks per SM")
                 + (f" or take tile_m <= {tokens}" if tokens >= 8 else "")
             )
