@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from _arrays import rand, randn, to_device, to_numpy
 
 ATOL = {"f32": 1e-5, "f16": 1e-2, "bf16": 2e-2}  # FlyDSL's tolerances
 # GPU vs interpreter: the GPU's approximate ex2/rsqrt and fused multiply-adds move f32 results by a few ulp,
@@ -99,3 +100,26 @@ def reference(kernel: str, x, r, w, b) -> np.ndarray:
     if kernel == "rmsnorm+add":
         x = r.astype(np.float64)
     return x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w
+
+
+def kernel_args(kernel: str, M: int, n: int, dtype: str, device: str = "cpu"):
+    """``((x, r, w, b), Y, R_out, args)``: seeded inputs (numpy), NaN-filled outputs and the launcher's arguments of
+    ``kernel`` (``benchmarks.cases.norm_sweep.KERNELS`` names) on ``device``."""
+    x, r = randn((M, n), dtype, seed=1, scale=2.0), randn((M, n), dtype, seed=2)
+    w, b = rand((n,), dtype, seed=3) + x.dtype.type(0.5), randn((n,), dtype, seed=4)
+    X, R, W, B, Y, RO = (to_device(a, device) for a in (x, r, w, b, np.full_like(x, np.nan), np.full_like(x, np.nan)))
+    args = {"softmax": (X, Y, M), "rmsnorm": (X, W, Y, M), "rmsnorm+add": (X, R, W, Y, RO, M),
+            "layernorm": (X, W, B, Y, M)}[kernel]  # fmt: skip
+    return (x, r, w, b), Y, RO, args
+
+
+def check_rows(kernel: str, inputs, y, ro, tol: float) -> None:
+    """``y`` (and the fused add's ``ro``: exactly the rounded sum) against :func:`reference`, relative to its
+    largest value."""
+    x, r, w, b = inputs
+    if kernel == "rmsnorm+add":
+        r = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+        np.testing.assert_array_equal(to_numpy(ro), r)
+    want = reference(kernel, x, r, w, b)
+    err = np.abs(to_numpy(y).astype(np.float64) - want).max() / np.abs(want).max()
+    assert err < tol, (kernel, err)

@@ -11,10 +11,8 @@ apply) and 3 rows of 3001 bf16 (odd: 2-byte accesses).
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from _arrays import rand, randn
-from norm_cases import reference
+from norm_cases import check_rows, kernel_args
 
 from benchmarks.cases.norm_sweep import KERNELS, VARIANTS
 from benchmarks.norm_ragged import VARIANTS as RAGGED
@@ -29,20 +27,10 @@ TOL = {"f32": 1e-4, "bf16": 2e-2}
 @pytest.mark.parametrize("name", list(PLANS))
 @pytest.mark.parametrize("kernel", list(KERNELS))
 def test_every_named_plan_is_right_or_refused(kernel, name, M, N, dtype, interpreter):
-    x, r = randn((M, N), dtype, seed=1, scale=2.0), randn((M, N), dtype, seed=2)
-    w, b = rand((N,), dtype, seed=3) + x.dtype.type(0.5), randn((N,), dtype, seed=4)
-    y, ro = np.full_like(x, np.nan), np.full_like(x, np.nan)
-    args = {"softmax": (x, y, M), "rmsnorm": (x, w, y, M), "rmsnorm+add": (x, r, w, y, ro, M),
-            "layernorm": (x, w, b, y, M)}[kernel]  # fmt: skip
+    inputs, y, ro, args = kernel_args(kernel, M, N, dtype)
     try:
         KERNELS[kernel][0](N, dtype, dict(PLANS[name]))(*args)
     except ValueError as e:  # a refusal: the kernel library's own check, not the DSL's from deep inside a trace
         assert str(e) and raised_in(e).startswith("kernels"), (raised_in(e), e)
         return
-    if kernel == "rmsnorm+add":
-        s = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
-        np.testing.assert_array_equal(ro, s)
-        r = s
-    want = reference(kernel, x, r, w, b)
-    err = np.abs(y.astype(np.float64) - want).max() / np.abs(want).max()
-    assert err < TOL[dtype], (kernel, name, err)
+    check_rows(kernel, inputs, y, ro, TOL[dtype])

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _arrays import rand, randn, to_device, to_numpy
-from norm_cases import reference
+from norm_cases import check_rows, kernel_args
 
 from benchmarks.cases.norm_sweep import KERNELS
 from flydsl.runtime import cpu as cpu_runtime
@@ -47,26 +46,6 @@ def _cases():
 CASES = list(_cases())
 
 
-def _args(kernel, M, n, dtype, device="cpu"):
-    x, r = randn((M, n), dtype, seed=1, scale=2.0), randn((M, n), dtype, seed=2)
-    w, b = rand((n,), dtype, seed=3) + x.dtype.type(0.5), randn((n,), dtype, seed=4)
-    t = [to_device(a, device) for a in (x, r, w, b, np.full_like(x, np.nan), np.full_like(x, np.nan))]
-    X, R, W, B, Y, RO = t
-    args = {"softmax": (X, Y, M), "rmsnorm": (X, W, Y, M), "rmsnorm+add": (X, R, W, Y, RO, M),
-            "layernorm": (X, W, B, Y, M)}[kernel]  # fmt: skip
-    return (x, r, w, b), Y, RO, args
-
-
-def _check(kernel, inputs, y, ro, tol):
-    x, r, w, b = inputs
-    if kernel == "rmsnorm+add":
-        r = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
-        np.testing.assert_array_equal(to_numpy(ro), r)
-    want = reference(kernel, x, r, w, b)
-    err = np.abs(to_numpy(y).astype(np.float64) - want).max() / np.abs(want).max()
-    assert err < tol, err
-
-
 @pytest.mark.parametrize(
     "kernel,plan,M,blocks,rounds,t", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}r{c[4]}" for c in CASES]
 )
@@ -79,10 +58,10 @@ def test_tail_rows_are_right_and_launched_as_asked(kernel, plan, M, blocks, roun
         return launch(self, mem, name, grid, *rest)
 
     monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
-    inputs, y, ro, args = _args(kernel, M, N, "f32")
+    inputs, y, ro, args = kernel_args(kernel, M, N, "f32")
     options = {**PLANS[plan], "tail_cols": 640, "tail_blocks": blocks, "tail_rounds": rounds}
     KERNELS[kernel][0](N, "f32", options)(*args)
-    _check(kernel, inputs, y, ro, 1e-5)
+    check_rows(kernel, inputs, y, ro, 1e-5)
     tails = [g for name, g in launches if name != launches[0][0] or M == t]
     assert tails == ([t * K] if t else []), launches
     assert len(launches) == (M > t) + (t > 0), launches  # the main kernel only where it has rows
@@ -91,7 +70,7 @@ def test_tail_rows_are_right_and_launched_as_asked(kernel, plan, M, blocks, roun
 @pytest.mark.parametrize("tail", [640, 0], ids=["tail", "no-tail"])
 def test_no_rows_launch_nothing_and_negative_rows_are_refused(tail, interpreter):
     """M = 0: no launch and no error (an empty batch), with a tail or without; M < 0: the launch's FLY222."""
-    _, y, _, args = _args("rmsnorm", 3, N, "f32")
+    _, y, _, args = kernel_args("rmsnorm", 3, N, "f32")
     launch = KERNELS["rmsnorm"][0](N, "f32", {**PLANS["onchip"], "tail_cols": tail})
     launch(*args[:-1], 0)
     assert np.isnan(y).all()
@@ -102,9 +81,9 @@ def test_no_rows_launch_nothing_and_negative_rows_are_refused(tail, interpreter)
 def test_tail_of_odd_rows(interpreter):
     """Rows of 2501 f32 (scalar accesses): the tail's last block holds a ragged slice."""
     for kernel in KERNELS:
-        inputs, y, ro, args = _args(kernel, 3, 2501, "f32")
+        inputs, y, ro, args = kernel_args(kernel, 3, 2501, "f32")
         KERNELS[kernel][0](2501, "f32", {**PLANS["onchip"], "tail_cols": 640})(*args)
-        _check(kernel, inputs, y, ro, 1e-5)
+        check_rows(kernel, inputs, y, ro, 1e-5)
 
 
 BAD = [{"tail_cols": -1}, {"tail_blocks": 0}, {"tail_rounds": -1}, {"tail_cols": "8k"}, {"tail_regs": 300}]
@@ -141,7 +120,7 @@ def test_a_launcher_with_a_tail_keeps_the_fast_launch_plan(interpreter):
     import flydsl.compiler as flyc
     from flydsl.runtime.launch_plan import launch_plan
 
-    _, _, _, args = _args("rmsnorm", 3, N, "f32")
+    _, _, _, args = kernel_args("rmsnorm", 3, N, "f32")
     f = KERNELS["rmsnorm"][0](N, "f32", {**PLANS["onchip"], "tail_cols": 640})
     plan = launch_plan(flyc.compile(f, *args)._entry.artifact.host_op())
     assert plan is not None and plan.source.count("    if ") >= 2
@@ -161,13 +140,13 @@ def test_gpu_tail_rows_follow_in_the_stream_and_in_graphs(kernel, M, n, dtype, m
     NaN-filled output unwritten: the tail (launched with programmatic dependent launch) waits for the main kernel."""
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
-    inputs, y, ro, args = _args(kernel, M, n, dtype, "cuda")
+    inputs, y, ro, args = kernel_args(kernel, M, n, dtype, "cuda")
     launch = KERNELS[kernel][0](n, dtype, {})
     tol = 2e-2 if dtype == "bf16" else 1e-4
     launch(*args)
     unwritten = torch.isnan(y).sum()  # queued right behind the launcher's kernels
     assert int(unwritten) == 0
-    _check(kernel, inputs, y, ro, tol)
+    check_rows(kernel, inputs, y, ro, tol)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         launch(*args)
@@ -175,7 +154,7 @@ def test_gpu_tail_rows_follow_in_the_stream_and_in_graphs(kernel, M, n, dtype, m
         y.fill_(float("nan"))
         graph.replay()
         assert int(torch.isnan(y).sum()) == 0
-    _check(kernel, inputs, y, ro, tol)
+    check_rows(kernel, inputs, y, ro, tol)
 
 
 def test_the_dependent_launch_protocol_in_the_ir(interpreter, tmp_path):
@@ -184,7 +163,7 @@ def test_the_dependent_launch_protocol_in_the_ir(interpreter, tmp_path):
     every row, once more near its start (under a run-time ``if``) — the order the GPU test relies on."""
     interpreter.setenv("FLYDSL_DUMP_IR", "1")
     interpreter.setenv("COMPILE_ONLY", "1")
-    _, _, _, args = _args("rmsnorm", 3, N, "f32")
+    _, _, _, args = kernel_args("rmsnorm", 3, N, "f32")
     KERNELS["rmsnorm"][0](N, "f32", {**PLANS["onchip"], "tail_cols": 640})(*args)
     (text,) = [p.read_text() for p in (tmp_path / "dump").glob("*/03_dce.mlir")]
     main, tail = text.split("gpu.func @")[1:3]
