@@ -37,6 +37,9 @@ VARIANTS = {
     "tail4k": {"tail_cols": 4096},
     "tail8kr64": {"tail_cols": 8192, "tail_regs": 64},
     "o512p2tail": {**_O512, "persist": 2, "tail_cols": 8192},
+    # the few-rows plan (session 22, kernels/norm/row_tail.py) alone, for a range of row counts or up to one
+    "few512": {"tail_cols": 0, "few_rows": (2, 300), "few_plan": {"onchip_threads": 512, "max_registers": 64}},
+    "few1024": {"tail_cols": 0, "few_rows": 165, "few_plan": {"cache_hint": "cs"}},
     "reg512": {
         "shape_defaults": False,
         "cache_hint": "cs",

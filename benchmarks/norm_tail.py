@@ -3,13 +3,15 @@ softmax, RMSNorm, the fused add + RMSNorm and LayerNorm, bf16 and f32, rows of 4
 a round and a few (140), two rounds and a few (270, or the ~64 MB of ``norm_ragged``).
 
 Each cell: the library's plan (its per-shape tail, ``kernels/norm/row_tail.py``: the last rows over thread block
-clusters), the same plan without the tail (``tail_cols=0``) and torch eager, as CUDA-graph replays of one call (median),
+clusters; and its few-rows plan), the same plan without the tail (``tail_cols=0``) or without the few-rows plan
+(``few_rows=0``; ``--plans`` picks the columns) and torch eager, as CUDA-graph replays of one call (median),
 beside torch's copy of the same bytes; ``%`` = that copy's time over the kernel's (for a few rows, launch latency
 dominates both). Every output is checked against a float64 reference first.
 
-``python -m benchmarks.norm_tail`` (GPU; ``--lengths``, ``--kernels``, ``--dtypes``, ``--rows``, ``--workers N``:
-compile every configuration first in N processes sharing the disk cache). Results:
-``benchmarks/results/2026-12-01-NVIDIA-H200-norm-tail-s21.md``.
+``python -m benchmarks.norm_tail`` (GPU; ``--lengths``, ``--kernels``, ``--dtypes``, ``--rows``, ``--plans``,
+``--workers N``: compile every configuration first in N processes sharing the disk cache). Results:
+``benchmarks/results/2026-12-01-NVIDIA-H200-norm-tail-s21.md`` (the tail), ``...-norm-few-s22.md`` (the few-rows
+plans: ``--rows 34,64,100,132,140,160,200,273 --lengths 49160,65536 --plans flydsl,"no few"``).
 """
 
 from __future__ import annotations
@@ -30,14 +32,15 @@ from .norm_ragged import (
 
 LENGTHS = [40000, 49160, 57344, 61440, 65536]
 ROWS = ["8", "24", "140", "270", "64MB"]
-PLANS = {"flydsl": {}, "no tail": {"tail_cols": 0}}
+# the library's plan against itself without the tail (session 21) or without the few-rows plan (session 22)
+PLANS = {"flydsl": {}, "no tail": {"tail_cols": 0}, "no few": {"few_rows": 0}}
 
 
 def _rows(spec: str, n: int, dtype: str) -> int:
     return rows_for(n, dtype) if spec == "64MB" else int(spec)
 
 
-def _case(k: str, n: int, dt: str, M: int) -> str:
+def _case(k: str, n: int, dt: str, M: int, plans: list[str]) -> str:
     import torch
     import torch.nn.functional as F
 
@@ -47,8 +50,8 @@ def _case(k: str, n: int, dt: str, M: int) -> str:
     want, _ = reference(k, *inputs)
     copy = copy_us(k, M, n, inputs[0])
     cells = []
-    for plan in PLANS.values():
-        us = checked_us(k, n, dt, plan, args, y, want)
+    for name in plans:
+        us = checked_us(k, n, dt, PLANS[name], args, y, want)
         cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
     eager = _torch_ref(k, torch, F)[0]  # torch.softmax, F.rms_norm (the fused add: x + r first), F.layer_norm
     us = _us(lambda: eager(*inputs))
@@ -67,25 +70,30 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", default=",".join(KERNEL_NAMES))
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--rows", default=",".join(ROWS), help="row counts; 64MB: about 64 MB of rows")
+    ap.add_argument("--plans", default="flydsl,no tail", help=f"columns, of {', '.join(PLANS)}")
     ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
     ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     todo = _todo(args)
+    plans = args.plans.split(",")
+    if set(plans) - PLANS.keys():
+        ap.error(f"--plans: {', '.join(sorted(set(plans) - PLANS.keys()))} unknown; give some of {', '.join(PLANS)}")
     if args.compile_share:
         import torch
 
         index, workers = args.compile_share
         for i, (k, n, dt, _) in enumerate(dict.fromkeys((k, n, dt, 0) for k, n, dt, _ in todo)):
             if i % workers == index:
-                for plan in PLANS.values():  # both kernels of a launcher with a tail: 3 rows, all the tail's
+                for plan in map(PLANS.get, plans):  # both kernels of a launcher with a tail: 3 rows, all the tail's
                     _build(k, n, dt, dict(plan))(*_tensors(k, 3, n, dt)[2])
         torch.cuda.synchronize()
         return 0
     compile_in_workers("benchmarks.norm_tail", argv, args.workers)
-    print("| kernel | dtype | shape | M % 132 | copy us | flydsl us (%) | no tail | torch eager |", flush=True)
-    print("|---|---|---|---|---|---|---|---|", flush=True)
+    heads = [f"{p} us (%)" if p == "flydsl" else p for p in plans]
+    print("| kernel | dtype | shape | M % 132 | copy us | " + " | ".join(heads) + " | torch eager |", flush=True)
+    print("|---" * (len(plans) + 6) + "|", flush=True)
     for k, n, dt, M in todo:
-        print(_case(k, n, dt, M), flush=True)
+        print(_case(k, n, dt, M, plans), flush=True)
     return 0
 
 

@@ -52,7 +52,6 @@ from kernels.norm.row_stream import (
     StreamPlan,
     row_or_stream_plan,
     stream_default_off,
-    stream_options,
     stream_rows,
 )
 from kernels.norm.row_tail import RowTail
@@ -160,7 +159,14 @@ LAYERNORM_OPTIONS = ("before", "stream_wb_ahead", "pair_wb_ahead", "reread_first
 
 # the last rows of a long-row grid over thread block clusters (kernels/norm/row_tail.py): a few rows (fewer than the
 # SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
-TAIL_ROWS: list = [((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}), ((49153, 1 << 31, None), {"tail_cols": 8192})]
+# f32 rows over 48K, up to a round and a tail (33 rows x 8 blocks): a row per 1024-thread block, not the pairs (which
+# take one row per block below a round; H200, session 22, 34-160 rows of 49160 / 65536: 32-84 -> 49-90% of the copy
+# rate; at 200-273 rows the pairs were faster)
+TAIL_ROWS: list = [
+    ((49153, 1 << 31, ("f32",)), {"tail_cols": 8192, "few_rows": 165, "few_plan": {"cache_hint": "cs"}}),
+    ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}),
+    ((49153, 1 << 31, None), {"tail_cols": 8192}),
+]
 
 
 # the rules before this session's branch lnst (main at d69a6a1): ``before=True`` measures against them
@@ -187,6 +193,11 @@ def plan_defaults(N: int, dtype_str: str, before: bool = False) -> dict:
     return {**PLAN_DEFAULTS, **defaults_for(LONG_ROWS_BEFORE if before else LONG_ROWS, N, dtype_str), **tail}
 
 
+def _grid(plan, m):
+    """A main kernel's blocks for ``m`` rows: a pair's, or a row's."""
+    return pair_grid(plan, m) if plan.paired else plan.grid(m)
+
+
 def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_options):
     """``launch(Input, Gamma, Beta, Output, m_in, stream=None)``; ``plan_options`` go to
     ``norm_common.plan_rows`` or, with ``stream=True``, to ``row_stream.plan_stream``; ``before=True``: the per-shape
@@ -202,14 +213,12 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     wb_depth = plan_options.pop("pair_wb_ahead", 1)  # pairs: W and B chunks in flight ahead of their use
     reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
     pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
-    rt = RowTail(N, dtype, plan_options)  # the last rows' launch (row_tail)
-    streamed, stream_plan_options, plan_options = stream_options(
-        rt.plan_options, "build_layernorm_module", LAYERNORM_OPTIONS
-    )
-    plan_options["weight_tensors"] = 2  # W and B
+    # the main plan (a stream plan, or plan_rows'), the few-rows plan and the last rows' launch (row_tail)
+    rt = RowTail(N, dtype, plan_options, "build_layernorm_module", PLAN_DEFAULTS, LAYERNORM_OPTIONS, pairs=True)
 
-    def make_plan(vec):
-        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
+    def make_plan(vec, split):
+        streamed, stream_plan_options, plan_options = split
+        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, {**plan_options, "weight_tensors": 2})
 
     @flyc.kernel
     def layernorm_kernel(
@@ -219,9 +228,9 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         Y: fx.Pointer,
         rows: fx.Int32,
         vec: Constexpr[int],
-        tail: Constexpr[bool],
+        role: Constexpr[int],
     ):
-        plan = rt.plan(vec) if tail else make_plan(vec)
+        plan = rt.kernel_plan(role, vec, make_plan)
         rt.begin(plan, rows, vec)
 
         def output(frag, c, x, mean, rstd):
@@ -350,9 +359,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         stream: Stream = Stream(None),
     ):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (Input, Gamma, Beta, Output)))
-        plan = make_plan(vec)
-        grid = (lambda m: pair_grid(plan, m)) if getattr(plan, "paired", False) else None
         args = (Input.iterator, Gamma.iterator, Beta.iterator, Output.iterator)
-        rt.launch(layernorm_kernel, args, m_in, vec, plan, stream, grid)
+        rt.launch(layernorm_kernel, args, m_in, vec, make_plan, stream, _grid)
 
     return with_register_cap(launch_layernorm, kernel_options)

@@ -59,6 +59,8 @@ __all__ = [
     "SMEM_BUDGET",
     "PAIR_SMEM_BUDGET",
     "NUM_SMS",
+    "TAIL_OPTIONS",
+    "FEW_OPTIONS",
     "vector_width",
     "RowFragments",
     "row_reduce",
@@ -225,6 +227,19 @@ PAIR_SMEM_BUDGET = 224 * 1024  # paired rows: a block alone on its SM (its reduc
 # threads an SM holds at 64 registers each (65536 registers): the row kernels take 33-64, so no more fit
 THREADS_PER_SM = 1024
 NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
+
+# a builder's launch options (kernels/norm/row_tail.py) and their defaults: the tail launch's (0 columns: no tail) at
+# most ``tail_blocks`` blocks in the tail (two per SM), and a tail only while the main kernel has at most
+# ``tail_rounds`` rounds of rows (a row per SM, paired rows two; 0: only fewer rows than one round, every one of them
+# the tail's) — with more, the last round is a small part of the time and splitting it off measured slower (H200,
+# session 21); ``tail_regs``: the tail kernel's register cap (0: all that one of its blocks may take, 65536 /
+# threads); a launcher's ``max_registers`` is the main kernel's.
+TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 2 * NUM_SMS, "tail_rounds": 2, "tail_regs": 0}
+# the few-rows plan's: launches of at most ``few_rows`` rows (or of a range ``(lo, hi)`` of row counts; 0: none, and
+# ``few_plan`` unused: ``few_rows=0`` switches a per-shape rule's off) take
+# the plan ``few_plan`` describes (a builder's options over its base defaults, as with ``shape_defaults=False``) for
+# their main kernel
+FEW_OPTIONS = {"few_rows": 0, "few_plan": None}
 
 
 KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not of the row plan

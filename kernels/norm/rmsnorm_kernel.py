@@ -46,7 +46,6 @@ from kernels.norm.row_stream import (
     StreamPlan,
     row_or_stream_plan,
     stream_default_off,
-    stream_options,
     stream_rows,
 )
 from kernels.norm.row_tail import RowTail
@@ -94,7 +93,14 @@ FUSED_ADD_LONG_ROWS: list = [
 
 # the last rows of a long-row grid over thread block clusters (kernels/norm/row_tail.py): a few rows (fewer than the
 # SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
-TAIL_ROWS: list = [((32769, 1 << 31, ("f32",)), {"tail_cols": 16384}), ((49153, 1 << 31, None), {"tail_cols": 16384})]
+# 16-bit rows of 64K (persistent pairs of 1024-thread blocks) at 100-273 rows: one row per 512-thread block, two per
+# SM (H200, session 22: 78-96 -> 84-101% of the copy rate; 49160-61440 take such blocks at every row count)
+_FEW_64K = {"few_rows": (100, 273), "few_plan": {k: v for k, v in O512.items() if k != WIDE_ONLY}}
+TAIL_ROWS: list = [
+    ((32769, 1 << 31, ("f32",)), {"tail_cols": 16384}),
+    ((65536, 1 << 31, ("bf16", "f16")), {"tail_cols": 16384, **_FEW_64K}),
+    ((49153, 1 << 31, None), {"tail_cols": 16384}),
+]
 FUSED_ADD_TAIL_ROWS: list = [
     ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}),
     ((32769, 1 << 31, ("bf16", "f16")), {"tail_cols": 16384}),
@@ -138,14 +144,13 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )
     dtype = DTYPES[dtype_str]
-    rt = RowTail(N, dtype, plan_options)  # the last rows' launch (row_tail)
-    streamed, stream_plan_options, plan_options = stream_options(
-        rt.plan_options, "build_fused_add_rmsnorm_module" if fused_add else "build_rmsnorm_module"
-    )
-    if streamed and fused_add:
+    # the main plan (a stream plan, or plan_rows'), the few-rows plan and the last rows' launch (row_tail)
+    name = "build_fused_add_rmsnorm_module" if fused_add else "build_rmsnorm_module"
+    rt = RowTail(N, dtype, plan_options, name, PLAN_DEFAULTS)
+    if fused_add and any(split and split[0] for split in (rt.main, rt.few)):
         raise ValueError("stream=True: the stream plan reads one input; the fused add (X and R) has two")
     # one weight; the fused add's persistent plans prefetch R beside X
-    plan_options = {**plan_options, "weight_tensors": 1, "inputs": 2 if fused_add else 1}
+    kernel_tensors = {"weight_tensors": 1, "inputs": 2 if fused_add else 1}
 
     @flyc.kernel
     def rmsnorm_kernel(
@@ -155,10 +160,10 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
         residual: tuple,
         rows: fx.Int32,
         vec: Constexpr[int],
-        tail: Constexpr[bool],
+        role: Constexpr[int],
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
-        plan = rt.plan(vec) if tail else make_plan(vec)
+        plan = rt.kernel_plan(role, vec, make_plan)
         rt.begin(plan, rows, vec)
 
         def load_raw(frag, c):
@@ -225,13 +230,14 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
             each_row(plan, dtype, rows, (X, R) if fused_add else (X,), row_body, (W,))
             finish_rows(plan)
 
-    def make_plan(vec):
-        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
+    def make_plan(vec, split):
+        streamed, stream_plan_options, plan_options = split
+        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, {**plan_options, **kernel_tensors})
 
     def launch(X, R, W, Y, R_out, M, stream):
         vec = vector_width(N, dtype.width // 8, min(t.alignment for t in (X, R, W, Y, R_out)))
         residual = (R.iterator, R_out.iterator) if fused_add else ()  # no parameters where unused
-        rt.launch(rmsnorm_kernel, (X.iterator, W.iterator, Y.iterator, residual), M, vec, make_plan(vec), stream)
+        rt.launch(rmsnorm_kernel, (X.iterator, W.iterator, Y.iterator, residual), M, vec, make_plan, stream)
 
     if fused_add:
 

@@ -29,8 +29,15 @@ import inspect
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_common import KERNEL_OPTIONS, NUM_SMS, RowFragments, RowPlan, plan_rows
-from kernels.norm.row_tail import TAIL_OPTIONS
+from kernels.norm.norm_common import (
+    FEW_OPTIONS,
+    KERNEL_OPTIONS,
+    NUM_SMS,
+    TAIL_OPTIONS,
+    RowFragments,
+    RowPlan,
+    plan_rows,
+)
 
 __all__ = [
     "SMEM_LIMIT",
@@ -128,7 +135,7 @@ ROW_PLAN_OPTIONS = frozenset(inspect.signature(plan_rows).parameters) - {
 
 
 # options that do not describe a plan_rows plan (a kernel adds its own): given alone, they keep a stream default
-NOT_ROW_PLAN = frozenset({*STREAM_OPTIONS, *TAIL_OPTIONS, "stream", "shape_defaults", "max_registers"})
+NOT_ROW_PLAN = frozenset({*STREAM_OPTIONS, *TAIL_OPTIONS, *FEW_OPTIONS, "stream", "shape_defaults", "max_registers"})
 
 
 def stream_default_off(plan_options: dict, not_row_plan) -> dict:

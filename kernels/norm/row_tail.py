@@ -14,6 +14,14 @@ all of its blocks have started (``griddepcontrol.launch_dependents`` first thing
 rows, so it waits for the main kernel (``griddepcontrol.wait``) at its end, which makes what follows in the
 stream see both finished. A tail without a main kernel (every row is the tail's) waits first: what came before
 it in the stream wrote its input.
+
+The main kernel's plan can be chosen by the row count too (session 22): launches of ``few_rows`` rows (at most
+``n``, or a range ``(lo, hi)``) take the *few-rows plan* ``few_plan`` describes (a builder's plan options over its
+base defaults, as with ``shape_defaults=False``). Beside a tail, a main plan whose blocks leave room on an SM (512
+threads at 64 registers) lets the tail's blocks start at once; with fewer rows than SMs, a row per block of 1024
+threads beats pairs of rows. A kernel takes ``role: Constexpr[int]`` (:data:`MAIN`, :data:`FEW`, :data:`TAIL`) and
+builds the role's plan (:meth:`RowTail.kernel_plan`); the launcher launches what the row count asks for
+(:meth:`RowTail.launch`): the choice is a branch of the launch plan, no second call.
 """
 
 from __future__ import annotations
@@ -22,25 +30,33 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_common import NUM_SMS, RowPlan, plan_rows
+from kernels.norm.norm_common import FEW_OPTIONS, TAIL_OPTIONS, RowPlan, plan_rows, split_options
+from kernels.norm.row_stream import stream_options
 
-__all__ = ["TAIL_OPTIONS", "RowTail", "pop_tail_options", "tail_plan", "tail_begin", "launch_rows"]
+__all__ = [
+    "TAIL_OPTIONS",
+    "FEW_OPTIONS",
+    "MAIN",
+    "FEW",
+    "TAIL",
+    "RowTail",
+    "pop_tail_options",
+    "tail_plan",
+    "tail_begin",
+    "launch_rows",
+]
 
-# a builder's tail options and their defaults (0 columns: no tail): at most ``tail_blocks`` blocks in the tail (two
-# per SM), and a tail only while the main kernel has at most ``tail_rounds`` rounds of rows (a row per SM, paired rows
-# two; 0: only fewer rows than one round, every one of them the tail's) — with more, the last round is a small part
-# of the time and splitting it off measured slower (H200, session 21)
-# ``tail_regs``: the tail kernel's register cap (0: all that one of its blocks may take, 65536 / threads); a
-# launcher's ``max_registers`` is the main kernel's
-TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 2 * NUM_SMS, "tail_rounds": 2, "tail_regs": 0}
+MAIN, FEW, TAIL = 0, 1, 2  # a kernel's role (its ``role`` parameter): the main plan, the few-rows plan, the tail's
 # plan_rows options the tail's cluster plan keeps from the kernel's (how many values a thread holds)
 _KEPT = ("elems_per_thread", "max_row_threads")
 
 
 def pop_tail_options(plan_options: dict) -> tuple[dict, tuple]:
-    """``(plan_options without the tail options, (tail_cols, tail_blocks, tail_rounds, tail_regs))``."""
+    """``(plan_options without the tail and few-rows options, (tail_cols, tail_blocks, tail_rounds, tail_regs,
+    few_rows, few_plan))``, ``few_rows`` a range ``(lo, hi)`` of row counts (an int ``n``: ``(1, n)``) or None."""
     plan_options = dict(plan_options)
     cols, blocks, rounds, regs = (plan_options.pop(k, d) for k, d in TAIL_OPTIONS.items())
+    few_rows, few_plan = (plan_options.pop(k, d) for k, d in FEW_OPTIONS.items())
     if (
         not all(type(v) is int for v in (cols, blocks, rounds, regs))
         or min(cols, rounds, blocks - 1) < 0
@@ -50,7 +66,24 @@ def pop_tail_options(plan_options: dict) -> tuple[dict, tuple]:
             f"tail_cols={cols!r}, tail_blocks={blocks!r}, tail_rounds={rounds!r}, tail_regs={regs!r}: give integers, "
             "tail_cols >= 0 (0: no tail), tail_blocks >= 1, tail_rounds >= 0, tail_regs 0 (its blocks' all) or 16-255"
         )
-    return plan_options, (cols, blocks, rounds, regs)
+    rows = (1, few_rows) if type(few_rows) is int else few_rows
+    if (
+        not (isinstance(rows, tuple) and len(rows) == 2 and all(type(r) is int for r in rows))
+        or not 1 <= rows[0] <= max(1, rows[1])
+        or rows[1] < 0
+        or (rows[1] > 0 and not isinstance(few_plan, dict))
+    ):
+        raise ValueError(
+            f"few_rows={few_rows!r}, few_plan={few_plan!r}: give few_rows (the launches of at most few_rows rows, or "
+            "a range (lo, hi) of row counts, 1 <= lo <= hi) with few_plan, a dict of the plan's options for them "
+            "(few_rows=0: none)"
+        )
+    if rows[1] > 0 and few_plan.keys() & {*TAIL_OPTIONS, *FEW_OPTIONS, "shape_defaults"}:
+        raise ValueError(
+            f"few_plan={few_plan!r}: the tail options and shape_defaults are the launcher's; give them beside "
+            "few_plan, not in it"
+        )
+    return plan_options, (cols, blocks, rounds, regs, *((rows, few_plan) if rows[1] > 0 else (None, None)))
 
 
 def tail_plan(n: int, elem_bytes: int, vec: int, cols: int, plan_options: dict):
@@ -76,15 +109,15 @@ def _tail_begin(plan, rows, has_tail: bool) -> None:
         fx.nvvm.griddep_launch_dependents()
 
 
-def _launch_rows(m, plan: RowPlan, tail: RowPlan | None, limits: tuple, grid, launch) -> None:
-    """Launch ``m`` rows (run-time): ``launch(rows, blocks, plan)`` once with ``grid(m)`` blocks of ``plan``, or,
-    with a ``tail`` plan, the main kernel over the first ``m - t`` rows and the tail over the last ``t = m % round``
-    (``round``: the rows one round of the SMs takes, one per SM or, paired rows, two) where the tail options
-    (``limits``: blocks, rounds) allow it (else every row is the main kernel's); each launch only where it has
-    rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222)."""
+def _launch_split(m, plan: RowPlan, role: int, tail: RowPlan | None, limits: tuple, grid, launch) -> None:
+    """Launch ``m`` rows (run-time): ``launch(rows, blocks, plan, role)`` once with ``grid(plan, m)`` blocks of
+    ``plan``, or, with a ``tail`` plan, the main kernel over the first ``m - t`` rows and the tail over the last
+    ``t = m % round`` (``round``: the rows one round of the SMs takes, one per SM or, paired rows, two) where the tail
+    options (``limits``: blocks, rounds) allow it (else every row is the main kernel's); each launch only where it
+    has rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222)."""
     if fx.const_expr(tail is None):
         if m != 0:
-            launch(m, grid(m), plan)
+            launch(m, grid(plan, m), plan, role)
     else:
         blocks, rounds = limits
         per_round = plan.sms * (2 if plan.paired else 1)
@@ -92,44 +125,90 @@ def _launch_rows(m, plan: RowPlan, tail: RowPlan | None, limits: tuple, grid, la
         t = ((t > 0) & (t * tail.cluster <= blocks) & (m // per_round <= rounds)).select(t, fx.Int32(0))
         head = m - t
         if head != 0:
-            launch(head, grid(head), plan)
+            launch(head, grid(plan, head), plan, role)
         if t > 0:
-            launch(m, t * tail.cluster, tail)
+            launch(m, t * tail.cluster, tail, TAIL)
+
+
+def _launch_rows(m, plan: RowPlan, few: tuple, tail: RowPlan | None, limits: tuple, grid, launch) -> None:
+    """:func:`_launch_split` of ``m`` rows over the main ``plan`` or, with ``few = ((lo, hi), plan)``, over the
+    few-rows plan where ``lo <= m <= hi``."""
+    if fx.const_expr(few is None):
+        _launch_split(m, plan, MAIN, tail, limits, grid, launch)
+    else:
+        (lo, hi), few_plan = few
+        if (m >= lo) & (m <= hi):
+            _launch_split(m, few_plan, FEW, tail, limits, grid, launch)
+        else:
+            _launch_split(m, plan, MAIN, tail, limits, grid, launch)
 
 
 # run-time branches: rewritten as a kernel body's are
 tail_begin = ASTRewriter.transform(_tail_begin)
+_launch_split = ASTRewriter.transform(_launch_split)
 launch_rows = ASTRewriter.transform(_launch_rows)
 
 
-class RowTail:
-    """A row kernel builder's tail (module docstring): ``RowTail(n, dtype, plan_options)`` takes the tail options
-    out of ``plan_options`` (the rest: :attr:`plan_options`). In the kernel (a ``Constexpr[bool]`` parameter
-    ``tail``, after ``rows`` and ``vec``): ``plan = rt.plan(vec) if tail else make_plan(vec)`` and
-    ``rt.begin(plan, rows, vec)`` first; in the launcher, ``rt.launch(kernel, args, m, vec, plan, stream)`` in place
-    of the one launch."""
+def _row_grid(plan, m):
+    return plan.grid(m)
 
-    def __init__(self, n: int, dtype, plan_options: dict):
-        self.plan_options, (self.cols, blocks, rounds, self.regs) = pop_tail_options(plan_options)
+
+class RowTail:
+    """A row kernel builder's launch choices (module docstring): ``RowTail(n, dtype, plan_options, kernel, base,
+    own, pairs)`` takes the tail and few-rows options out of ``plan_options`` and splits the rest, and the few-rows
+    plan's options over ``base`` (the builder's defaults without its per-shape rules), as
+    :func:`kernels.norm.row_stream.stream_options` does (``kernel``, ``own``: for its errors): :attr:`main`,
+    :attr:`few` (None without a few-rows plan): ``(stream, plan_stream's options, plan_rows' options)``.
+
+    In the kernel (a ``Constexpr[int]`` parameter ``role``, after ``rows`` and ``vec``): ``plan =
+    rt.kernel_plan(role, vec, make_plan)`` and ``rt.begin(plan, rows, vec)`` first, ``make_plan(vec, split)`` the
+    builder's plan of one of those splits; in the launcher, ``rt.launch(kernel, args, m, vec, make_plan, stream)`` in
+    place of the one launch."""
+
+    def __init__(self, n: int, dtype, plan_options: dict, kernel: str, base: dict, own=(), pairs: bool = False):
+        plan_options, (self.cols, blocks, rounds, self.regs, self.few_rows, few_plan) = pop_tail_options(plan_options)
         self.limits = (blocks, rounds)
         self.n, self.elem_bytes = n, dtype.width // 8
+        self.main = stream_options(plan_options, kernel, own)
+        self.plan_options = self.main[2]  # (the tail keeps the main plan's values per thread)
+        self.few, self.few_regs = None, 0
+        if few_plan is not None:
+            mine = sorted(few_plan.keys() & set(own))
+            if mine:
+                raise ValueError(
+                    f"{kernel}: few_plan={few_plan!r}: {', '.join(map(repr, mine))} are the kernel's options, "
+                    "every plan's: give them beside few_plan, not in it"
+                )
+            few_options, kernel_options = split_options({**base, **few_plan}, pairs)
+            self.few = stream_options(few_options, kernel, own)
+            self.few_regs = int(kernel_options.get("max_registers", 0))
 
     def plan(self, vec: int):
         """The tail's plan for accesses of ``vec`` elements, or None (no tail)."""
         return tail_plan(self.n, self.elem_bytes, vec, self.cols, self.plan_options)
 
+    def kernel_plan(self, role: int, vec: int, make_plan):
+        """The plan of a kernel of ``role`` (:data:`MAIN`, :data:`FEW`, :data:`TAIL`)."""
+        if role == TAIL:
+            return self.plan(vec)
+        return make_plan(vec, self.few if role == FEW else self.main)
+
     def begin(self, plan, rows, vec: int) -> None:
         tail_begin(plan, rows, self.plan(vec) is not None)
 
-    def launch(self, kernel, args: tuple, m, vec: int, plan, stream, grid=None) -> None:
-        """``kernel(*args, rows, vec, tail)`` over ``m`` rows of ``plan`` (a row plan, or a stream plan's): one launch,
-        or the main kernel's and the tail's; ``grid(rows)``: the main kernel's blocks (default ``plan.grid``)."""
-        plan = getattr(plan, "row", plan)
+    def launch(self, kernel, args: tuple, m, vec: int, make_plan, stream, grid=_row_grid) -> None:
+        """``kernel(*args, rows, vec, role)`` over ``m`` rows: one launch, or the main (or few-rows) kernel's and the
+        tail's; ``grid(plan, rows)``: a main kernel's blocks (default ``plan.grid(rows)``; a stream plan's: its row
+        plan's)."""
 
-        def go(rows, blocks, p):
-            # the tail's own register cap (the launcher's max_registers is the main plan's)
-            attrs = {"max_registers": self.regs or min(255, 65536 // p.block_threads)} if p.tail else p.func_attrs
-            kernel(*args, rows, vec, p.tail).launch(
+        def go(rows, blocks, p, role):
+            # the tail's and the few-rows plan's own register caps (the launcher's max_registers is the main plan's)
+            if role == MAIN:
+                attrs = p.func_attrs
+            else:
+                cap = self.regs if role == TAIL else self.few_regs
+                attrs = {**p.func_attrs, "max_registers": cap or min(255, 65536 // p.block_threads)}
+            kernel(*args, rows, vec, role).launch(
                 grid=(blocks, 1, 1),
                 block=(p.block_threads, 1, 1),
                 cluster=p.cluster_dims,
@@ -137,4 +216,9 @@ class RowTail:
                 stream=stream,
             )
 
-        launch_rows(m, plan, self.plan(vec), self.limits, grid or plan.grid, go)
+        def rows_of(split):
+            plan = make_plan(vec, split)
+            return getattr(plan, "row", plan)  # (a stream plan's rows)
+
+        few = None if self.few is None else (self.few_rows, rows_of(self.few))
+        launch_rows(m, rows_of(self.main), few, self.plan(vec), self.limits, grid, go)

@@ -47,7 +47,6 @@ from kernels.norm.row_stream import (
     StreamPlan,
     row_or_stream_plan,
     stream_default_off,
-    stream_options,
 )
 from kernels.norm.row_tail import RowTail
 from kernels.norm.softmax_stream import max_sum_reduce, stream_rows
@@ -82,7 +81,12 @@ LONG_ROWS: list = [
 ]
 # the last rows of a long-row grid over thread block clusters (kernels/norm/row_tail.py): a few rows (fewer than the
 # SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
-TAIL_ROWS: list = [((49153, 1 << 31, None), {"tail_cols": 16384})]
+# 133-198 rows (a round and a tail: 66 rows x 4 blocks fill the tail's 264): the main kernel's rows in 512-thread blocks
+# at 64 registers, so the tail's blocks fit beside them (1024-thread blocks fill an SM's registers: the tail waited
+# for them; H200, session 22, 140-160 rows: 63-74 -> 79-92% of the copy rate; at 100-132 and 200-273 rows they
+# measured 2-7 points slower in f32)
+FEW_O512 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}
+TAIL_ROWS: list = [((49153, 1 << 31, None), {"tail_cols": 16384, "few_rows": (133, 198), "few_plan": FEW_O512})]
 # the rules before the stream plan and the light reduction (main at 039f7a2): ``before=True`` measures against them
 LONG_ROWS_BEFORE: list = [
     *_RULES_16K_32K,
@@ -119,11 +123,8 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     )
     light = plan_options.pop("light_reduce", False)
     dtype = DTYPES[dtype_str]
-    rt = RowTail(N, dtype, plan_options)  # the last rows' launch (row_tail)
-    # the stream plan, with its options
-    streamed, stream_plan_options, plan_options = stream_options(
-        rt.plan_options, "build_softmax_module", ("before", "light_reduce")
-    )
+    # the main plan (a stream plan, or plan_rows'), the few-rows plan and the last rows' launch (row_tail)
+    rt = RowTail(N, dtype, plan_options, "build_softmax_module", PLAN_DEFAULTS, ("before", "light_reduce"))
     masked_min = MASKED_MIN[dtype_str]
 
     def reduce_max_sum(m, s, plan, parity=0):
@@ -131,12 +132,12 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
             return max_sum_reduce(m, s, plan, parity)
         return row_reduce((m, s), combine_max_sum, plan, parity)
 
-    def make_plan(vec):  # the stream plan copies by cp.async: rows of 16-bit accesses take plan_rows' plan
-        return row_or_stream_plan(N, dtype, vec, streamed, stream_plan_options, plan_options)
+    def make_plan(vec, split):  # the stream plan copies by cp.async: rows of 16-bit accesses take plan_rows' plan
+        return row_or_stream_plan(N, dtype, vec, *split)
 
     @flyc.kernel
-    def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int], tail: Constexpr[bool]):
-        plan = rt.plan(vec) if tail else make_plan(vec)
+    def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int], role: Constexpr[int]):
+        plan = rt.kernel_plan(role, vec, make_plan)
         rt.begin(plan, rows, vec)
 
         def row_body(groups, after_stats):
@@ -200,6 +201,6 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     @flyc.jit
     def launch_softmax(A: fx.Tensor, C: fx.Tensor, M: fx.Int32, stream: Stream = Stream(None)):
         vec = vector_width(N, dtype.width // 8, min(A.alignment, C.alignment))
-        rt.launch(softmax_kernel, (A.iterator, C.iterator), M, vec, make_plan(vec), stream)
+        rt.launch(softmax_kernel, (A.iterator, C.iterator), M, vec, make_plan, stream)
 
     return with_register_cap(launch_softmax, kernel_options)

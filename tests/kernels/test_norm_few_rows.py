@@ -1,0 +1,147 @@
+"""The few-rows plan (``kernels/norm/row_tail.py``, ``few_rows`` / ``few_plan``): launches of a range of row counts
+take another main plan, chosen at run time beside the tail launch.
+
+On the interpreter the plans run with ``sms=4``: a main plan of 64-thread chunks, a few-rows plan of 32-thread chunks
+(the block size tells which one a launch is), over row counts below, inside and above the range, with a tail and
+without; every row right. The per-shape rules' GPU rows are in ``test_norm_tail.py``'s GPU test.
+"""
+
+from __future__ import annotations
+
+import pytest
+from norm_cases import check_rows, kernel_args
+
+from benchmarks.cases.norm_sweep import KERNELS
+from flydsl.runtime import cpu as cpu_runtime
+from kernels.norm import layernorm_kernel, rmsnorm_kernel, softmax_kernel
+from tools.fuzz_pool import raised_in
+
+SMS, N, K = 4, 2500, 4  # 4 "SMs"; tail_cols 640: a tail row over a cluster of 4 blocks
+CHUNKS = {"register_limit": 0, "onchip_threads": 64, "elems_per_thread": 8, "kept_values": 16, "sms": SMS}
+FEW = {**CHUNKS, "onchip_threads": 32}
+LO, HI = 5, 8
+
+
+def _spy(monkeypatch) -> list:
+    launches = []
+    launch = cpu_runtime.CpuLauncher._launch
+
+    def spy(self, mem, name, grid, block, *rest):
+        launches.append((int(block[0]), int(grid[0])))
+        return launch(self, mem, name, grid, block, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+    return launches
+
+
+def expected(m: int, tail: bool) -> list:
+    """``[(main block threads, rows)]`` and the tail's ``(None, blocks)``: 32 threads inside ``LO..HI``, else 64; the
+    tail as ``row_tail`` splits it (``m % 4`` rows of 4 blocks, at most 16 blocks, at most 2 rounds before it)."""
+    t = m % SMS if tail else 0
+    t = t if t * K <= 16 and m // SMS <= 2 else 0
+    out = [(32 if LO <= m <= HI else 64, m - t)] if m > t else []
+    return out + ([(None, t * K)] if t else [])
+
+
+CASES = [(k, tail) for k in KERNELS for tail in (True, False)]
+
+
+@pytest.mark.parametrize("kernel,tail", CASES, ids=[f"{k}-{'tail' if t else 'no-tail'}" for k, t in CASES])
+def test_the_row_count_picks_the_main_plan(kernel, tail, interpreter, monkeypatch):
+    launches = _spy(monkeypatch)
+    options = {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "few_plan": FEW}
+    launch = KERNELS[kernel][0](N, "f32", {**options, "tail_cols": 640 if tail else 0, "tail_blocks": 16})
+    for m in (2, 4, 5, 6, 8, 9, 13):
+        launches.clear()
+        inputs, y, ro, args = kernel_args(kernel, m, N, "f32")
+        launch(*args)
+        check_rows(kernel, inputs, y, ro, 1e-5)
+        want = expected(m, tail)
+        got = [(None if want[i][0] is None else b, g) for i, (b, g) in enumerate(launches[: len(want)])]
+        assert len(launches) == len(want) and got == want, (m, launches)
+        if tail and want[-1][0] is None:
+            assert launches[-1][0] not in (32, 64), launches  # the tail's cluster plan
+
+
+# other plan kinds as the few-rows plan or beside it: (kernel, main options, few_plan)
+KINDS = [
+    ("softmax", CHUNKS, {"stream": True, "stream_threads": 64, "stream_values": 8, "sms": SMS}),
+    ("rmsnorm", {"stream": True, "stream_threads": 64, "stream_values": 8, "sms": SMS}, FEW),
+    ("rmsnorm+add", CHUNKS, {**FEW, "persist": 1}),
+    ("layernorm", {**CHUNKS, "pair_rows": True}, FEW),
+    ("layernorm", CHUNKS, {**CHUNKS, "pair_rows": True, "persist": 1}),
+]
+
+
+@pytest.mark.parametrize("kernel,main,few", KINDS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(KINDS)])
+def test_few_rows_plans_of_every_kind(kernel, main, few, interpreter):
+    """Stream, persistent and paired plans as the few-rows plan or as the main one, with a tail: every row right."""
+    launch = KERNELS[kernel][0](N, "f32", {**main, "shape_defaults": False, "few_rows": (LO, HI), "few_plan": few,
+                                           "tail_cols": 640, "tail_blocks": 16})  # fmt: skip
+    for m in (3, 5, 7, 9, 11):
+        inputs, y, ro, args = kernel_args(kernel, m, N, "f32")
+        launch(*args)
+        check_rows(kernel, inputs, y, ro, 1e-5)
+
+
+BAD = [
+    ({"few_rows": 8}, "give few_rows .* with few_plan"),
+    ({"few_rows": (5, 8), "few_plan": None}, "give few_rows .* with few_plan"),
+    ({"few_rows": (0, 8), "few_plan": FEW}, r"a range \(lo, hi\)"),
+    ({"few_rows": (9, 8), "few_plan": FEW}, r"1 <= lo <= hi"),
+    ({"few_rows": [5, 8], "few_plan": FEW}, r"a range \(lo, hi\)"),
+    ({"few_rows": -3, "few_plan": FEW}, "give few_rows"),
+    ({"few_rows": 8, "few_plan": {**FEW, "tail_cols": 640}}, "the tail options and shape_defaults are the launcher's"),
+    ({"few_rows": 8, "few_plan": {**FEW, "shape_defaults": True}}, "are the launcher's"),
+    ({"few_rows": 8, "few_plan": {**FEW, "onchip_thread": 32}}, "unknown plan option.*'onchip_thread'"),
+]
+
+
+@pytest.mark.parametrize("bad,match", BAD, ids=[str(i) for i in range(len(BAD))])
+def test_few_rows_options_are_checked_when_built(bad, match):
+    with pytest.raises(ValueError, match=match) as e:
+        KERNELS["rmsnorm"][0](4096, "f32", bad)
+    assert raised_in(e.value).startswith("kernels"), raised_in(e.value)
+
+
+def test_a_kernels_own_options_stay_out_of_the_few_rows_plan():
+    with pytest.raises(ValueError, match="'pair_async' are the kernel's options, every plan's: give them beside"):
+        KERNELS["layernorm"][0](4096, "f32", {"few_rows": 8, "few_plan": {"pair_async": True}})
+
+
+def test_few_rows_zero_switches_a_rule_off(interpreter, monkeypatch):
+    """``few_rows=0`` over a per-shape rule (its ``few_plan`` left in the options): the main plan at every row count."""
+    assert softmax_kernel.plan_defaults(65536, "f32")["few_rows"]
+    launches = _spy(monkeypatch)
+    options = {**CHUNKS, "shape_defaults": False, "few_plan": FEW}
+    launch = KERNELS["softmax"][0](N, "f32", {**options, "few_rows": 0})
+    inputs, y, ro, args = kernel_args("softmax", 6, N, "f32")
+    launch(*args)
+    check_rows("softmax", inputs, y, ro, 1e-5)
+    assert launches == [(64, 6)]
+
+
+def test_few_rows_defaults():
+    """The per-shape rules (H200, session 22): softmax over 48K at a round and a tail, LayerNorm f32 over 48K up to
+    a round and a tail, RMSNorm 16-bit rows of 64K at 100-273 rows; none before them, none for shorter rows."""
+    assert softmax_kernel.plan_defaults(65536, "f32")["few_rows"] == (133, 198)
+    assert softmax_kernel.plan_defaults(49160, "bf16")["few_plan"]["onchip_threads"] == 512
+    assert layernorm_kernel.plan_defaults(65536, "f32")["few_rows"] == 165
+    assert "few_rows" not in layernorm_kernel.plan_defaults(65536, "bf16")
+    assert "few_rows" not in layernorm_kernel.plan_defaults(40000, "f32")
+    assert rmsnorm_kernel.plan_defaults(65536, "bf16")["few_rows"] == (100, 273)
+    assert "few_rows" not in rmsnorm_kernel.plan_defaults(61440, "bf16")
+    assert "few_rows" not in softmax_kernel.plan_defaults(65536, "f32", before=True)
+    assert "few_rows" not in rmsnorm_kernel.plan_defaults(65536, "bf16", fused_add=True)
+
+
+def test_the_few_rows_choice_is_in_the_launch_plan(interpreter):
+    """The choice is one more run-time ``if`` in the launcher: a launch plan (generated Python) calls it."""
+    import flydsl.compiler as flyc
+    from flydsl.runtime.launch_plan import launch_plan
+
+    _, _, _, args = kernel_args("softmax", 3, N, "f32")
+    f = KERNELS["softmax"][0](N, "f32", {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "few_plan": FEW,
+                                         "tail_cols": 640})  # fmt: skip
+    plan = launch_plan(flyc.compile(f, *args)._entry.artifact.host_op())
+    assert plan is not None and plan.source.count("if ") >= 5, plan.source
