@@ -43,7 +43,7 @@ def configs(lengths=LENGTHS, plans: str = ""):
         for name, plan in variants.items()
         for n in lengths
         for dt in (("f32", "bf16", "f16") if n == min(lengths) else ("f32", "bf16"))
-        for M in ((1, 3, 300) if n == 65528 else (3,))
+        for M in ((1, 3, 40, 150, 300) if n == 65528 else (3,))  # (40, 150: the few-rows plans and their tails)
     ]
 
 

@@ -161,9 +161,11 @@ LAYERNORM_OPTIONS = ("before", "stream_wb_ahead", "pair_wb_ahead", "reread_first
 # SMs) or a last partial round of at most two (H200, session 21: benchmarks/results/*-norm-tail-s21.md)
 # f32 rows over 48K, up to a round and a tail (33 rows x 8 blocks): a row per 1024-thread block, not the pairs (which
 # take one row per block below a round; H200, session 22, 34-160 rows of 49160 / 65536: 32-84 -> 49-90% of the copy
-# rate; at 200-273 rows the pairs were faster)
+# rate; at 200-273 rows the pairs were faster); their tails of 16384 columns at most 224 blocks: 34-56 rows over
+# clusters of 4 (65536: 65-71 -> 78-84%), 57-132 rows none (the tail lost at 64), 133-165 the last rows (+1-4 points)
+_FEW_LN_F32 = {"cache_hint": "cs", "tail_cols": 16384, "tail_blocks": 224}
 TAIL_ROWS: list = [
-    ((49153, 1 << 31, ("f32",)), {"tail_cols": 8192, "few_rows": 165, "few_plan": {"cache_hint": "cs"}}),
+    ((49153, 1 << 31, ("f32",)), {"tail_cols": 8192, "few_rows": 165, "few_plan": _FEW_LN_F32}),
     ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}),
     ((49153, 1 << 31, None), {"tail_cols": 8192}),
 ]
@@ -231,7 +233,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
         role: Constexpr[int],
     ):
         plan = rt.kernel_plan(role, vec, make_plan)
-        rt.begin(plan, rows, vec)
+        rt.begin(plan, rows, vec, role)
 
         def output(frag, c, x, mean, rstd):
             w = frag.load(W, c, broadcast=True).to(fx.Float32)

@@ -101,7 +101,13 @@ TAIL_ROWS: list = [
     ((65536, 1 << 31, ("bf16", "f16")), {"tail_cols": 16384, **_FEW_64K}),
     ((49153, 1 << 31, None), {"tail_cols": 16384}),
 ]
+# the fused add f32 over 48K at 34 rows and a few more (34 x 8 blocks are over the tail's 264: none): every row over
+# 4 blocks (H200, session 22: 49160 at 34-56 rows 67-77 -> 82-88%, 65536 at 34-40 65-71 -> 77-85%; at 64 rows, and 48
+# of 65536, the main plan was faster)
+_FEW_T16 = {"tail_cols": 16384}
 FUSED_ADD_TAIL_ROWS: list = [
+    ((49153, 57343, ("f32",)), {"tail_cols": 8192, "few_rows": (34, 56), "few_plan": _FEW_T16}),
+    ((57344, 1 << 31, ("f32",)), {"tail_cols": 8192, "few_rows": (34, 44), "few_plan": _FEW_T16}),
     ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}),
     ((32769, 1 << 31, ("bf16", "f16")), {"tail_cols": 16384}),
 ]
@@ -164,7 +170,7 @@ def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: di
     ):
         R, R_out = residual if fused_add else (None, None)  # the fused add's (R, R_out); () without it
         plan = rt.kernel_plan(role, vec, make_plan)
-        rt.begin(plan, rows, vec)
+        rt.begin(plan, rows, vec, role)
 
         def load_raw(frag, c):
             """This thread's X in chunk c (with the fused add: X + R rounded to the data type, stored to R_out)."""

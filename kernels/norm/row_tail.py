@@ -39,6 +39,7 @@ __all__ = [
     "MAIN",
     "FEW",
     "TAIL",
+    "FEW_TAIL",
     "RowTail",
     "pop_tail_options",
     "tail_plan",
@@ -46,7 +47,10 @@ __all__ = [
     "launch_rows",
 ]
 
-MAIN, FEW, TAIL = 0, 1, 2  # a kernel's role (its ``role`` parameter): the main plan, the few-rows plan, the tail's
+# a kernel's role (its ``role`` parameter): the main plan, the few-rows plan, the tail's, the few-rows launch's tail
+MAIN, FEW, TAIL, FEW_TAIL = 0, 1, 2, 3
+# the tail options a few-rows plan may give for its own launches' tail (their least values)
+FEW_TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 1}
 # plan_rows options the tail's cluster plan keeps from the kernel's (how many values a thread holds)
 _KEPT = ("elems_per_thread", "max_row_threads")
 
@@ -78,10 +82,16 @@ def pop_tail_options(plan_options: dict) -> tuple[dict, tuple]:
             "a range (lo, hi) of row counts, 1 <= lo <= hi) with few_plan, a dict of the plan's options for them "
             "(few_rows=0: none)"
         )
-    if rows[1] > 0 and few_plan.keys() & {*TAIL_OPTIONS, *FEW_OPTIONS, "shape_defaults"}:
+    if rows[1] > 0 and few_plan.keys() & ({*TAIL_OPTIONS, *FEW_OPTIONS, "shape_defaults"} - set(FEW_TAIL_OPTIONS)):
         raise ValueError(
-            f"few_plan={few_plan!r}: the tail options and shape_defaults are the launcher's; give them beside "
-            "few_plan, not in it"
+            f"few_plan={few_plan!r}: the tail options but tail_cols and tail_blocks (the few-rows launches' own tail) "
+            "and shape_defaults are the launcher's; give them beside few_plan, not in it"
+        )
+    if rows[1] > 0 and not all(type(few_plan.get(k, 1)) is int and few_plan.get(k, 1) >= lo
+                               for k, lo in FEW_TAIL_OPTIONS.items()):  # fmt: skip
+        raise ValueError(
+            f"few_plan={few_plan!r}: its tail_cols is a column count >= 0 (0: no tail for these launches), its "
+            "tail_blocks a block count >= 1"
         )
     return plan_options, (cols, blocks, rounds, regs, *((rows, few_plan) if rows[1] > 0 else (None, None)))
 
@@ -109,12 +119,14 @@ def _tail_begin(plan, rows, has_tail: bool) -> None:
         fx.nvvm.griddep_launch_dependents()
 
 
-def _launch_split(m, plan: RowPlan, role: int, tail: RowPlan | None, limits: tuple, grid, launch) -> None:
+def _launch_split(m, plan: RowPlan, role: int, tail: tuple, limits: tuple, grid, launch) -> None:
     """Launch ``m`` rows (run-time): ``launch(rows, blocks, plan, role)`` once with ``grid(plan, m)`` blocks of
     ``plan``, or, with a ``tail`` plan, the main kernel over the first ``m - t`` rows and the tail over the last
     ``t = m % round`` (``round``: the rows one round of the SMs takes, one per SM or, paired rows, two) where the tail
     options (``limits``: blocks, rounds) allow it (else every row is the main kernel's); each launch only where it
-    has rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222)."""
+    has rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222). ``tail``: ``(plan or
+    None, its role)``."""
+    tail, tail_role = tail
     if fx.const_expr(tail is None):
         if m != 0:
             launch(m, grid(plan, m), plan, role)
@@ -127,18 +139,18 @@ def _launch_split(m, plan: RowPlan, role: int, tail: RowPlan | None, limits: tup
         if head != 0:
             launch(head, grid(plan, head), plan, role)
         if t > 0:
-            launch(m, t * tail.cluster, tail, TAIL)
+            launch(m, t * tail.cluster, tail, tail_role)
 
 
-def _launch_rows(m, plan: RowPlan, few: tuple, tail: RowPlan | None, limits: tuple, grid, launch) -> None:
-    """:func:`_launch_split` of ``m`` rows over the main ``plan`` or, with ``few = ((lo, hi), plan)``, over the
-    few-rows plan where ``lo <= m <= hi``."""
+def _launch_rows(m, plan: RowPlan, few: tuple, tail: tuple, limits: tuple, grid, launch) -> None:
+    """:func:`_launch_split` of ``m`` rows over the main ``plan`` or, with ``few = ((lo, hi), plan, tail, limits)``,
+    over the few-rows plan and its tail where ``lo <= m <= hi``."""
     if fx.const_expr(few is None):
         _launch_split(m, plan, MAIN, tail, limits, grid, launch)
     else:
-        (lo, hi), few_plan = few
+        (lo, hi), few_plan, few_tail, few_limits = few
         if (m >= lo) & (m <= hi):
-            _launch_split(m, few_plan, FEW, tail, limits, grid, launch)
+            _launch_split(m, few_plan, FEW, few_tail, few_limits, grid, launch)
         else:
             _launch_split(m, plan, MAIN, tail, limits, grid, launch)
 
@@ -161,7 +173,7 @@ class RowTail:
     :attr:`few` (None without a few-rows plan): ``(stream, plan_stream's options, plan_rows' options)``.
 
     In the kernel (a ``Constexpr[int]`` parameter ``role``, after ``rows`` and ``vec``): ``plan =
-    rt.kernel_plan(role, vec, make_plan)`` and ``rt.begin(plan, rows, vec)`` first, ``make_plan(vec, split)`` the
+    rt.kernel_plan(role, vec, make_plan)`` and ``rt.begin(plan, rows, vec, role)`` first, ``make_plan(vec, split)`` the
     builder's plan of one of those splits; in the launcher, ``rt.launch(kernel, args, m, vec, make_plan, stream)`` in
     place of the one launch."""
 
@@ -171,8 +183,12 @@ class RowTail:
         self.n, self.elem_bytes = n, dtype.width // 8
         self.main = stream_options(plan_options, kernel, own)
         self.plan_options = self.main[2]  # (the tail keeps the main plan's values per thread)
-        self.few, self.few_regs = None, 0
+        self.few, self.few_regs, self.few_cols, self.few_limits = None, 0, self.cols, self.limits
         if few_plan is not None:
+            few_plan = dict(few_plan)
+            # the few-rows launches' own tail
+            self.few_cols, few_blocks = few_plan.pop("tail_cols", self.cols), few_plan.pop("tail_blocks", blocks)
+            self.few_limits = (few_blocks, rounds)
             mine = sorted(few_plan.keys() & set(own))
             if mine:
                 raise ValueError(
@@ -183,18 +199,31 @@ class RowTail:
             self.few = stream_options(few_options, kernel, own)
             self.few_regs = int(kernel_options.get("max_registers", 0))
 
-    def plan(self, vec: int):
-        """The tail's plan for accesses of ``vec`` elements, or None (no tail)."""
+    def plan(self, vec: int, role: int = TAIL):
+        """The tail's plan for accesses of ``vec`` elements (``role``: :data:`FEW_TAIL`, the few-rows launches'), or
+        None (no tail)."""
+        if role == FEW_TAIL:
+            return tail_plan(self.n, self.elem_bytes, vec, self.few_cols, self.few[2])
         return tail_plan(self.n, self.elem_bytes, vec, self.cols, self.plan_options)
 
+    def tail(self, vec: int, role: int) -> tuple:
+        """``(the tail plan or None, its role)`` of the launches of a main kernel of ``role``: the few-rows launches'
+        own tail (:data:`FEW_TAIL`) only where it differs from the main kernel's (one kernel, not two alike)."""
+        if role == FEW:
+            few_tail = self.plan(vec, FEW_TAIL)
+            if few_tail != self.plan(vec):
+                return few_tail, FEW_TAIL
+        return self.plan(vec), TAIL
+
     def kernel_plan(self, role: int, vec: int, make_plan):
-        """The plan of a kernel of ``role`` (:data:`MAIN`, :data:`FEW`, :data:`TAIL`)."""
-        if role == TAIL:
-            return self.plan(vec)
+        """The plan of a kernel of ``role`` (:data:`MAIN`, :data:`FEW`, :data:`TAIL`, :data:`FEW_TAIL`)."""
+        if role in (TAIL, FEW_TAIL):
+            return self.plan(vec, role)
         return make_plan(vec, self.few if role == FEW else self.main)
 
-    def begin(self, plan, rows, vec: int) -> None:
-        tail_begin(plan, rows, self.plan(vec) is not None)
+    def begin(self, plan, rows, vec: int, role: int = MAIN) -> None:
+        """A kernel's first step (:func:`tail_begin`): a main kernel whose launches have a tail lets it launch."""
+        tail_begin(plan, rows, role in (MAIN, FEW) and self.tail(vec, role)[0] is not None)
 
     def launch(self, kernel, args: tuple, m, vec: int, make_plan, stream, grid=_row_grid) -> None:
         """``kernel(*args, rows, vec, role)`` over ``m`` rows: one launch, or the main (or few-rows) kernel's and the
@@ -206,7 +235,7 @@ class RowTail:
             if role == MAIN:
                 attrs = p.func_attrs
             else:
-                cap = self.regs if role == TAIL else self.few_regs
+                cap = self.few_regs if role == FEW else self.regs
                 attrs = {**p.func_attrs, "max_registers": cap or min(255, 65536 // p.block_threads)}
             kernel(*args, rows, vec, role).launch(
                 grid=(blocks, 1, 1),
@@ -220,5 +249,5 @@ class RowTail:
             plan = make_plan(vec, split)
             return getattr(plan, "row", plan)  # (a stream plan's rows)
 
-        few = None if self.few is None else (self.few_rows, rows_of(self.few))
-        launch_rows(m, rows_of(self.main), few, self.plan(vec), self.limits, grid, go)
+        few = None if self.few is None else (self.few_rows, rows_of(self.few), self.tail(vec, FEW), self.few_limits)
+        launch_rows(m, rows_of(self.main), few, self.tail(vec, MAIN), self.limits, grid, go)

@@ -138,7 +138,7 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     @flyc.kernel
     def softmax_kernel(A: fx.Pointer, C: fx.Pointer, rows: fx.Int32, vec: Constexpr[int], role: Constexpr[int]):
         plan = rt.kernel_plan(role, vec, make_plan)
-        rt.begin(plan, rows, vec)
+        rt.begin(plan, rows, vec, role)
 
         def row_body(groups, after_stats):
             """Softmax of the rows of ``groups``; ``after_stats()`` runs once every value has been read and

@@ -63,6 +63,41 @@ def test_the_row_count_picks_the_main_plan(kernel, tail, interpreter, monkeypatc
             assert launches[-1][0] not in (32, 64), launches  # the tail's cluster plan
 
 
+@pytest.mark.parametrize("kernel", ["rmsnorm+add", "layernorm"])
+def test_the_few_rows_launches_own_tail(kernel, interpreter, monkeypatch):
+    """``tail_cols`` and ``tail_blocks`` in ``few_plan``: the few-rows launches' own tail (clusters of 2 here, at most
+    5 blocks), the others' none; one tail kernel where both tails are alike."""
+    launches = _spy(monkeypatch)
+    options = {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "tail_blocks": 16}
+    few = {**FEW, "tail_cols": 1280, "tail_blocks": 5}  # (7 rows: 3 tail rows x 2 blocks are over 5: no tail)
+    launch = KERNELS[kernel][0](N, "f32", {**options, "tail_cols": 0, "few_plan": few})
+    for m, want in (
+        (3, [(64, 3)]),
+        (5, [(32, 4), (None, 2)]),
+        (6, [(32, 4), (None, 4)]),
+        (7, [(32, 7)]),
+        (9, [(64, 9)]),
+    ):
+        launches.clear()
+        inputs, y, ro, args = kernel_args(kernel, m, N, "f32")
+        launch(*args)
+        check_rows(kernel, inputs, y, ro, 1e-5)
+        got = [(None if w[0] is None else b, g) for w, (b, g) in zip(want, launches)]
+        assert len(launches) == len(want) and got == want, (m, launches)
+    names = set()
+    spy = cpu_runtime.CpuLauncher._launch
+
+    def named(self, mem, name, grid, block, *rest):
+        names.add(str(name))
+        return spy(self, mem, name, grid, block, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", named)
+    alike = KERNELS[kernel][0](N, "f32", {**options, "tail_cols": 640, "few_plan": {**FEW, "tail_cols": 640}})
+    for m in (3, 5, 9):
+        alike(*kernel_args(kernel, m, N, "f32")[3])
+    assert len(names) == 3, names  # main, few-rows, one tail
+
+
 # other plan kinds as the few-rows plan or beside it: (kernel, main options, few_plan)
 KINDS = [
     ("softmax", CHUNKS, {"stream": True, "stream_threads": 64, "stream_values": 8, "sms": SMS}),
@@ -91,7 +126,9 @@ BAD = [
     ({"few_rows": (9, 8), "few_plan": FEW}, r"1 <= lo <= hi"),
     ({"few_rows": [5, 8], "few_plan": FEW}, r"a range \(lo, hi\)"),
     ({"few_rows": -3, "few_plan": FEW}, "give few_rows"),
-    ({"few_rows": 8, "few_plan": {**FEW, "tail_cols": 640}}, "the tail options and shape_defaults are the launcher's"),
+    ({"few_rows": 8, "few_plan": {**FEW, "tail_rounds": 3}}, "the tail options but tail_cols and tail_blocks .* are "),
+    ({"few_rows": 8, "few_plan": {**FEW, "tail_cols": -1}}, "its tail_cols is a column count >= 0"),
+    ({"few_rows": 8, "few_plan": {**FEW, "tail_blocks": 0}}, "its tail_blocks a block count >= 1"),
     ({"few_rows": 8, "few_plan": {**FEW, "shape_defaults": True}}, "are the launcher's"),
     ({"few_rows": 8, "few_plan": {**FEW, "onchip_thread": 32}}, "unknown plan option.*'onchip_thread'"),
 ]
@@ -123,7 +160,8 @@ def test_few_rows_zero_switches_a_rule_off(interpreter, monkeypatch):
 
 def test_few_rows_defaults():
     """The per-shape rules (H200, session 22): softmax over 48K at a round and a tail, LayerNorm f32 over 48K up to
-    a round and a tail, RMSNorm 16-bit rows of 64K at 100-273 rows; none before them, none for shorter rows."""
+    a round and a tail (its tail of 16384 columns), RMSNorm 16-bit rows of 64K at 100-273 rows, the fused add f32
+    over 48K at 34 rows and a few more (a tail of 16384 columns); none before them, none for shorter rows."""
     assert softmax_kernel.plan_defaults(65536, "f32")["few_rows"] == (133, 198)
     assert softmax_kernel.plan_defaults(49160, "bf16")["few_plan"]["onchip_threads"] == 512
     assert layernorm_kernel.plan_defaults(65536, "f32")["few_rows"] == 165
@@ -133,6 +171,9 @@ def test_few_rows_defaults():
     assert "few_rows" not in rmsnorm_kernel.plan_defaults(61440, "bf16")
     assert "few_rows" not in softmax_kernel.plan_defaults(65536, "f32", before=True)
     assert "few_rows" not in rmsnorm_kernel.plan_defaults(65536, "bf16", fused_add=True)
+    assert rmsnorm_kernel.plan_defaults(65536, "f32", fused_add=True)["few_rows"] == (34, 44)
+    assert rmsnorm_kernel.plan_defaults(49160, "f32", fused_add=True)["few_plan"] == {"tail_cols": 16384}
+    assert layernorm_kernel.plan_defaults(49160, "f32")["few_plan"]["tail_blocks"] == 224
 
 
 def test_the_few_rows_choice_is_in_the_launch_plan(interpreter):
