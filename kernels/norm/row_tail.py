@@ -70,30 +70,34 @@ def pop_tail_options(plan_options: dict) -> tuple[dict, tuple]:
             f"tail_cols={cols!r}, tail_blocks={blocks!r}, tail_rounds={rounds!r}, tail_regs={regs!r}: give integers, "
             "tail_cols >= 0 (0: no tail), tail_blocks >= 1, tail_rounds >= 0, tail_regs 0 (its blocks' all) or 16-255"
         )
+    return plan_options, (cols, blocks, rounds, regs, *_few_options(few_rows, few_plan))
+
+
+def _few_options(few_rows, few_plan) -> tuple:
+    """``(range (lo, hi), few_plan)`` of the few-rows options, or ``(None, None)`` (``few_rows=0``: none, whatever
+    ``few_plan`` is: that switches a per-shape rule off)."""
     rows = (1, few_rows) if type(few_rows) is int else few_rows
-    if (
-        not (isinstance(rows, tuple) and len(rows) == 2 and all(type(r) is int for r in rows))
-        or not 1 <= rows[0] <= max(1, rows[1])
-        or rows[1] < 0
-        or (rows[1] > 0 and not isinstance(few_plan, dict))
-    ):
+    if not (isinstance(rows, tuple) and len(rows) == 2 and all(type(r) is int for r in rows)) or rows[1] < 0:
+        rows = None
+    if rows is None or not 1 <= rows[0] <= max(1, rows[1]) or (rows[1] > 0 and not isinstance(few_plan, dict)):
         raise ValueError(
             f"few_rows={few_rows!r}, few_plan={few_plan!r}: give few_rows (the launches of at most few_rows rows, or "
             "a range (lo, hi) of row counts, 1 <= lo <= hi) with few_plan, a dict of the plan's options for them "
             "(few_rows=0: none)"
         )
-    if rows[1] > 0 and few_plan.keys() & ({*TAIL_OPTIONS, *FEW_OPTIONS, "shape_defaults"} - set(FEW_TAIL_OPTIONS)):
+    if rows[1] == 0:
+        return None, None
+    if few_plan.keys() & ({*TAIL_OPTIONS, *FEW_OPTIONS, "shape_defaults"} - set(FEW_TAIL_OPTIONS)):
         raise ValueError(
             f"few_plan={few_plan!r}: the tail options but tail_cols and tail_blocks (the few-rows launches' own tail) "
             "and shape_defaults are the launcher's; give them beside few_plan, not in it"
         )
-    if rows[1] > 0 and not all(type(few_plan.get(k, 1)) is int and few_plan.get(k, 1) >= lo
-                               for k, lo in FEW_TAIL_OPTIONS.items()):  # fmt: skip
+    if not all(type(few_plan.get(k, lo)) is int and few_plan.get(k, lo) >= lo for k, lo in FEW_TAIL_OPTIONS.items()):
         raise ValueError(
             f"few_plan={few_plan!r}: its tail_cols is a column count >= 0 (0: no tail for these launches), its "
             "tail_blocks a block count >= 1"
         )
-    return plan_options, (cols, blocks, rounds, regs, *((rows, few_plan) if rows[1] > 0 else (None, None)))
+    return rows, few_plan
 
 
 def tail_plan(n: int, elem_bytes: int, vec: int, cols: int, plan_options: dict):
