@@ -102,7 +102,7 @@ def _ptx(tmp_path, interpreter, n, dtype, **plan):
         import ml_dtypes
 
         x = x.astype(ml_dtypes.bfloat16)
-    lk.build_layernorm_module(n, dtype, EPS, **plan, tail_cols=0)(x, x[0], x[1], x, 2)  # (no last rows' kernel)
+    lk.build_layernorm_module(n, dtype, EPS, **plan, tail_cols=0, few_rows=0)(x, x[0], x[1], x, 2)  # (one kernel)
     (path,) = (tmp_path / "dump").glob("*/*.ptx")
     text = path.read_text()
     path.unlink()
