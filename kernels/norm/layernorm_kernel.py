@@ -51,7 +51,7 @@ from kernels.norm.row_stream import (
     StreamOps,
     StreamPlan,
     row_or_stream_plan,
-    stream_default_off,
+    rule_defaults_off,
     stream_rows,
 )
 from kernels.norm.row_tail import RowTail
@@ -207,7 +207,7 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     dtype = DTYPES[dtype_str]
     plan_options = dict(plan_options)
     before = plan_options.pop("before", False)
-    plan_options = stream_default_off(plan_options, NOT_ROW_PLAN_OPTIONS)
+    plan_options = rule_defaults_off(plan_options, NOT_ROW_PLAN_OPTIONS)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options), pairs=True
     )
@@ -216,7 +216,8 @@ def build_layernorm_module(N: int, dtype_str: str, eps: float = 1e-5, **plan_opt
     reread_first = plan_options.pop("reread_first", False)  # re-read pairs: those chunks written first, not last
     pair_async = plan_options.pop("pair_async", False)  # one-shot pairs: the staged chunks copied by cp.async
     # the main plan (a stream plan, or plan_rows'), the few-rows plan and the last rows' launch (row_tail)
-    rt = RowTail(N, dtype, plan_options, "build_layernorm_module", PLAN_DEFAULTS, LAYERNORM_OPTIONS, pairs=True)
+    regs = kernel_options.get("max_registers", 0)
+    rt = RowTail(N, dtype, plan_options, "build_layernorm_module", PLAN_DEFAULTS, LAYERNORM_OPTIONS, True, regs)
 
     def make_plan(vec, split):
         streamed, stream_plan_options, plan_options = split

@@ -70,6 +70,7 @@ __all__ = [
     "combine_mean_m2",
     "per_row",
     "split_options",
+    "check_row_threads",
     "defaults_for",
     "WIDE_ONLY",
     "with_defaults",
@@ -247,9 +248,13 @@ KERNEL_OPTIONS = ("max_registers",)  # options of the kernel's compilation, not 
 
 def with_defaults(shape_defaults: dict, base: dict, options: dict) -> dict:
     """``options`` over a kernel's defaults: ``shape_defaults`` (its per-shape rules over ``base``), or only
-    ``base`` with ``shape_defaults=False`` among ``options`` (the plans before the per-shape rules)."""
+    ``base`` with ``shape_defaults=False`` among ``options`` (the plans before the per-shape rules). A rule's
+    ``few_plan`` goes where ``options`` switch its few-rows plan off (``few_rows=0``)."""
     options = dict(options)
-    return {**(shape_defaults if options.pop("shape_defaults", True) else base), **options}
+    merged = {**(shape_defaults if options.pop("shape_defaults", True) else base), **options}
+    if not merged.get("few_rows") and "few_plan" not in options:  # (a caller's few_rows=0 over a rule's few_plan)
+        merged.pop("few_plan", None)
+    return merged
 
 
 WIDE_ONLY = "wide_only"  # a per-shape rule's mark: only for rows of 8-byte accesses or wider (see defaults_for)
@@ -367,11 +372,24 @@ def plan_rows(
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
+def check_row_threads(options: dict) -> None:
+    """A ValueError naming the option unless the thread counts among plan_rows ``options`` are powers of two up to
+    1024: a row's threads reduce by XOR butterflies within a warp and over its warps' partials (96 threads gave
+    wrong rows). The builders check their options with it before any trace."""
+    for name in ("max_row_threads", "chunk_threads", "onchip_threads"):
+        t = options.get(name, 1)
+        if type(t) is not int or not 1 <= t <= 1024 or t & (t - 1):
+            raise ValueError(f"{name}={t!r}: a row's threads are a power of two up to 1024 (e.g. 256, 512, 1024)")
+
+
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
                sms, inputs, early, weights, pair_rows=False, balance=False):  # fmt: skip
     if long_rows not in ("onchip", "two_pass", "cluster"):
         raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
+    check_row_threads(
+        {"max_row_threads": max_row_threads, "chunk_threads": chunk_threads, "onchip_threads": onchip_threads}
+    )
     vecs_target = max(1, elems_per_thread // vec)
     n_vecs = -(-n // vec)
     if long_rows == "cluster" and not clusters:

@@ -45,7 +45,7 @@ from kernels.norm.row_stream import (
     StreamOps,
     StreamPlan,
     row_or_stream_plan,
-    stream_default_off,
+    rule_defaults_off,
     stream_rows,
 )
 from kernels.norm.row_tail import RowTail
@@ -103,7 +103,8 @@ TAIL_ROWS: list = [
 ]
 # the fused add f32 over 48K at 34 rows and a few more (34 x 8 blocks are over the tail's 264: none): every row over
 # 4 blocks (H200, session 22: 49160 at 34-56 rows 67-77 -> 82-88%, 65536 at 34-40 65-71 -> 77-85%; at 64 rows, and 48
-# of 65536, the main plan was faster)
+# of 65536, the main plan was faster). Only the tail runs there (at most 66 rows x 4 blocks fill the tail's 264): the
+# few-rows plan's own main kernel (the base plan) is compiled but never launched
 _FEW_T16 = {"tail_cols": 16384}
 FUSED_ADD_TAIL_ROWS: list = [
     ((49153, 57343, ("f32",)), {"tail_cols": 8192, "few_rows": (34, 56), "few_plan": _FEW_T16}),
@@ -145,14 +146,14 @@ def plan_defaults(N: int, dtype_str: str, fused_add: bool = False) -> dict:
 
 
 def _build(N: int, dtype_str: str, eps: float, fused_add: bool, plan_options: dict):
-    plan_options = stream_default_off(plan_options, NOT_ROW_PLAN_OPTIONS)
+    plan_options = rule_defaults_off(plan_options, NOT_ROW_PLAN_OPTIONS)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, fused_add), PLAN_DEFAULTS, plan_options)
     )
     dtype = DTYPES[dtype_str]
     # the main plan (a stream plan, or plan_rows'), the few-rows plan and the last rows' launch (row_tail)
     name = "build_fused_add_rmsnorm_module" if fused_add else "build_rmsnorm_module"
-    rt = RowTail(N, dtype, plan_options, name, PLAN_DEFAULTS)
+    rt = RowTail(N, dtype, plan_options, name, PLAN_DEFAULTS, regs=kernel_options.get("max_registers", 0))
     if fused_add and any(split and split[0] for split in (rt.main, rt.few)):
         raise ValueError("stream=True: the stream plan reads one input; the fused add (X and R) has two")
     # one weight; the fused add's persistent plans prefetch R beside X

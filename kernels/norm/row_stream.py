@@ -138,13 +138,21 @@ ROW_PLAN_OPTIONS = frozenset(inspect.signature(plan_rows).parameters) - {
 NOT_ROW_PLAN = frozenset({*STREAM_OPTIONS, *TAIL_OPTIONS, *FEW_OPTIONS, "stream", "shape_defaults", "max_registers"})
 
 
-def stream_default_off(plan_options: dict, not_row_plan) -> dict:
-    """A builder's ``plan_options`` with ``stream=False`` where they describe another plan (an option outside
-    ``not_row_plan``: ``persist``, ``long_rows``, ``pair_rows``...) and do not say ``stream``: the caller gets the
-    plan they describe, not a per-shape stream default."""
-    if "stream" not in plan_options and plan_options.keys() - not_row_plan:
-        return {**plan_options, "stream": False}
-    return plan_options
+def rule_defaults_off(plan_options: dict, not_row_plan) -> dict:
+    """A builder's ``plan_options`` with the per-shape rules' plan choices switched off where the caller describes a
+    plan of their own, so that they get it (not a rule's) at every row count: ``stream=False`` where they describe
+    another plan (an option outside ``not_row_plan``: ``persist``, ``long_rows``, ``pair_rows``...) and do not say
+    ``stream``; ``few_rows=0`` (no few-rows plan, ``kernels/norm/row_tail.py``) where they describe a plan (those
+    options, ``stream`` or the stream plan's own) and do not say ``few_rows``. Tail options, ``cache_hint`` or
+    ``max_registers`` alone keep both."""
+    described = plan_options.keys() - not_row_plan
+    out = dict(plan_options)
+    if "stream" not in out and described:
+        out["stream"] = False
+    stream_plan = plan_options.keys() & (STREAM_OPTIONS.keys() - SHARED_OPTIONS | {"stream"})
+    if "few_rows" not in out and (described or stream_plan):
+        out["few_rows"] = 0
+    return out
 
 
 def stream_options(plan_options: dict, kernel: str, own: tuple = ()) -> tuple[bool, dict, dict]:

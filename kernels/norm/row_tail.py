@@ -30,7 +30,14 @@ import dataclasses
 
 import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
-from kernels.norm.norm_common import FEW_OPTIONS, TAIL_OPTIONS, RowPlan, plan_rows, split_options
+from kernels.norm.norm_common import (
+    FEW_OPTIONS,
+    TAIL_OPTIONS,
+    RowPlan,
+    check_row_threads,
+    plan_rows,
+    split_options,
+)
 from kernels.norm.row_stream import stream_options
 
 __all__ = [
@@ -79,14 +86,17 @@ def _few_options(few_rows, few_plan) -> tuple:
     rows = (1, few_rows) if type(few_rows) is int else few_rows
     if not (isinstance(rows, tuple) and len(rows) == 2 and all(type(r) is int for r in rows)) or rows[1] < 0:
         rows = None
-    if rows is None or not 1 <= rows[0] <= max(1, rows[1]) or (rows[1] > 0 and not isinstance(few_plan, dict)):
+    if rows is None or not 1 <= rows[0] <= max(1, rows[1]) or (rows[1] > 0) != isinstance(few_plan, dict):
         raise ValueError(
             f"few_rows={few_rows!r}, few_plan={few_plan!r}: give few_rows (the launches of at most few_rows rows, or "
-            "a range (lo, hi) of row counts, 1 <= lo <= hi) with few_plan, a dict of the plan's options for them "
-            "(few_rows=0: none)"
+            "a range (lo, hi) of row counts, 1 <= lo <= hi) with few_plan, a dict of the plan's options for them, "
+            "or neither (few_rows=0: none; a few_plan alone would not be used)"
         )
     if rows[1] == 0:
         return None, None
+    regs = few_plan.get("max_registers", 0)
+    if not (type(regs) is int and (regs == 0 or 16 <= regs <= 255)):
+        raise ValueError(f"few_plan={few_plan!r}: its max_registers is an integer 16-255 (or 0: no cap)")
     if few_plan.keys() & ({*TAIL_OPTIONS, *FEW_OPTIONS, "shape_defaults"} - set(FEW_TAIL_OPTIONS)):
         raise ValueError(
             f"few_plan={few_plan!r}: the tail options but tail_cols and tail_blocks (the few-rows launches' own tail) "
@@ -170,22 +180,26 @@ def _row_grid(plan, m):
 
 
 class RowTail:
-    """A row kernel builder's launch choices (module docstring): ``RowTail(n, dtype, plan_options, kernel, base,
-    own, pairs)`` takes the tail and few-rows options out of ``plan_options`` and splits the rest, and the few-rows
-    plan's options over ``base`` (the builder's defaults without its per-shape rules), as
-    :func:`kernels.norm.row_stream.stream_options` does (``kernel``, ``own``: for its errors): :attr:`main`,
-    :attr:`few` (None without a few-rows plan): ``(stream, plan_stream's options, plan_rows' options)``.
+    """A row kernel builder's launch choices (module docstring): ``RowTail(n, dtype, plan_options, kernel, base, own,
+    pairs, regs)`` (``regs``: the main plan's ``max_registers``, 0: none) takes the tail and few-rows options out of
+    ``plan_options`` and splits the rest, and the few-rows plan's options over ``base`` (the builder's defaults
+    without its per-shape rules), as :func:`kernels.norm.row_stream.stream_options` does (``kernel``, ``own``: for
+    its errors): :attr:`main`, :attr:`few` (None without a few-rows plan): ``(stream, plan_stream's options,
+    plan_rows' options)``.
 
     In the kernel (a ``Constexpr[int]`` parameter ``role``, after ``rows`` and ``vec``): ``plan =
     rt.kernel_plan(role, vec, make_plan)`` and ``rt.begin(plan, rows, vec, role)`` first, ``make_plan(vec, split)`` the
     builder's plan of one of those splits; in the launcher, ``rt.launch(kernel, args, m, vec, make_plan, stream)`` in
     place of the one launch."""
 
-    def __init__(self, n: int, dtype, plan_options: dict, kernel: str, base: dict, own=(), pairs: bool = False):
+    def __init__(
+        self, n: int, dtype, plan_options: dict, kernel: str, base: dict, own=(), pairs: bool = False, regs: int = 0
+    ):
         plan_options, (self.cols, blocks, rounds, self.regs, self.few_rows, few_plan) = pop_tail_options(plan_options)
-        self.limits = (blocks, rounds)
+        self.limits, self.main_regs = (blocks, rounds), regs  # (the main plan's register cap: the launcher's)
         self.n, self.elem_bytes = n, dtype.width // 8
         self.main = stream_options(plan_options, kernel, own)
+        check_row_threads(self.main[2])
         self.plan_options = self.main[2]  # (the tail keeps the main plan's values per thread)
         self.few, self.few_regs, self.few_cols, self.few_limits = None, 0, self.cols, self.limits
         if few_plan is not None:
@@ -201,7 +215,8 @@ class RowTail:
                 )
             few_options, kernel_options = split_options({**base, **few_plan}, pairs)
             self.few = stream_options(few_options, kernel, own)
-            self.few_regs = int(kernel_options.get("max_registers", 0))
+            check_row_threads(self.few[2])
+            self.few_regs = kernel_options.get("max_registers", 0)
 
     def plan(self, vec: int, role: int = TAIL):
         """The tail's plan for accesses of ``vec`` elements (``role``: :data:`FEW_TAIL`, the few-rows launches'), or
@@ -235,12 +250,14 @@ class RowTail:
         plan's)."""
 
         def go(rows, blocks, p, role):
-            # the tail's and the few-rows plan's own register caps (the launcher's max_registers is the main plan's)
-            if role == MAIN:
-                attrs = p.func_attrs
+            # the register caps: the main plan's is the launcher's (its max_registers, PTX .maxnreg of every kernel
+            # that sets none); the few-rows plan's its own or none (255), as its options alone would give; a tail's
+            # its own or all that one of its blocks may take
+            if role == FEW:
+                cap = self.few_regs or (255 if self.main_regs else 0)
             else:
-                cap = self.few_regs if role == FEW else self.regs
-                attrs = {**p.func_attrs, "max_registers": cap or min(255, 65536 // p.block_threads)}
+                cap = 0 if role == MAIN else self.regs or min(255, 65536 // p.block_threads)
+            attrs = {**p.func_attrs, "max_registers": cap} if cap else p.func_attrs
             kernel(*args, rows, vec, role).launch(
                 grid=(blocks, 1, 1),
                 block=(p.block_threads, 1, 1),

@@ -46,7 +46,7 @@ from kernels.norm.row_stream import (
     NOT_ROW_PLAN,
     StreamPlan,
     row_or_stream_plan,
-    stream_default_off,
+    rule_defaults_off,
 )
 from kernels.norm.row_tail import RowTail
 from kernels.norm.softmax_stream import max_sum_reduce, stream_rows
@@ -117,14 +117,15 @@ def build_softmax_module(M: int, N: int, dtype_str: str = "f32", **plan_options)
     """
     del M  # the row count is a run-time argument
     before = plan_options.pop("before", False)
-    plan_options = stream_default_off(plan_options, NOT_ROW_PLAN_OPTIONS)
+    plan_options = rule_defaults_off(plan_options, NOT_ROW_PLAN_OPTIONS)
     plan_options, kernel_options = split_options(
         with_defaults(plan_defaults(N, dtype_str, before), PLAN_DEFAULTS, plan_options)
     )
     light = plan_options.pop("light_reduce", False)
     dtype = DTYPES[dtype_str]
     # the main plan (a stream plan, or plan_rows'), the few-rows plan and the last rows' launch (row_tail)
-    rt = RowTail(N, dtype, plan_options, "build_softmax_module", PLAN_DEFAULTS, ("before", "light_reduce"))
+    regs = kernel_options.get("max_registers", 0)
+    rt = RowTail(N, dtype, plan_options, "build_softmax_module", PLAN_DEFAULTS, ("before", "light_reduce"), regs=regs)
     masked_min = MASKED_MIN[dtype_str]
 
     def reduce_max_sum(m, s, plan, parity=0):

@@ -109,14 +109,27 @@ KINDS = [
 
 
 @pytest.mark.parametrize("kernel,main,few", KINDS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(KINDS)])
-def test_few_rows_plans_of_every_kind(kernel, main, few, interpreter):
-    """Stream, persistent and paired plans as the few-rows plan or as the main one, with a tail: every row right."""
+def test_few_rows_plans_of_every_kind(kernel, main, few, interpreter, monkeypatch):
+    """Stream, persistent and paired plans as the few-rows plan or as the main one, with a tail: every row right, and
+    the launches inside the range run another kernel than those outside it."""
+    names = []
+    launch_ = cpu_runtime.CpuLauncher._launch
+
+    def spy(self, mem, name, grid, block, *rest):
+        names.append(str(name))
+        return launch_(self, mem, name, grid, block, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
     launch = KERNELS[kernel][0](N, "f32", {**main, "shape_defaults": False, "few_rows": (LO, HI), "few_plan": few,
                                            "tail_cols": 640, "tail_blocks": 16})  # fmt: skip
+    first = {}
     for m in (3, 5, 7, 9, 11):
+        names.clear()
         inputs, y, ro, args = kernel_args(kernel, m, N, "f32")
         launch(*args)
         check_rows(kernel, inputs, y, ro, 1e-5)
+        first[m] = names[0]
+    assert first[5] == first[7] and first[9] == first[11] and first[5] != first[9], first  # (3: all the tail's)
 
 
 BAD = [
@@ -129,6 +142,10 @@ BAD = [
     ({"few_rows": 8, "few_plan": {**FEW, "tail_rounds": 3}}, "the tail options but tail_cols and tail_blocks .* are "),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_cols": -1}}, "its tail_cols is a column count >= 0"),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_blocks": 0}}, "its tail_blocks a block count >= 1"),
+    ({"few_rows": 8, "few_plan": {**FEW, "max_registers": "64"}}, "its max_registers is an integer 16-255"),
+    ({"few_rows": 8, "few_plan": {**FEW, "max_registers": 300}}, "its max_registers is an integer 16-255"),
+    ({"few_rows": 8, "few_plan": {**FEW, "onchip_threads": 96}}, "onchip_threads=96: a row's threads are a power"),
+    ({"onchip_threads": 96}, "onchip_threads=96: a row's threads are a power of two"),
     ({"few_rows": 8, "few_plan": {**FEW, "shape_defaults": True}}, "are the launcher's"),
     ({"few_rows": 8, "few_plan": {**FEW, "onchip_thread": 32}}, "unknown plan option.*'onchip_thread'"),
 ]
@@ -146,16 +163,37 @@ def test_a_kernels_own_options_stay_out_of_the_few_rows_plan():
         KERNELS["layernorm"][0](4096, "f32", {"few_rows": 8, "few_plan": {"pair_async": True}})
 
 
-def test_few_rows_zero_switches_a_rule_off(interpreter, monkeypatch):
-    """``few_rows=0`` over a per-shape rule (its ``few_plan`` left in the options): the main plan at every row count."""
-    assert softmax_kernel.plan_defaults(65536, "f32")["few_rows"]
-    launches = _spy(monkeypatch)
-    options = {**CHUNKS, "shape_defaults": False, "few_plan": FEW}
-    launch = KERNELS["softmax"][0](N, "f32", {**options, "few_rows": 0})
-    inputs, y, ro, args = kernel_args("softmax", 6, N, "f32")
-    launch(*args)
-    check_rows("softmax", inputs, y, ro, 1e-5)
-    assert launches == [(64, 6)]
+def test_few_rows_zero_switches_a_rule_off():
+    """``few_rows=0`` over a per-shape rule: its ``few_plan`` goes too (a few_plan alone is an error, below)."""
+    from kernels.norm.norm_common import with_defaults
+
+    rule = softmax_kernel.plan_defaults(65536, "f32")
+    assert rule["few_rows"] and "few_plan" in rule
+    merged = with_defaults(rule, softmax_kernel.PLAN_DEFAULTS, {"few_rows": 0})
+    assert merged["few_rows"] == 0 and "few_plan" not in merged
+    softmax_kernel.build_softmax_module(0, 65536, "f32", few_rows=0)  # builds
+    with pytest.raises(ValueError, match="a few_plan alone would not be used"):
+        softmax_kernel.build_softmax_module(0, 65536, "f32", few_rows=0, few_plan=FEW)
+
+
+def test_a_plan_of_the_callers_own_switches_the_few_rows_rule_off():
+    """Options that describe a main plan (a plan_rows option, ``stream`` or the stream plan's own) get that plan at
+    every row count: a rule's few-rows plan is switched off as its stream default is; tail options, ``cache_hint``
+    and ``max_registers`` alone keep both; a few_plan given beside a rule's range replaces the rule's plan."""
+    from kernels.norm.norm_common import with_defaults
+    from kernels.norm.row_stream import NOT_ROW_PLAN, rule_defaults_off
+
+    rule = softmax_kernel.plan_defaults(65536, "f32")
+    for caller, few in (({"persist": 2}, 0), ({"stream": True}, 0), ({"stream_values": 8}, 0),
+                        ({"tail_cols": 0}, rule["few_rows"]), ({"cache_hint": "cs"}, rule["few_rows"]),
+                        ({"max_registers": 64}, rule["few_rows"]), ({"persist": 2, "few_rows": 9, "few_plan": FEW}, 9)):  # fmt: skip
+        merged = with_defaults(rule, softmax_kernel.PLAN_DEFAULTS, rule_defaults_off(caller, NOT_ROW_PLAN))
+        assert merged["few_rows"] == few, (caller, merged)
+        assert ("few_plan" in merged) == bool(few), (caller, merged)
+    own = with_defaults(rule, softmax_kernel.PLAN_DEFAULTS, rule_defaults_off({"few_plan": FEW}, NOT_ROW_PLAN))
+    assert own["few_rows"] == rule["few_rows"] and own["few_plan"] == FEW
+    with pytest.raises(ValueError, match="a few_plan alone would not be used"):
+        KERNELS["softmax"][0](N, "f32", {"few_plan": FEW})  # (no rule at 2500 columns)
 
 
 def test_few_rows_defaults():
@@ -182,7 +220,60 @@ def test_the_few_rows_choice_is_in_the_launch_plan(interpreter):
     from flydsl.runtime.launch_plan import launch_plan
 
     _, _, _, args = kernel_args("softmax", 3, N, "f32")
-    f = KERNELS["softmax"][0](N, "f32", {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "few_plan": FEW,
-                                         "tail_cols": 640})  # fmt: skip
-    plan = launch_plan(flyc.compile(f, *args)._entry.artifact.host_op())
-    assert plan is not None and plan.source.count("if ") >= 5, plan.source
+    sources = []
+    for few in (0, (LO, HI)):
+        f = KERNELS["softmax"][0](N, "f32", {**CHUNKS, "shape_defaults": False, "few_rows": few, "tail_cols": 640,
+                                             **({"few_plan": FEW} if few else {})})  # fmt: skip
+        plan = launch_plan(flyc.compile(f, *args)._entry.artifact.host_op())
+        assert plan is not None
+        sources.append(plan.source)
+    assert sources[1].count("launch(") == 2 * sources[0].count("launch(") == 4, sources[1]
+    assert "(a8 >= 5)" in sources[1] and "(a8 <= 8)" in sources[1] and "(a8 >= 5)" not in sources[0]
+
+
+def _ptx_kernels(tmp_path, interpreter, kernel, options) -> dict:
+    """``{kernel name: its PTX}`` of a launcher built with ``options`` (COMPILE_ONLY, dumped)."""
+    import re
+
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    interpreter.setenv("COMPILE_ONLY", "1")
+    interpreter.setenv("FLYDSL_DUMP_DIR", str(tmp_path / "dump"))
+    KERNELS[kernel][0](N, "f32", options)(*kernel_args(kernel, 3, N, "f32")[3])
+    (ptx,) = [p.read_text() for p in (tmp_path / "dump").glob("*/*.ptx")]
+    return {m.group(1): body for m, body in zip(re.finditer(r"\.entry (\w+)", ptx), re.split(r"\.entry \w+", ptx)[1:])}
+
+
+@pytest.mark.parametrize("few_regs,main_regs,want", [(0, 0, None), (0, 64, "255"), (40, 64, "40"), (40, 0, "40")])
+def test_the_few_rows_kernels_register_cap(few_regs, main_regs, want, tmp_path, interpreter):
+    """The few-rows kernel's PTX ``.maxnreg``: its own ``max_registers``, else none (255 where the launcher caps the
+    main kernel: its cap is every kernel's that sets none), as its options alone would give; the main kernel keeps
+    the launcher's."""
+    options = {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "tail_cols": 0,
+               "few_plan": {**FEW, **({"max_registers": few_regs} if few_regs else {})},
+               **({"max_registers": main_regs} if main_regs else {})}  # fmt: skip
+    kernels = _ptx_kernels(tmp_path, interpreter, "rmsnorm", options)
+    assert len(kernels) == 2, list(kernels)
+    caps = {name: (body.split("{")[0].split(".maxnreg")[1].split()[0] if ".maxnreg" in body.split("{")[0] else None)
+            for name, body in kernels.items()}  # fmt: skip
+    main, few = [caps[k] for k in sorted(caps, key=lambda k: ".reqntid 64," not in kernels[k].split("{")[0])]
+    assert (main, few) == (str(main_regs) if main_regs else None, want), caps
+
+
+def test_the_dependent_launch_protocol_of_the_few_rows_kernels(tmp_path, interpreter):
+    """A few-rows kernel whose launches have their own tail lets it launch first thing; that tail waits as the main
+    one does (at its end, and at its start where it has every row); the main kernel without a tail never signals."""
+    options = {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "tail_cols": 0, "tail_blocks": 16,
+               "few_plan": {**FEW, "tail_cols": 1280}}  # fmt: skip
+    interpreter.setenv("FLYDSL_DUMP_IR", "1")
+    interpreter.setenv("COMPILE_ONLY", "1")
+    interpreter.setenv("FLYDSL_DUMP_DIR", str(tmp_path / "dump"))
+    KERNELS["rmsnorm"][0](N, "f32", options)(*kernel_args("rmsnorm", 3, N, "f32")[3])
+    (text,) = [p.read_text() for p in (tmp_path / "dump").glob("*/03_dce.mlir")]
+    funcs = text.split("gpu.func @")[1:]
+    assert len(funcs) == 3, [f.split("(")[0] for f in funcs]
+    tails = [f for f in funcs if "cluster_dims" in f.splitlines()[0]]
+    mains = [f for f in funcs if f not in tails]
+    assert len(tails) == 1 and tails[0].count('"nvvm.griddep_wait"') == 2
+    assert "griddep_launch_dependents" not in tails[0]
+    signals = sorted("griddep_launch_dependents" in f for f in mains)
+    assert signals == [False, True] and not any("griddep_wait" in f for f in mains)

@@ -17,7 +17,7 @@ from norm_cases import check_rows, kernel_args
 from benchmarks.cases.norm_sweep import KERNELS
 from flydsl.runtime import cpu as cpu_runtime
 from kernels.norm import layernorm_kernel, rmsnorm_kernel, softmax_kernel
-from kernels.norm.row_stream import NOT_ROW_PLAN, stream_default_off
+from kernels.norm.row_stream import NOT_ROW_PLAN, rule_defaults_off
 from tools.fuzz_pool import raised_in
 
 SMS = 4  # the interpreter's grids: 4 "SMs", so 5 rows are a round and a row
@@ -100,7 +100,7 @@ def test_tail_options_keep_a_stream_default():
     """A tail option alone does not describe another row plan: softmax's stream default at 61440 f32 stays on."""
     assert softmax_kernel.plan_defaults(61440, "f32").get("stream") is True
     tail = {"tail_cols": 0, "tail_blocks": 8, "tail_rounds": 1, "tail_regs": 64}
-    assert stream_default_off(tail, NOT_ROW_PLAN) == tail
+    assert rule_defaults_off(tail, NOT_ROW_PLAN) == tail
 
 
 def test_tail_defaults():
