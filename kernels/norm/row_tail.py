@@ -251,12 +251,15 @@ class RowTail:
 
         def go(rows, blocks, p, role):
             # the register caps: the main plan's is the launcher's (its max_registers, PTX .maxnreg of every kernel
-            # that sets none); the few-rows plan's its own or none (255), as its options alone would give; a tail's
-            # its own or all that one of its blocks may take
+            # that sets none); the few-rows plan's its own, else none as its options alone would give (under a
+            # launcher's cap, which it would inherit, all that one of its blocks may take: 255 is more than 1024
+            # threads can launch with, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); a tail's its own or all that one of its
+            # blocks may take
+            whole = min(255, 65536 // p.block_threads)
             if role == FEW:
-                cap = self.few_regs or (255 if self.main_regs else 0)
+                cap = self.few_regs or (whole if self.main_regs else 0)
             else:
-                cap = 0 if role == MAIN else self.regs or min(255, 65536 // p.block_threads)
+                cap = 0 if role == MAIN else self.regs or whole
             attrs = {**p.func_attrs, "max_registers": cap} if cap else p.func_attrs
             kernel(*args, rows, vec, role).launch(
                 grid=(blocks, 1, 1),

@@ -243,19 +243,23 @@ def _ptx_kernels(tmp_path, interpreter, kernel, options) -> dict:
     return {m.group(1): body for m, body in zip(re.finditer(r"\.entry (\w+)", ptx), re.split(r"\.entry \w+", ptx)[1:])}
 
 
-@pytest.mark.parametrize("few_regs,main_regs,want", [(0, 0, None), (0, 64, "255"), (40, 64, "40"), (40, 0, "40")])
-def test_the_few_rows_kernels_register_cap(few_regs, main_regs, want, tmp_path, interpreter):
-    """The few-rows kernel's PTX ``.maxnreg``: its own ``max_registers``, else none (255 where the launcher caps the
-    main kernel: its cap is every kernel's that sets none), as its options alone would give; the main kernel keeps
-    the launcher's."""
-    options = {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "tail_cols": 0,
-               "few_plan": {**FEW, **({"max_registers": few_regs} if few_regs else {})},
+CAPS = [(0, 0, 32, None), (0, 64, 32, "255"), (0, 64, 1024, "64"), (40, 64, 32, "40"), (40, 0, 32, "40")]
+
+
+@pytest.mark.parametrize("few_regs,main_regs,threads,want", CAPS)
+def test_the_few_rows_kernels_register_cap(few_regs, main_regs, threads, want, tmp_path, interpreter):
+    """The few-rows kernel's PTX ``.maxnreg``: its own ``max_registers``, else none, as its options alone would give
+    — where the launcher caps the main kernel (its cap is every kernel's that sets none), all that one of its blocks
+    may take (1024 threads: 64; more fails the launch on the GPU); the main kernel keeps the launcher's."""
+    few = {**FEW, "onchip_threads": threads, **({"max_registers": few_regs} if few_regs else {})}
+    options = {**CHUNKS, "shape_defaults": False, "few_rows": (LO, HI), "tail_cols": 0, "few_plan": few,
                **({"max_registers": main_regs} if main_regs else {})}  # fmt: skip
     kernels = _ptx_kernels(tmp_path, interpreter, "rmsnorm", options)
     assert len(kernels) == 2, list(kernels)
     caps = {name: (body.split("{")[0].split(".maxnreg")[1].split()[0] if ".maxnreg" in body.split("{")[0] else None)
             for name, body in kernels.items()}  # fmt: skip
     main, few = [caps[k] for k in sorted(caps, key=lambda k: ".reqntid 64," not in kernels[k].split("{")[0])]
+    assert f".reqntid {threads}," in "".join(kernels.values())
     assert (main, few) == (str(main_regs) if main_regs else None, want), caps
 
 
