@@ -79,6 +79,25 @@ def _driver():
     return d
 
 
+_OUT_OF_RESOURCES = 701  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+_REGISTERS_PER_SM = 65536  # sm_80 / sm_90
+
+
+def launch_detail(code, grid, block, smem: int, regs: int | None = None) -> str:
+    """A failed launch's details for :class:`CudaError`: its shape and, where it ran out of resources, the register
+    arithmetic that explains it (a block's threads times the kernel's registers per thread must fit an SM's 65536)
+    and the fix."""
+    detail = f"grid={tuple(grid)} block={tuple(block)} smem={smem}"
+    threads = block[0] * block[1] * block[2]
+    if int(getattr(code, "value", code)) == _OUT_OF_RESOURCES and regs and regs * threads > _REGISTERS_PER_SM:
+        detail += (
+            f"\nthe kernel takes {regs} registers per thread: {threads} threads need {regs * threads}, an SM holds "
+            f"{_REGISTERS_PER_SM}; cap its registers at {_REGISTERS_PER_SM // threads} (max_registers, the launch's "
+            "value_attrs, or the maxnreg compile hint) or launch fewer threads per block"
+        )
+    return detail
+
+
 def _error_name(code) -> str:
     try:
         err, name = _driver().cuGetErrorName(code)
@@ -328,6 +347,13 @@ class CudaKernel:
         a = getattr(d.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{attr}")
         return int(_check(d.cuFuncGetAttribute(a, self.func), "cuFuncGetAttribute", self.name))
 
+    def _regs(self) -> int | None:
+        """The kernel's registers per thread, for an error message (None where the driver cannot say)."""
+        try:
+            return self.attribute("NUM_REGS") if self.func is not None else None
+        except Exception:  # noqa: BLE001 - reporting must not fail
+            return None
+
     def _allow_smem(self, smem: int) -> None:
         if self.func is not None:
             d = _driver()
@@ -353,7 +379,7 @@ class CudaKernel:
             code = _driver().CUresult(err)
         except Exception:  # noqa: BLE001 - no bindings to name the code: report the number
             code = err
-        raise CudaError("cuLaunchKernel", code, self.name, f"grid={grid} block={block} smem={smem}")
+        raise CudaError("cuLaunchKernel", code, self.name, launch_detail(code, grid, block, smem, self._regs()))
 
     def _stream(self, stream):
         """The CUstream object for a stream (cached for the last one used)."""
@@ -384,7 +410,8 @@ class CudaKernel:
                 return self._bindings_launch(gx, gy, gz, bx, by, bz, smem, stream, *args)
             finally:
                 self._retrying = False
-        raise CudaError("cuLaunchKernel", err, self.name, f"grid={(gx, gy, gz)} block={(bx, by, bz)} smem={smem}")
+        detail = launch_detail(err, (gx, gy, gz), (bx, by, bz), smem, self._regs())
+        raise CudaError("cuLaunchKernel", err, self.name, detail)
 
     def launch(self, grid, block, smem: int = 0, stream=None, args=()) -> None:
         """Launch on ``grid`` blocks of ``block`` threads with ``smem`` bytes of dynamic shared memory."""

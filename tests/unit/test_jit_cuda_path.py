@@ -159,3 +159,20 @@ def test_every_default_stream_argument_is_resolved(fake_cuda, monkeypatch):
     two(t, t, t, 8)  # the cached call's generated path
     two(t, t, t, 8, s2=fx.Stream(0x99))
     assert [entry[4] for entry in fake_cuda["launches"]] == [0x5151, 0x5151, 0x5151, 0x5151, 0x5151, 0x99]
+
+
+def test_a_launch_out_of_registers_says_why_and_what_to_do():
+    """CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES from a block whose threads times the kernel's registers pass an SM's 65536
+    (a 1024-thread kernel compiled under ``.maxnreg 255`` took 72): the error does the arithmetic and names the fix;
+    other failures keep the launch's shape only."""
+    from flydsl.runtime.cuda import CudaError, launch_detail
+
+    detail = launch_detail(701, (140, 1, 1), (1024, 1, 1), 0, regs=72)
+    assert detail.startswith("grid=(140, 1, 1) block=(1024, 1, 1) smem=0\n")
+    assert "72 registers per thread: 1024 threads need 73728, an SM holds 65536; cap its registers at 64" in detail
+    assert "max_registers" in detail and "fewer threads per block" in detail
+    assert launch_detail(701, (1, 1, 1), (256, 1, 1), 0, regs=72) == "grid=(1, 1, 1) block=(256, 1, 1) smem=0"
+    assert "registers" not in launch_detail(1, (1, 1, 1), (1024, 1, 1), 0, regs=72)  # another error
+    assert "registers" not in launch_detail(701, (1, 1, 1), (1024, 1, 1), 0, regs=None)  # the driver could not say
+    err = CudaError("cuLaunchKernel", 701, "layernorm_kernel_0", detail)
+    assert "(kernel layernorm_kernel_0)" in str(err) and "cap its registers at 64" in str(err)
