@@ -281,3 +281,17 @@ def test_the_dependent_launch_protocol_of_the_few_rows_kernels(tmp_path, interpr
     assert "griddep_launch_dependents" not in tails[0]
     signals = sorted("griddep_launch_dependents" in f for f in mains)
     assert signals == [False, True] and not any("griddep_wait" in f for f in mains)
+
+
+def test_the_exploration_rounds_build():
+    """Every variant of ``benchmarks.norm_variants``' named rounds builds a launcher for its cells' shapes (the
+    options are checked when built), or is refused with a reason (a few_plan with no range at that shape)."""
+    from benchmarks.norm_variants import SETS
+
+    for cells, variants in SETS.values():
+        for k, dt, n in dict.fromkeys(c[:3] for c in cells):
+            for name, plan in variants.items():
+                try:
+                    KERNELS[k][0](n, dt, dict(plan))
+                except ValueError as e:
+                    assert "a few_plan alone would not be used" in str(e), (k, dt, n, name, e)
