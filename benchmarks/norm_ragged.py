@@ -97,13 +97,18 @@ def _build(kernel: str, n: int, dtype: str, plan: dict):
     return KERNELS[kernel][0](n, dtype, plan)
 
 
-def _compile_share(todo, index: int, workers: int) -> None:
-    """Compile (and run once, on two rows) this worker's share of ``todo``: the disk cache keeps them."""
+def compile_share(builds, index: int, workers: int) -> None:
+    """Compile (and run once, on three rows: a launcher's every kernel is traced) this worker's share of ``builds``
+    (``(kernel, n, dtype, plan options)``): the disk cache keeps them. A plan the kernel refuses is skipped (the
+    timing reports it)."""
     import torch
 
-    for i, (k, n, dt, name) in enumerate(todo):
+    for i, (k, n, dt, plan) in enumerate(builds):
         if i % workers == index:
-            _build(k, n, dt, _plan(name))(*_tensors(k, 2, n, dt)[2])
+            try:
+                _build(k, n, dt, dict(plan))(*_tensors(k, 3, n, dt)[2])
+            except ValueError:
+                pass
     torch.cuda.synchronize()
 
 
@@ -188,7 +193,7 @@ def main(argv=None) -> int:
     todo = configs([int(n) for n in args.lengths.split(",")], args.kernels.split(","), args.dtypes.split(","),
                    variants)  # fmt: skip
     if args.compile_share:
-        _compile_share(todo, *args.compile_share)
+        compile_share([(k, n, dt, _plan(name)) for k, n, dt, name in todo], *args.compile_share)
         return 0
     compile_in_workers("benchmarks.norm_ragged", argv, args.workers)
     print("| kernel | dtype | shape | copy us | " + " | ".join(["flydsl", *variants]) + " |", flush=True)

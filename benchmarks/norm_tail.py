@@ -20,11 +20,11 @@ import argparse
 
 from .norm_ragged import (
     KERNEL_NAMES,
-    _build,
     _tensors,
     _us,
     checked_us,
     compile_in_workers,
+    compile_share,
     copy_us,
     reference,
     rows_for,
@@ -79,14 +79,8 @@ def main(argv=None) -> int:
     if set(plans) - PLANS.keys():
         ap.error(f"--plans: {', '.join(sorted(set(plans) - PLANS.keys()))} unknown; give some of {', '.join(PLANS)}")
     if args.compile_share:
-        import torch
-
-        index, workers = args.compile_share
-        for i, (k, n, dt, _) in enumerate(dict.fromkeys((k, n, dt, 0) for k, n, dt, _ in todo)):
-            if i % workers == index:
-                for plan in map(PLANS.get, plans):  # both kernels of a launcher with a tail: 3 rows, all the tail's
-                    _build(k, n, dt, dict(plan))(*_tensors(k, 3, n, dt)[2])
-        torch.cuda.synchronize()
+        shapes = dict.fromkeys((k, n, dt) for k, n, dt, _ in todo)
+        compile_share([(*shape, PLANS[p]) for shape in shapes for p in plans], *args.compile_share)
         return 0
     compile_in_workers("benchmarks.norm_tail", argv, args.workers)
     heads = [f"{p} us (%)" if p == "flydsl" else p for p in plans]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .norm_ragged import _tensors, checked_us, compile_in_workers, copy_us, reference
+from .norm_ragged import _tensors, checked_us, compile_in_workers, compile_share, copy_us, reference
 
 _O512 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}
 _NS512 = {"shape_defaults": False, **_O512}
@@ -112,19 +112,8 @@ def main(argv=None) -> int:
     if not cells:
         ap.error("no cells: give --set or --cells")
     if args.compile_share:
-        import torch
-
-        from .norm_ragged import _build
-
-        index, workers = args.compile_share
-        todo = [(k, dt, n, name) for k, dt, n in dict.fromkeys(c[:3] for c in cells) for name in variants]
-        for i, (k, dt, n, name) in enumerate(todo):
-            if i % workers == index:
-                try:
-                    _build(k, n, dt, dict(variants[name]))(*_tensors(k, 3, n, dt)[2])
-                except ValueError:
-                    pass  # refused: reported when timed
-        torch.cuda.synchronize()
+        shapes = dict.fromkeys(c[:3] for c in cells)
+        compile_share([(k, n, dt, v) for k, dt, n in shapes for v in variants.values()], *args.compile_share)
         return 0
     compile_in_workers("benchmarks.norm_variants", argv, args.workers)
     for k, dt, n, M in cells:
