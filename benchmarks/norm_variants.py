@@ -23,13 +23,25 @@ _NS1024 = {"shape_defaults": False, "cache_hint": "cs"}
 _KINDS = ("softmax", "rmsnorm", "rmsnorm+add", "layernorm")
 
 
+_TAIL_SHAPES = (("softmax", "bf16", 49160), ("softmax", "bf16", 65536), ("softmax", "f32", 65536),
+                ("rmsnorm", "bf16", 65536), ("rmsnorm", "f32", 65536))  # fmt: skip
+
+
 def _grid(kernels, dtypes, lengths, rows):
     return [(k, dt, n, m) for k in kernels for dt in dtypes for n in lengths for m in rows]
 
 
-# name -> (cells, variants): the session-22 rounds (the explore log's (2)-(5); its (1) is ``few22`` at 132-273 rows of
-# softmax / RMSNorm with more variants, and the persistent cluster round's plans are not in the library)
+# name -> (cells, variants): the session-22 rounds of the explore log, (1)-(5) (the persistent cluster round's plans
+# are not in the library)
 SETS = {
+    "tail22": (
+        [(k, dt, n, m) for k, dt, n in _TAIL_SHAPES for m in (132, 140, 160, 273)],
+        {"default": {}, "notail": {"tail_cols": 0}, "o512": {**_NS512, "tail_cols": 0},
+         "o512T": {**_NS512, "tail_cols": 16384}, "o512p2T": {**_NS512, "persist": 2, "tail_cols": 16384},
+         "r48": {"tail_regs": 48}, "p0T": {"persist": 0, "tail_cols": 16384}, "p0noT": {"persist": 0, "tail_cols": 0},
+         **{f"cl{k}": {"shape_defaults": False, "long_rows": "cluster", "cluster_cols": 65536 // k} for k in (2, 4, 8)},
+         "T8k": {"tail_cols": 8192}, "T32k": {"tail_cols": 32768}},
+    ),
     "few22": (
         _grid(_KINDS, ("bf16", "f32"), (49160, 65536), (34, 64, 100, 132, 140, 160, 200, 273)),
         {"default": {}, "o512": {**_NS512, "tail_cols": 0}, "o512T": {**_NS512, "tail_cols": 16384},
