@@ -19,6 +19,7 @@ and inline PTX for ``wgmma.mma_async`` (LLVM has no intrinsic for it).
 | tma_load | ``cp.async.bulk.tensor.g2s.tile.Nd`` | ``cp.async.bulk.tensor.Nd.shared::cluster.global.tile…`` |
 | tma_store | ``cp.async.bulk.tensor.s2g.tile.Nd`` | ``cp.async.bulk.tensor.Nd.global.shared::cta…`` |
 | bulk_load / bulk_store | ``cp.async.bulk.global.to.shared.cluster`` / ``.shared.cta.to.global`` | ``cp.async.bulk…`` |
+| tma_load_multicast | ``cp.async.bulk.tensor.g2s.tile.Nd`` (mask, flag set) | ``….multicast::cluster`` |
 | bulk_load_multicast | ``cp.async.bulk.global.to.shared.cluster`` (mask, flag set) | ``….multicast::cluster`` |
 | bulk_commit / bulk_wait | ``cp.async.bulk.{commit.group,wait.group(.read)}`` | ``cp.async.bulk.wait_group.read 0`` |
 | wgmma_fence / commit | ``wgmma.{fence,commit_group}.sync.aligned`` | ``wgmma.fence.sync.aligned`` |
@@ -231,6 +232,18 @@ def emit_tma_load(fe: FunctionEmitter, op: Op) -> None:
     args += [_i32(fe, c) for c in coords]
     args += [("i16", "0"), ("i64", "0"), ("i1", "false"), ("i1", "false"), ("i32", "0")]
     fe.call(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{rank}d", "void", args)
+
+
+@emitter("nvvm.tma_load_multicast")
+def emit_tma_load_multicast(fe: FunctionEmitter, op: Op) -> None:
+    """The same intrinsic as ``tma_load`` with its multicast flag set: the i16 block mask selects the cluster's
+    blocks whose shared memory (at ``dst``'s offset) and mbarrier (at ``bar``'s offset) receive the box."""
+    desc, dst, bar, mask, *coords = op.operands
+    m16 = fe.assign(f"trunc i32 {fe.val(mask)} to i16")
+    args = [("ptr addrspace(7)", _to_cluster(fe, dst)), (_BAR, fe.val(bar)), ("ptr", fe.val(desc))]
+    args += [_i32(fe, c) for c in coords]
+    args += [("i16", m16), ("i64", "0"), ("i1", "true"), ("i1", "false"), ("i32", "0")]
+    fe.call(f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{len(coords)}d", "void", args)
 
 
 @emitter("nvvm.tma_store")

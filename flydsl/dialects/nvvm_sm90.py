@@ -11,7 +11,7 @@ synchronization                ``mbarrier_init/arrive/arrive_expect_tx/expect_tx
 cluster shared memory          ``mapa``: a shared pointer into another block of the cluster
                                (``!fly.ptr<T, shared_cluster>``; loads and stores are ``ptr`` ops);
                                ``st_async``: a store there that completes on that block's mbarrier
-tensor memory accelerator      ``tma_make_desc`` (host), ``tma_load``, ``tma_store``,
+tensor memory accelerator      ``tma_make_desc`` (host), ``tma_load``, ``tma_load_multicast``, ``tma_store``,
                                ``tma_prefetch_desc``, ``bulk_load``, ``bulk_load_multicast``,
                                ``bulk_store``,
                                ``bulk_commit``, ``bulk_wait``
@@ -508,11 +508,14 @@ tma_make_desc = OpDef(
 # -- TMA and bulk copies ----------------------------------------------------------------------------
 
 
-def _tma_verify(load: bool):
-    """(desc, smem side[, mbarrier], 1 to 5 coordinates): load has the mbarrier, store not."""
-    fixed = 3 if load else 2
+def _tma_verify(load: bool, multicast: bool = False):
+    """(desc, smem side[, mbarrier[, block mask]], 1 to 5 coordinates): load has the mbarrier, store not; a
+    multicast load the cluster's block mask after it."""
+    fixed = (3 + multicast) if load else 2
     what = (
-        "tma_load takes (desc, smem dst, mbarrier, 1 to 5 coordinates)"
+        "tma_load_multicast takes (desc, smem dst, mbarrier, block mask i32, 1 to 5 coordinates)"
+        if multicast
+        else "tma_load takes (desc, smem dst, mbarrier, 1 to 5 coordinates)"
         if load
         else ("tma_store takes (desc, smem src, 1 to 5 coordinates)")
     )
@@ -526,7 +529,11 @@ def _tma_verify(load: bool):
             return f"the descriptor must be a !fly.tma_desc, got {d.type}"
         if not isinstance(smem.type, PointerType) or smem.type.space != AddressSpace.SHARED:
             return f"the shared-memory side must be a shared pointer, got {smem.type}"
-        return _first_error(_bar_check(ops[2]) if load else None, *[_i32_check(c, "a coordinate") for c in ops[fixed:]])
+        return _first_error(
+            _bar_check(ops[2]) if load else None,
+            _i32_check(ops[3], "the block mask") if multicast else None,
+            *[_i32_check(c, "a coordinate") for c in ops[fixed:]],
+        )
 
     return verify
 
@@ -539,6 +546,19 @@ tma_load = OpDef(
     verify=_tma_verify(load=True),
     doc="(desc, smem dst, mbarrier, coords...): copy the box at coords into shared memory, out-of-bounds "
     "elements as 0, completing the box's bytes on the mbarrier (cp.async.bulk.tensor tile mode)",
+)
+
+
+tma_load_multicast = OpDef(
+    "nvvm.tma_load_multicast",
+    requires="tma_multicast",
+    operands=-1,
+    results=0,
+    verify=_tma_verify(load=True, multicast=True),
+    doc="(desc, smem dst, mbarrier, block mask i32, coords...): one read of the box at coords, written at the same "
+    "shared offset of every block of the cluster whose rank's bit is set in the mask (bits 0-15), out-of-bounds "
+    "elements as 0, each completing the box's bytes on its mbarrier at the same offset "
+    "(cp.async.bulk.tensor ... .multicast::cluster)",
 )
 
 
@@ -751,7 +771,7 @@ SM90_OPS = tuple(o.name for o in (
     mbarrier_try_wait, mbarrier_wait, fence_proxy_async, fence_mbarrier_init, griddep_wait, griddep_launch_dependents,
     elect_sync, setmaxnreg, barrier_sync, barrier_arrive,
     cluster_ctarank, cluster_id, cluster_ctaid, cluster_dim, mapa, st_async, cluster_arrive, cluster_wait,
-    tma_make_desc, tma_load, tma_store, tma_prefetch_desc,
+    tma_make_desc, tma_load, tma_load_multicast, tma_store, tma_prefetch_desc,
     bulk_load, bulk_load_multicast, bulk_store, bulk_prefetch_l2, bulk_commit, bulk_wait,
     wgmma_fence, wgmma, wgmma_commit, wgmma_wait,
 ))  # fmt: skip
@@ -760,5 +780,5 @@ TASK_OPS = frozenset({mbarrier_try_wait.name, mbarrier_wait.name, barrier_sync.n
 # ops through which the blocks of a cluster reach each other: the interpreter runs whole clusters together
 CLUSTER_OPS = frozenset({
     mapa.name, st_async.name, cluster_arrive.name, cluster_wait.name, bulk_load_multicast.name,
-    mbarrier_arrive_cluster.name,
+    tma_load_multicast.name, mbarrier_arrive_cluster.name,
 })  # fmt: skip

@@ -179,6 +179,37 @@ def tma_load(op: Op, cc: Compiler):
     return step
 
 
+@impl("nvvm.tma_load_multicast")
+def tma_load_multicast(op: Op, cc: Compiler):
+    """``cp.async.bulk.tensor ... .multicast::cluster``: each active lane's load reads the box once and writes it at
+    the same shared offset of every block of its cluster whose rank's bit is set in the mask (bits 0-15; a rank
+    outside the cluster is a fault), completing its bytes on each such block's mbarrier at the barrier's offset."""
+    d, dst, bar, mk, *cs = cc.slots_of(op.operands)
+
+    def step(env, lanes):
+        cx, cy, cz = cluster_dims(lanes.program)
+        size = cx * cy * cz
+        for ln in active_lanes(lanes).tolist():
+            row = np.asarray(env[d])
+            f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
+            s_off, b_off = _at(env[dst], lanes, ln), _at(env[bar], lanes, ln)
+            mask = _at(env[mk], lanes, ln) & 0xFFFF
+            ranks = [r for r in range(16) if mask >> r & 1]
+            if not ranks or ranks[-1] >= size:
+                raise lanes.fault(op, f"multicast TMA load: block mask 0x{mask:x} names no block or a rank outside "
+                                  f"the cluster of {size} block(s) (ranks 0-{size - 1})", ln)  # fmt: skip
+            coords = _coords(lanes, op, env, cs, f, ln, "TMA load")
+            peers = cluster_peer(lanes, np.full(len(ranks), ln // lanes.tpb, np.int64), np.array(ranks, np.int64))
+            for blk in peers.tolist():
+                smem = _smem(lanes, op, int(blk), s_off, f.box_bytes, ln, 128, "multicast TMA load")
+                tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=True)
+                get_barrier(lanes, op, int(blk), b_off).complete_tx(f.box_bytes)
+            if lanes.sched is not None:
+                lanes.sched.bump()
+
+    return step
+
+
 @impl("nvvm.tma_store")
 def tma_store(op: Op, cc: Compiler):
     """``cp.async.bulk.tensor`` shared → global; out-of-bounds elements are not written."""

@@ -2,7 +2,7 @@
 other's shared memory through ``fx.nvvm.map_shared`` between cluster barriers (tests/unit/test_cluster.py
 has the programs), in 1-D, 2-D and 3-D clusters, and add atomically to one block's counter; the launch runs clusters from the kernel's compile-time
 cluster shape (``.reqnctapercluster``); ``st.async`` exchanges and a multicast ring (bulk copies to every block of
-the cluster, released by remote mbarrier arrives)."""
+the cluster, released by remote mbarrier arrives); a multicast TMA load (tests/unit/test_tma_multicast.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from test_cluster import _counter, _ring  # noqa: E402
 from test_multicast import _ring as _mcast_ring  # noqa: E402
 from test_multicast import _want as _mcast_want  # noqa: E402
 from test_st_async import _exchange, _want  # noqa: E402
+from test_tma_multicast import mcast_tile  # noqa: E402
+from test_tma_multicast import want as _tma_want  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -79,3 +81,18 @@ def test_multicast_ring_gpu(cluster, stages, pieces, monkeypatch, tmp_path):
     _mcast_ring(cluster, stages, pieces)(torch.from_numpy(w).cuda(), out)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(out.cpu().numpy(), _mcast_want(w, cluster, pieces))
+
+
+@pytest.mark.parametrize("cluster, mask", [(2, 0b11), (4, 0b1111), (4, 0b0101), (2, 0b01)])
+def test_multicast_tma_load_gpu(cluster, mask, monkeypatch, tmp_path):
+    """One TMA read of a tile per cluster, multicast to the masked blocks (tests/unit/test_tma_multicast.py): on the
+    H200 every masked block gets the tile, the others none."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    src = np.arange(2 * 8 * 32, dtype=np.float32).reshape(16, 32)
+    out = torch.full((cluster * 2 * 8, 32), -1.0, dtype=torch.float32, device="cuda")
+    mcast_tile(cluster, mask)(torch.from_numpy(src).cuda(), out)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), _tma_want(src, cluster, mask))

@@ -283,7 +283,7 @@ def _check_store_not_negative(atom: TmaAtom, c) -> None:
             )
 
 
-def _issue(atom: TmaAtom, base: Pointer, coord, bar) -> None:
+def _issue(atom: TmaAtom, base: Pointer, coord, bar, mask=None) -> None:
     c = _coords(atom, coord)
     _check_inner_alignment(atom, c)
     if bar is None:
@@ -295,17 +295,30 @@ def _issue(atom: TmaAtom, base: Pointer, coord, bar) -> None:
         crd = [_as_i32(c[contig] + cc), _as_i32(c[other] + co)] + rest
         if bar is None:
             _d.tma_store(atom.desc, p.ir_value(), *crd)
+        elif mask is not None:
+            _d.tma_load_multicast(atom.desc, p.ir_value(), bar.ir_value(), mask, *crd)
         else:
             _d.tma_load(atom.desc, p.ir_value(), bar.ir_value(), *crd)
 
 
-def tma_load(atom: TmaAtom, dst, mbar, coord) -> None:
+def tma_load(atom: TmaAtom, dst, mbar, coord, *, multicast_mask=None) -> None:
     """Load the tile whose first element is at ``coord`` (element coordinates in the tensor's modes) into
     the shared tensor ``dst`` (laid out as the atom's ``smem_layout``), completing ``atom.tile_bytes``
-    on ``mbar``. Issue it from one thread (e.g. under ``fx.nvvm.elect_one()``)."""
+    on ``mbar``. Issue it from one thread (e.g. under ``fx.nvvm.elect_one()``).
+
+    ``multicast_mask`` (sm_90, a cluster launch): the tile is read once and lands at ``dst``'s offset in the shared
+    memory of every block of the cluster whose rank (:func:`cluster_ctarank`) has its bit set (bits 0-15), each
+    completing its bytes on its own mbarrier at ``mbar``'s offset — every receiver arms its own barrier for them
+    (``.multicast::cluster``; one L2 read for the cluster, as CUTLASS's multicast TMA of a GEMM's shared operand)."""
     if not isinstance(atom, TmaAtom) or atom.kind != "load":
         raise TypeError(f"tma_load needs a load TmaAtom (make_tma_atom(...)), got {atom!r}")
-    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar))
+    mask = None
+    if multicast_mask is not None:
+        m = _static_int(as_numeric(multicast_mask))
+        if m is not None and not 0 < m < 1 << 16:
+            raise ValueError(f"a multicast mask names 1-16 blocks of the cluster (bits 0-15), got {m:#x}")
+        mask = _i32(multicast_mask, "the multicast mask")
+    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar), mask)
 
 
 def tma_store(atom: TmaAtom, src, coord) -> None:
