@@ -19,7 +19,7 @@ from flydsl.interp import InterpError
 ROWS, COLS = 8, 32  # a tile of 8 rows of 32 f32 (128 bytes: the 128-byte swizzle)
 
 
-def mcast_tile(cluster: int, mask: int, clusters: int = 2):
+def mcast_tile(cluster: int, mask: int, clusters: int = 2, via_copy: bool = False):
     """Every block of each cluster of ``cluster`` blocks arms its mbarrier for a tile; after a cluster barrier, rank
     0 loads tile ``cluster id`` (rows ``8 c``...) once with ``multicast_mask=mask``; every masked block stores what
     it received at rows ``8 b`` of ``out`` (block ``b``); the unmasked ones store nothing (their barriers are armed
@@ -43,7 +43,10 @@ def mcast_tile(cluster: int, mask: int, clusters: int = 2):
         nvvm.cluster_sync()  # every receiver armed
         if tid == 0:
             if rank == 0:
-                nvvm.tma_load(tin, s, bar, (fx.block_idx.x // cluster * ROWS, 0), multicast_mask=mask)
+                if fx.const_expr(via_copy):  # CuTe's spelling
+                    fx.copy(tin, tin.tile(fx.block_idx.x // cluster, 0), s, mbar=bar, mcast_mask=mask)
+                else:
+                    nvvm.tma_load(tin, s, bar, (fx.block_idx.x // cluster * ROWS, 0), multicast_mask=mask)
         if named == 1:
             nvvm.mbarrier_wait(bar, 0)
             nvvm.fence_proxy_async()
@@ -62,10 +65,10 @@ def mcast_tile(cluster: int, mask: int, clusters: int = 2):
     return launch
 
 
-def _run(cluster: int, mask: int, clusters: int = 2):
+def _run(cluster: int, mask: int, clusters: int = 2, via_copy: bool = False):
     src = np.arange(clusters * ROWS * COLS, dtype=np.float32).reshape(clusters * ROWS, COLS)
     out = np.full((cluster * clusters * ROWS, COLS), -1, np.float32)
-    mcast_tile(cluster, mask, clusters)(src, out)
+    mcast_tile(cluster, mask, clusters, via_copy)(src, out)
     return src, out
 
 
@@ -82,6 +85,11 @@ def want(src, cluster: int, mask: int, clusters: int = 2):
 def test_a_multicast_tma_load_lands_in_every_masked_block(cluster, mask):
     src, out = _run(cluster, mask)
     np.testing.assert_array_equal(out, want(src, cluster, mask))
+
+
+def test_fx_copy_with_a_tma_atom_takes_cutes_mcast_mask():
+    src, out = _run(4, 0b0110, via_copy=True)
+    np.testing.assert_array_equal(out, want(src, 4, 0b0110))
 
 
 def test_a_multicast_tma_load_to_a_rank_outside_the_cluster_is_a_fault():

@@ -116,20 +116,22 @@ class TmaAtom:
     __repr__ = __fly_describe__
 
     # -- fx.copy ---------------------------------------------------------------------------------------------
-    def __fly_copy_atom__(self, src, dst, *, pred=None, mbar=None, tma_bar_ptr=None, **state):
+    def __fly_copy_atom__(self, src, dst, *, pred=None, mbar=None, tma_bar_ptr=None, mcast_mask=None, **state):
         """``fx.copy(tma_atom, src, dst, mbar=bar)``: a load from a coordinate tile (``atom.tile(m, k)``) into
-        shared memory, or a store from shared memory into a coordinate tile."""
+        shared memory (``mcast_mask=m``: into every block of the cluster that ``m`` names, :func:`tma_load`), or a
+        store from shared memory into a coordinate tile."""
         if state:
-            raise TypeError(f"fx.copy with a TMA atom takes mbar= (loads), got {sorted(state)}")
+            raise TypeError(f"fx.copy with a TMA atom takes mbar= and mcast_mask= (loads), got {sorted(state)}")
         if pred is not None:
             raise TypeError("a TMA copy has no predicate: elements outside the tensor are zero-filled (loads) "
                             "or dropped (stores)")  # fmt: skip
         bar = mbar if mbar is not None else tma_bar_ptr
         if self.kind == "load":
-            tma_load(self, dst, bar, _coords_of(src))
+            tma_load(self, dst, bar, _coords_of(src), multicast_mask=mcast_mask)
         else:
-            if bar is not None:
-                raise TypeError("a TMA store completes through bulk_commit_group/bulk_wait_group, not an mbarrier")
+            if bar is not None or mcast_mask is not None:
+                raise TypeError("a TMA store completes through bulk_commit_group/bulk_wait_group, not an mbarrier, "
+                                "and writes one block's tile (no mcast_mask)")  # fmt: skip
             tma_store(self, src, _coords_of(dst))
 
 
