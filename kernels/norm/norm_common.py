@@ -70,7 +70,7 @@ __all__ = [
     "combine_mean_m2",
     "per_row",
     "split_options",
-    "check_row_threads",
+    "check_row_options",
     "defaults_for",
     "WIDE_ONLY",
     "with_defaults",
@@ -372,24 +372,40 @@ def plan_rows(
     return dataclasses.replace(plan, cache=cache_hint) if cache_hint else plan
 
 
-def check_row_threads(options: dict) -> None:
-    """A ValueError naming the option unless the thread counts among plan_rows ``options`` are powers of two up to
-    1024: a row's threads reduce by XOR butterflies within a warp and over its warps' partials (96 threads gave
-    wrong rows). The builders check their options with it before any trace."""
-    for name in ("max_row_threads", "chunk_threads", "onchip_threads"):
+# plan_rows' integer options and their least values (a row's thread counts: powers of two, at most 1024)
+_LEAST = {"elems_per_thread": 1, "block_threads": 1, "register_limit": 0, "kept_values": 0, "load_values": 1,
+          "row_iters": 1, "cluster_cols": 1, "persist": 0, "persist_from": 0, "sms": 0, "pair_lag": 0}  # fmt: skip
+_POW2_THREADS = ("max_row_threads", "chunk_threads", "onchip_threads")
+
+
+def check_row_options(options: dict) -> None:
+    """A ValueError naming the option unless plan_rows ``options`` are in range: thread counts of a row powers of two
+    up to 1024 (a row's threads reduce by XOR butterflies within a warp and over its warps' partials: 96 threads gave
+    wrong rows), ``block_threads`` at most 1024, the counts at least their least value, ``long_rows`` one of its
+    names. The builders check their options with it before any trace (a zero ``cluster_cols`` was a division by zero
+    inside it)."""
+    for name in _POW2_THREADS:
         t = options.get(name, 1)
         if type(t) is not int or not 1 <= t <= 1024 or t & (t - 1):
             raise ValueError(f"{name}={t!r}: a row's threads are a power of two up to 1024 (e.g. 256, 512, 1024)")
+    for name, least in _LEAST.items():
+        v = options.get(name, least)
+        if type(v) is not int or v < least or (name == "block_threads" and v > 1024):
+            most = " and at most 1024 (a block's threads)" if name == "block_threads" else ""
+            raise ValueError(f"{name}={v!r}: give an integer of at least {least}{most}")
+    if options.get("long_rows", "onchip") not in ("onchip", "two_pass", "cluster"):
+        raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {options['long_rows']!r}")
 
 
 def _plan_rows(n, elem_bytes, vec, elems_per_thread, block_threads, register_limit, max_row_threads, chunk_threads,
                long_rows, onchip_threads, kept_values, load_values, row_iters, cluster_cols, clusters, persist,
                sms, inputs, early, weights, pair_rows=False, balance=False):  # fmt: skip
-    if long_rows not in ("onchip", "two_pass", "cluster"):
-        raise ValueError(f"long_rows must be 'onchip', 'two_pass' or 'cluster', got {long_rows!r}")
-    check_row_threads(
-        {"max_row_threads": max_row_threads, "chunk_threads": chunk_threads, "onchip_threads": onchip_threads}
-    )
+    check_row_options(
+        {"max_row_threads": max_row_threads, "chunk_threads": chunk_threads, "onchip_threads": onchip_threads,
+         "elems_per_thread": elems_per_thread, "block_threads": block_threads, "register_limit": register_limit,
+         "kept_values": kept_values, "load_values": load_values, "row_iters": row_iters, "cluster_cols": cluster_cols,
+         "sms": sms, "long_rows": long_rows}
+    )  # fmt: skip
     vecs_target = max(1, elems_per_thread // vec)
     n_vecs = -(-n // vec)
     if long_rows == "cluster" and not clusters:

@@ -34,7 +34,7 @@ from kernels.norm.norm_common import (
     FEW_OPTIONS,
     TAIL_OPTIONS,
     RowPlan,
-    check_row_threads,
+    check_row_options,
     plan_rows,
     split_options,
 )
@@ -199,7 +199,7 @@ class RowTail:
         self.limits, self.main_regs = (blocks, rounds), regs  # (the main plan's register cap: the launcher's)
         self.n, self.elem_bytes = n, dtype.width // 8
         self.main = stream_options(plan_options, kernel, own)
-        check_row_threads(self.main[2])
+        check_row_options(self.main[2])
         self.plan_options = self.main[2]  # (the tail keeps the main plan's values per thread)
         self.few, self.few_regs, self.few_cols, self.few_limits = None, 0, self.cols, self.limits
         if few_plan is not None:
@@ -215,7 +215,7 @@ class RowTail:
                 )
             few_options, kernel_options = split_options({**base, **few_plan}, pairs)
             self.few = stream_options(few_options, kernel, own)
-            check_row_threads(self.few[2])
+            check_row_options(self.few[2])
             self.few_regs = kernel_options.get("max_registers", 0)
 
     def plan(self, vec: int, role: int = TAIL):
