@@ -93,8 +93,10 @@ def main(argv=None) -> int:
     for d in defects:
         print(d, flush=True)
     counts = {k: sum(kind == k for kind, _ in results) for k in ("ok", "refused", "defect")}
-    print(f"# {args.count} cases from seed {args.seed}: {counts['ok']} right, {counts['refused']} refused by the "
-          f"kernel library, {len(defects)} defect(s)")
+    print(
+        f"# {args.count} cases from seed {args.seed}: {counts['ok']} right, {counts['refused']} refused by the "
+        f"kernel library, {len(defects)} defect(s)"
+    )
     return 1 if defects else 0
 
 
