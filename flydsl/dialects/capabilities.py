@@ -25,6 +25,7 @@ from ..ir import Op
 
 __all__ = [
     "Capability", "CAPABILITIES", "PTX_OVERRIDES", "MESSAGE", "Gap", "requirements", "capability_gap", "min_ptx",
+    "registers_fit", "max_registers",
 ]  # fmt: skip
 
 
@@ -147,3 +148,23 @@ def requirements(op: Op) -> tuple[str, ...]:
     if callable(req):
         req = req(op)
     return (req,) if isinstance(req, str) else tuple(req)
+
+
+# -- registers of a block (sm_80 / sm_90: 65536 per SM over four sub-partitions; CUDA's occupancy calculator) ----------
+_SUB_PARTITION_REGS, _REG_UNIT = 16384, 256  # each sub-partition's registers; a warp's are allocated in units of 256
+
+
+def registers_fit(regs: int, threads: int) -> bool:
+    """Whether a block of ``threads`` threads at ``regs`` registers per thread can launch: a warp takes ``regs x 32``
+    registers rounded up to a multiple of 256, and each of the SM's four sub-partitions holds 16384 for its share
+    (a quarter, rounded up) of the block's warps."""
+    warps = -(-threads // 32)
+    per_warp = -(-regs * 32 // _REG_UNIT) * _REG_UNIT
+    return -(-warps // 4) * per_warp <= _SUB_PARTITION_REGS
+
+
+def max_registers(threads: int) -> int:
+    """The most registers per thread (a multiple of 8, at most 255) with which a block of ``threads`` threads
+    launches (:func:`registers_fit`): 1024 threads 64, 768 threads 80, 512 threads 128."""
+    warps = -(-threads // 32)
+    return min(255, _SUB_PARTITION_REGS // -(-warps // 4) // _REG_UNIT * _REG_UNIT // 32)

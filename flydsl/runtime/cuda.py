@@ -22,6 +22,7 @@ import threading
 
 from ..codegen.compile import ptx_to_cubin
 from ..codegen.errors import CodegenError
+from ..dialects.capabilities import max_registers, registers_fit
 from ._cuda_launch import make_launch, raw_params
 from ._cuda_params import ParamPack, pointer_of
 from .streams import stream_handle as _stream_handle
@@ -80,20 +81,19 @@ def _driver():
 
 
 _OUT_OF_RESOURCES = 701  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
-_REGISTERS_PER_SM = 65536  # sm_80 / sm_90
 
 
 def launch_detail(code, grid, block, smem: int, regs: int | None = None) -> str:
-    """A failed launch's details for :class:`CudaError`: its shape and, where it ran out of resources, the register
-    arithmetic that explains it (a block's threads times the kernel's registers per thread must fit an SM's 65536)
-    and the fix."""
+    """A failed launch's details for :class:`CudaError`: its shape and, where it ran out of resources because the
+    block's registers do not fit an SM (:func:`flydsl.dialects.capabilities.registers_fit`), that and the fix."""
     detail = f"grid={tuple(grid)} block={tuple(block)} smem={smem}"
     threads = block[0] * block[1] * block[2]
-    if int(getattr(code, "value", code)) == _OUT_OF_RESOURCES and regs and regs * threads > _REGISTERS_PER_SM:
+    if int(getattr(code, "value", code)) == _OUT_OF_RESOURCES and regs and not registers_fit(regs, threads):
         detail += (
-            f"\nthe kernel takes {regs} registers per thread: {threads} threads need {regs * threads}, an SM holds "
-            f"{_REGISTERS_PER_SM}; cap its registers at {_REGISTERS_PER_SM // threads} (max_registers, the launch's "
-            "value_attrs, or the maxnreg compile hint) or launch fewer threads per block"
+            f"\nthe kernel takes {regs} registers per thread: a block of {threads} threads does not fit an SM's 65536 "
+            f"(allocated per warp in units of 256, over four sub-partitions); cap its registers at "
+            f"{max_registers(threads)} (max_registers, the launch's value_attrs, or the maxnreg compile hint) or "
+            "launch fewer threads per block"
         )
     return detail
 

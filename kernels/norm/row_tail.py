@@ -255,7 +255,7 @@ class RowTail:
             # launcher's cap, which it would inherit, all that one of its blocks may take: 255 is more than 1024
             # threads can launch with, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); a tail's its own or all that one of its
             # blocks may take
-            whole = min(255, 65536 // p.block_threads)
+            whole = fx.nvvm.max_registers(p.block_threads)
             if role == FEW:
                 cap = self.few_regs or (whole if self.main_regs else 0)
             else:

@@ -169,10 +169,25 @@ def test_a_launch_out_of_registers_says_why_and_what_to_do():
 
     detail = launch_detail(701, (140, 1, 1), (1024, 1, 1), 0, regs=72)
     assert detail.startswith("grid=(140, 1, 1) block=(1024, 1, 1) smem=0\n")
-    assert "72 registers per thread: 1024 threads need 73728, an SM holds 65536; cap its registers at 64" in detail
-    assert "max_registers" in detail and "fewer threads per block" in detail
+    assert "72 registers per thread: a block of 1024 threads does not fit an SM's 65536" in detail
+    assert "cap its registers at 64" in detail and "max_registers" in detail and "fewer threads per block" in detail
+    # per warp in units of 256, over four sub-partitions: 768 threads at 85 registers (88 a thread) do not fit
+    # although 85 x 768 < 65536; 80 do
+    assert "cap its registers at 80" in launch_detail(701, (1, 1, 1), (768, 1, 1), 0, regs=85)
     assert launch_detail(701, (1, 1, 1), (256, 1, 1), 0, regs=72) == "grid=(1, 1, 1) block=(256, 1, 1) smem=0"
     assert "registers" not in launch_detail(1, (1, 1, 1), (1024, 1, 1), 0, regs=72)  # another error
     assert "registers" not in launch_detail(701, (1, 1, 1), (1024, 1, 1), 0, regs=None)  # the driver could not say
     err = CudaError("cuLaunchKernel", 701, "layernorm_kernel_0", detail)
     assert "(kernel layernorm_kernel_0)" in str(err) and "cap its registers at 64" in str(err)
+
+
+def test_the_registers_a_block_may_take():
+    """CUDA's occupancy rule for registers on sm_80 / sm_90, which a kernel library's caps and the error above use."""
+    from flydsl.dialects.capabilities import max_registers, registers_fit
+
+    assert [max_registers(t) for t in (32, 256, 512, 768, 1000, 1024)] == [255, 255, 128, 80, 64, 64]
+    assert registers_fit(64, 1024) and not registers_fit(65, 1024) and registers_fit(80, 768)
+    assert not registers_fit(85, 768) and not registers_fit(65, 1000)  # (85 x 768 and 65 x 1000 are under 65536)
+    assert all(registers_fit(max_registers(t), t) and not registers_fit(max_registers(t) + 8, t)
+               for t in range(32, 1025, 32) if max_registers(t) < 255)  # fmt: skip
+    assert fx.nvvm.max_registers(512) == 128

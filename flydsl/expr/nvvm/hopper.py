@@ -40,6 +40,7 @@ from __future__ import annotations
 from ...dialects import gpu as _g
 from ...dialects import nvvm_sm90 as _d
 from ...dialects.capabilities import capability_gap
+from ...dialects.capabilities import max_registers as _max_registers
 from ...ir import AddressSpace
 from .._sem.context import current_target
 from .._sem.iterators import MemIter
@@ -265,6 +266,13 @@ cluster_shape = _ClusterDim3(_d.cluster_dim, "cluster_shape")
 
 
 # -- the cluster's barrier and shared memory ----------------------------------------------------------------
+
+
+def max_registers(threads: int) -> int:
+    """The most registers per thread (a multiple of 8, at most 255) with which a block of ``threads`` threads can
+    launch on sm_80 / sm_90 (a warp's registers are allocated in units of 256, each of an SM's four sub-partitions
+    holds 16384): 1024 threads 64, 768 80, 512 128 — a launch's ``max_registers`` for "all one block may take"."""
+    return _max_registers(threads)
 
 
 def has_clusters() -> bool:
