@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 
+DEVICE = "cuda"  # "cpu": a dry run of the scripts on the interpreter (tests/kernels/test_norm_benchmarks.py)
 LENGTHS = [16384, 20000, 20480, 24576, 28672, 32768, 40000, 40960, 49160, 50304, 53248, 57344, 61440, 65536]
 KERNEL_NAMES = ["softmax", "rmsnorm", "rmsnorm+add", "layernorm"]
 _O512 = {"shape_defaults": False, "cache_hint": "cs", "onchip_threads": 512, "max_registers": 64}
@@ -67,9 +68,9 @@ def _tensors(kernel: str, M: int, n: int, dtype: str):
     import torch
 
     t = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
-    x = torch.randn(M, n, device="cuda", dtype=t)
+    x = torch.randn(M, n, device=DEVICE, dtype=t)
     r, y, ro = torch.randn_like(x), torch.empty_like(x), torch.empty_like(x)
-    w, b = torch.rand(n, device="cuda", dtype=t), torch.randn(n, device="cuda", dtype=t)
+    w, b = torch.rand(n, device=DEVICE, dtype=t), torch.randn(n, device=DEVICE, dtype=t)
     args = {"softmax": (x, y, M), "rmsnorm": (x, w, y, M), "rmsnorm+add": (x, r, w, y, ro, M),
             "layernorm": (x, w, b, y, M)}[kernel]  # fmt: skip
     return (x, r, w, b), y, args
@@ -109,10 +110,21 @@ def compile_share(builds, index: int, workers: int) -> None:
                 _build(k, n, dt, dict(plan))(*_tensors(k, 3, n, dt)[2])
             except ValueError:
                 pass
-    torch.cuda.synchronize()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
 
 
 def _us(fn) -> float:
+    """Median µs of CUDA-graph replays of ``fn`` (a dry run: of three calls, wall clock)."""
+    if DEVICE != "cuda":
+        import time
+
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e6)
+        return statistics.median(times)
     from .cases._graph import graphed
     from .harness import time_thunks
 
@@ -141,7 +153,7 @@ def copy_us(k: str, M: int, n: int, x) -> float:
     nbytes = 2 * M * n * x.element_size() * (2 if k == "rmsnorm+add" else 1)  # rows read and written
     # the bytes rounded down to 64 KB (< 0.1% fewer): torch's copy of 16,770,000 floats (20000 bf16 x 1677 rows)
     # took 52.7 us, of 16,773,120 (20480 x 1638) 35.1 on the H200 (session 20)
-    src = torch.empty(max(16384, nbytes // 2 // 65536 * 16384), device="cuda", dtype=torch.float32)
+    src = torch.empty(max(16384, nbytes // 2 // 65536 * 16384), device=DEVICE, dtype=torch.float32)
     dst = torch.empty_like(src)
     return _us(lambda: dst.copy_(src))
 
