@@ -5,6 +5,8 @@ programmatic dependent launch."""
 
 from __future__ import annotations
 
+import flydsl.expr as fx
+
 from .gemm_config import (
     SMEM_LIMIT,
     STREAM_MAX_STAGES,
@@ -45,8 +47,9 @@ def stream_threads(cfg: GemmConfig) -> int:
 
 def stream_reg_cap(cfg: GemmConfig, min_blocks: int) -> int:
     """Registers per thread of the stream path at ``min_blocks`` blocks per SM (no ``setmaxnreg`` there: ptxas gives
-    each thread at most ``65536 / (min_blocks x threads)``)."""
-    return min(255, 65536 // (min_blocks * stream_threads(cfg)))
+    each thread at most what ``min_blocks`` blocks' warps may take together, :func:`flydsl.expr.nvvm.max_registers`:
+    about ``65536 / (min_blocks x threads)``, per warp in units of 256 over four sub-partitions)."""
+    return fx.nvvm.max_registers(min_blocks * stream_threads(cfg))
 
 
 def stream_blocks_fit(cfg: GemmConfig, min_blocks: int) -> bool:
@@ -57,7 +60,8 @@ def stream_blocks_fit(cfg: GemmConfig, min_blocks: int) -> bool:
 
 def with_min_blocks(cfg: GemmConfig, min_blocks: int, stages: int | None = None) -> GemmConfig:
     """``cfg`` made to fit ``min_blocks`` blocks per SM: the mma path's registers (``.minnctapersm``); the stream
-    path's registers too (no ``setmaxnreg``: ptxas's bound of ``65536 / (min_blocks × threads)``) and its ring
+    path's registers too (no ``setmaxnreg``: ptxas's bound of about ``65536 / (min_blocks × threads)``,
+    :func:`stream_reg_cap`) and its ring
     (as many stages as fit in ``228 KB / min_blocks - 1 KB``, or ``stages`` when they fit) — so that the next
     kernel's blocks (programmatic dependent launch) or a second tile can be resident beside one."""
     if cfg.path == "wgmma":
