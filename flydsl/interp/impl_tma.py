@@ -157,57 +157,56 @@ def _at(value, lanes, ln: int) -> int:
     return int(np.broadcast_to(np.asarray(value).reshape(-1), (lanes.T,))[ln])
 
 
-@impl("nvvm.tma_load")
-def tma_load(op: Op, cc: Compiler):
-    """``cp.async.bulk.tensor`` global → shared, completing the box's bytes on the mbarrier."""
+def _multicast_blocks(op: Op, lanes, mask: int, ln: int, what: str) -> list:
+    """The blocks of lane ``ln``'s cluster whose ranks the multicast ``mask`` names (bits 0-15); naming none, or a
+    rank outside the cluster, is a fault."""
+    cx, cy, cz = cluster_dims(lanes.program)
+    size = cx * cy * cz
+    mask &= 0xFFFF
+    ranks = [r for r in range(16) if mask >> r & 1]
+    if not ranks or ranks[-1] >= size:
+        raise lanes.fault(op, f"{what}: block mask 0x{mask:x} names no block or a rank outside the cluster of {size} "
+                          f"block(s) (ranks 0-{size - 1})", ln)  # fmt: skip
+    blocks = cluster_peer(lanes, np.full(len(ranks), ln // lanes.tpb, np.int64), np.array(ranks, np.int64))
+    return [int(b) for b in blocks.tolist()]
+
+
+def _tma_load(op: Op, cc: Compiler, multicast: bool):
+    """``cp.async.bulk.tensor`` global → shared, completing the box's bytes on the mbarrier; ``multicast``
+    (``.multicast::cluster``): the box read once, written at the same shared offset of every block of the cluster the
+    mask names, each completing its bytes on its mbarrier at the barrier's offset."""
     d, dst, bar, *cs = cc.slots_of(op.operands)
+    mk, cs = (cs[0], cs[1:]) if multicast else (None, cs)
+    what = "multicast TMA load" if multicast else "TMA load"
 
     def step(env, lanes):
         for ln in active_lanes(lanes).tolist():
             row = np.asarray(env[d])
             f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
-            blk = ln // lanes.tpb
             s_off, b_off = _at(env[dst], lanes, ln), _at(env[bar], lanes, ln)
+            own = [ln // lanes.tpb]
+            blocks = _multicast_blocks(op, lanes, _at(env[mk], lanes, ln), ln, what) if multicast else own
             coords = _coords(lanes, op, env, cs, f, ln, "TMA load")
-            smem = _smem(lanes, op, blk, s_off, f.box_bytes, ln, 128, "TMA load")
-            b = get_barrier(lanes, op, blk, b_off)
-            tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=True)
-            b.complete_tx(f.box_bytes)
+            for blk in blocks:
+                smem = _smem(lanes, op, blk, s_off, f.box_bytes, ln, 128, what)
+                tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=True)
+                get_barrier(lanes, op, blk, b_off).complete_tx(f.box_bytes)
             if lanes.sched is not None:
                 lanes.sched.bump()
 
     return step
+
+
+@impl("nvvm.tma_load")
+def tma_load(op: Op, cc: Compiler):
+    """``cp.async.bulk.tensor`` global → shared, completing the box's bytes on the mbarrier."""
+    return _tma_load(op, cc, multicast=False)
 
 
 @impl("nvvm.tma_load_multicast")
 def tma_load_multicast(op: Op, cc: Compiler):
-    """``cp.async.bulk.tensor ... .multicast::cluster``: each active lane's load reads the box once and writes it at
-    the same shared offset of every block of its cluster whose rank's bit is set in the mask (bits 0-15; a rank
-    outside the cluster is a fault), completing its bytes on each such block's mbarrier at the barrier's offset."""
-    d, dst, bar, mk, *cs = cc.slots_of(op.operands)
-
-    def step(env, lanes):
-        cx, cy, cz = cluster_dims(lanes.program)
-        size = cx * cy * cz
-        for ln in active_lanes(lanes).tolist():
-            row = np.asarray(env[d])
-            f = _fields(lanes, op, row[0] if row.shape[0] == 1 else row[ln])
-            s_off, b_off = _at(env[dst], lanes, ln), _at(env[bar], lanes, ln)
-            mask = _at(env[mk], lanes, ln) & 0xFFFF
-            ranks = [r for r in range(16) if mask >> r & 1]
-            if not ranks or ranks[-1] >= size:
-                raise lanes.fault(op, f"multicast TMA load: block mask 0x{mask:x} names no block or a rank outside "
-                                  f"the cluster of {size} block(s) (ranks 0-{size - 1})", ln)  # fmt: skip
-            coords = _coords(lanes, op, env, cs, f, ln, "TMA load")
-            peers = cluster_peer(lanes, np.full(len(ranks), ln // lanes.tpb, np.int64), np.array(ranks, np.int64))
-            for blk in peers.tolist():
-                smem = _smem(lanes, op, int(blk), s_off, f.box_bytes, ln, 128, "multicast TMA load")
-                tma_box_copy(lanes, op, f, smem, s_off, coords, to_smem=True)
-                get_barrier(lanes, op, int(blk), b_off).complete_tx(f.box_bytes)
-            if lanes.sched is not None:
-                lanes.sched.bump()
-
-    return step
+    """``cp.async.bulk.tensor ... .multicast::cluster`` (:func:`_tma_load`)."""
+    return _tma_load(op, cc, multicast=True)
 
 
 @impl("nvvm.tma_store")
@@ -288,24 +287,17 @@ def bulk_load_multicast(op: Op, cc: Compiler):
     dst, src, nb, bar, mk = cc.slots_of(op.operands)
 
     def step(env, lanes):
-        cx, cy, cz = cluster_dims(lanes.program)
-        size = cx * cy * cz
         for ln in active_lanes(lanes).tolist():
             n, s_off, g_addr, b_off = (_at(env[s], lanes, ln) for s in (nb, dst, src, bar))
-            mask = _at(env[mk], lanes, ln) & 0xFFFF
-            ranks = [r for r in range(16) if mask >> r & 1]
+            blocks = _multicast_blocks(op, lanes, _at(env[mk], lanes, ln), ln, "multicast bulk copy")
             _check_bulk(op, lanes, ln, n, g_addr)
-            if not ranks or ranks[-1] >= size:
-                raise lanes.fault(op, f"multicast bulk copy: block mask 0x{mask:x} names no block or a rank outside "
-                                  f"the cluster of {size} block(s) (ranks 0-{size - 1})", ln)  # fmt: skip
             ((buf, off, _),) = resolve(lanes, op, GLOBAL, np.array([g_addr], np.int64), np.array([ln]), 1, "i8",
                                        "read", n)  # fmt: skip
             data = buf.u8[int(off[0]) : int(off[0]) + n].copy()
-            peers = cluster_peer(lanes, np.full(len(ranks), ln // lanes.tpb, np.int64), np.array(ranks, np.int64))
-            for blk in peers.tolist():
-                smem = _smem(lanes, op, int(blk), s_off, n, ln, 16, "multicast bulk copy")
+            for blk in blocks:
+                smem = _smem(lanes, op, blk, s_off, n, ln, 16, "multicast bulk copy")
                 smem[s_off : s_off + n] = data
-                get_barrier(lanes, op, int(blk), b_off).complete_tx(n)
+                get_barrier(lanes, op, blk, b_off).complete_tx(n)
             if lanes.sched is not None:
                 lanes.sched.bump()
 

@@ -303,6 +303,16 @@ def _issue(atom: TmaAtom, base: Pointer, coord, bar, mask=None) -> None:
             _d.tma_load(atom.desc, p.ir_value(), bar.ir_value(), *crd)
 
 
+def _multicast_mask(multicast_mask):
+    """The i32 IR value of a multicast block mask (None: no multicast); a static one must name 1-16 blocks."""
+    if multicast_mask is None:
+        return None
+    m = _static_int(as_numeric(multicast_mask))
+    if m is not None and not 0 < m < 1 << 16:
+        raise ValueError(f"a multicast mask names 1-16 blocks of the cluster (bits 0-15), got {m:#x}")
+    return _i32(multicast_mask, "the multicast mask")
+
+
 def tma_load(atom: TmaAtom, dst, mbar, coord, *, multicast_mask=None) -> None:
     """Load the tile whose first element is at ``coord`` (element coordinates in the tensor's modes) into
     the shared tensor ``dst`` (laid out as the atom's ``smem_layout``), completing ``atom.tile_bytes``
@@ -314,13 +324,7 @@ def tma_load(atom: TmaAtom, dst, mbar, coord, *, multicast_mask=None) -> None:
     (``.multicast::cluster``; one L2 read for the cluster, as CUTLASS's multicast TMA of a GEMM's shared operand)."""
     if not isinstance(atom, TmaAtom) or atom.kind != "load":
         raise TypeError(f"tma_load needs a load TmaAtom (make_tma_atom(...)), got {atom!r}")
-    mask = None
-    if multicast_mask is not None:
-        m = _static_int(as_numeric(multicast_mask))
-        if m is not None and not 0 < m < 1 << 16:
-            raise ValueError(f"a multicast mask names 1-16 blocks of the cluster (bits 0-15), got {m:#x}")
-        mask = _i32(multicast_mask, "the multicast mask")
-    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar), mask)
+    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar), _multicast_mask(multicast_mask))
 
 
 def tma_store(atom: TmaAtom, src, coord) -> None:
@@ -363,10 +367,7 @@ def bulk_copy_g2s(dst, src, nbytes, mbar, *, multicast_mask=None) -> None:
     if multicast_mask is None:
         _d.bulk_load(*ops)
         return
-    m = _static_int(as_numeric(multicast_mask))
-    if m is not None and not 0 < m < 1 << 16:
-        raise ValueError(f"a multicast mask names 1-16 blocks of the cluster (bits 0-15), got {m:#x}")
-    _d.bulk_load_multicast(*ops, _i32(multicast_mask, "the multicast mask"))
+    _d.bulk_load_multicast(*ops, _multicast_mask(multicast_mask))
 
 
 def bulk_prefetch_l2(src, nbytes) -> None:
