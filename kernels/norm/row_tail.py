@@ -200,7 +200,6 @@ class RowTail:
         self.n, self.elem_bytes = n, dtype.width // 8
         self.main = stream_options(plan_options, kernel, own)
         check_row_options(self.main[2])
-        self.plan_options = self.main[2]  # (the tail keeps the main plan's values per thread)
         self.few, self.few_regs, self.few_cols, self.few_limits = None, 0, self.cols, self.limits
         if few_plan is not None:
             few_plan = dict(few_plan)
@@ -221,9 +220,9 @@ class RowTail:
     def plan(self, vec: int, role: int = TAIL):
         """The tail's plan for accesses of ``vec`` elements (``role``: :data:`FEW_TAIL`, the few-rows launches'), or
         None (no tail)."""
-        if role == FEW_TAIL:
-            return tail_plan(self.n, self.elem_bytes, vec, self.few_cols, self.few[2])
-        return tail_plan(self.n, self.elem_bytes, vec, self.cols, self.plan_options)
+        # (a tail keeps its main plan's values per thread: plan_rows' options of the split)
+        cols, split = (self.few_cols, self.few) if role == FEW_TAIL else (self.cols, self.main)
+        return tail_plan(self.n, self.elem_bytes, vec, cols, split[2])
 
     def tail(self, vec: int, role: int) -> tuple:
         """``(the tail plan or None, its role)`` of the launches of a main kernel of ``role``: the few-rows launches'
