@@ -168,3 +168,16 @@ def max_registers(threads: int) -> int:
     launches (:func:`registers_fit`): 1024 threads 64, 768 threads 80, 512 threads 128."""
     warps = -(-threads // 32)
     return min(255, _SUB_PARTITION_REGS // -(-warps // 4) // _REG_UNIT * _REG_UNIT // 32)
+
+
+_SM_THREADS, _SM_BLOCKS = 2048, 32  # an sm_80 / sm_90 SM's resident threads and blocks
+
+
+def blocks_per_sm(regs: int, threads: int) -> int:
+    """How many blocks of ``threads`` threads at ``regs`` registers per thread one SM holds at once by its registers
+    (:func:`registers_fit`'s rule, per sub-partition), threads (2048) and blocks (32); 0 where one does not fit.
+    Shared memory is the caller's to count."""
+    warps = -(-threads // 32)
+    per_warp = -(-regs * 32 // _REG_UNIT) * _REG_UNIT
+    by_regs = _SUB_PARTITION_REGS // (-(-warps // 4) * per_warp)
+    return min(by_regs, _SM_THREADS // threads, _SM_BLOCKS) if threads else 0

@@ -20,6 +20,7 @@ from .hopper import (  # Hopper (sm_90a): mbarriers, fences, TMA, wgmma — docs
     barrier_arrive,
     barrier_sync,
     block_idx_in_cluster,
+    blocks_per_sm,
     bulk_commit_group,
     bulk_copy_g2s,
     bulk_copy_s2g,
@@ -88,7 +89,7 @@ from .warp import (
 
 __all__ = [
     "PipelineState", "TmaAtom", "WgmmaOp", "align_shared", "barrier_arrive", "barrier_sync",
-    "block_idx_in_cluster", "bulk_commit_group", "bulk_copy_g2s", "bulk_copy_s2g", "bulk_prefetch_l2",
+    "block_idx_in_cluster", "blocks_per_sm", "bulk_commit_group", "bulk_copy_g2s", "bulk_copy_s2g", "bulk_prefetch_l2",
     "bulk_wait_group",
     "cluster_arrive", "cluster_arrive_relaxed", "cluster_ctarank", "cluster_idx", "cluster_shape", "cluster_sync",
     "cluster_wait", "has_clusters", "map_shared", "mapa", "st_async", "elect_one", "fence_mbarrier_init",

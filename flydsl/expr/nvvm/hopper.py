@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from ...dialects import gpu as _g
 from ...dialects import nvvm_sm90 as _d
+from ...dialects.capabilities import blocks_per_sm as _blocks_per_sm
 from ...dialects.capabilities import capability_gap
 from ...dialects.capabilities import max_registers as _max_registers
 from ...ir import AddressSpace
@@ -273,6 +274,13 @@ def max_registers(threads: int) -> int:
     launch on sm_80 / sm_90 (a warp's registers are allocated in units of 256, each of an SM's four sub-partitions
     holds 16384): 1024 threads 64, 768 80, 512 128 — a launch's ``max_registers`` for "all one block may take"."""
     return _max_registers(threads)
+
+
+def blocks_per_sm(registers: int, threads: int) -> int:
+    """How many blocks of ``threads`` threads at ``registers`` registers per thread one SM of sm_80 / sm_90 holds at
+    once (registers, 2048 threads, 32 blocks; shared memory not counted), 0 where one does not fit: 512 threads at
+    64 registers 2, at 72 one — CUDA's occupancy rule, e.g. to size a grid that must all run at once."""
+    return _blocks_per_sm(registers, threads)
 
 
 def has_clusters() -> bool:
