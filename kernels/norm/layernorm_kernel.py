@@ -32,6 +32,7 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
+    ONE_PER_SM_TAIL,
     WIDE_ONLY,
     combine_mean_m2,
     defaults_for,
@@ -165,8 +166,8 @@ LAYERNORM_OPTIONS = ("before", "stream_wb_ahead", "pair_wb_ahead", "reread_first
 # clusters of 4 (65536: 65-71 -> 78-84%), 57-132 rows none (the tail lost at 64), 133-165 the last rows (+1-4 points)
 _FEW_LN_F32 = {"cache_hint": "cs", "tail_cols": 16384, "tail_blocks": 224}
 TAIL_ROWS: list = [
-    ((49153, 1 << 31, ("f32",)), {"tail_cols": 8192, "few_rows": 165, "few_plan": _FEW_LN_F32}),
-    ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192}),
+    ((49153, 1 << 31, ("f32",)), {"tail_cols": 8192, "few_rows": 165, "few_plan": _FEW_LN_F32, **ONE_PER_SM_TAIL}),
+    ((32769, 1 << 31, ("f32",)), {"tail_cols": 8192, **ONE_PER_SM_TAIL}),
     ((49153, 1 << 31, None), {"tail_cols": 8192}),
 ]
 

@@ -28,6 +28,7 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
+    ONE_PER_SM_TAIL,
     WIDE_ONLY,
     combine_add,
     defaults_for,
@@ -97,14 +98,14 @@ FUSED_ADD_LONG_ROWS: list = [
 # SM (H200, session 22: 78-96 -> 84-101% of the copy rate; 49160-61440 take such blocks at every row count)
 _FEW_64K = {"few_rows": (100, 273), "few_plan": {k: v for k, v in O512.items() if k != WIDE_ONLY}}
 TAIL_ROWS: list = [
-    ((32769, 1 << 31, ("f32",)), {"tail_cols": 16384}),
+    ((32769, 1 << 31, ("f32",)), {"tail_cols": 16384, **ONE_PER_SM_TAIL}),
     ((65536, 1 << 31, ("bf16", "f16")), {"tail_cols": 16384, **_FEW_64K}),
     ((49153, 1 << 31, None), {"tail_cols": 16384}),
 ]
-# the fused add f32 over 48K at 34 rows and a few more (34 x 8 blocks are over the tail's 264: none): every row over
-# 4 blocks (H200, session 22: 49160 at 34-56 rows 67-77 -> 82-88%, 65536 at 34-40 65-71 -> 77-85%; at 64 rows, and 48
-# of 65536, the main plan was faster). Only the tail runs there (at most 66 rows x 4 blocks fill the tail's 264): the
-# few-rows plan's own main kernel (the base plan) is compiled but never launched
+# the fused add f32 over 48K at 34 rows and a few more (34 x 8 blocks are more than run at once, 240: no tail): every
+# row over 4 blocks (H200, session 22: 49160 at 34-56 rows 67-77 -> 82-88%, 65536 at 34-40 65-71 -> 77-85%; at 64 rows,
+# and 48 of 65536, the main plan was faster). Only the tail runs there (62 rows x 4 blocks are as many as run at once,
+# 248): the few-rows plan's own main kernel (the base plan) is compiled but never launched
 _FEW_T16 = {"tail_cols": 16384}
 FUSED_ADD_TAIL_ROWS: list = [
     ((49153, 57343, ("f32",)), {"tail_cols": 8192, "few_rows": (34, 56), "few_plan": _FEW_T16}),

@@ -34,6 +34,7 @@ from kernels.norm.norm_common import (
     FEW_OPTIONS,
     TAIL_OPTIONS,
     RowPlan,
+    blocks_at_once,
     check_row_options,
     plan_rows,
     split_options,
@@ -57,27 +58,33 @@ __all__ = [
 # a kernel's role (its ``role`` parameter): the main plan, the few-rows plan, the tail's, the few-rows launch's tail
 MAIN, FEW, TAIL, FEW_TAIL = 0, 1, 2, 3
 # the tail options a few-rows plan may give for its own launches' tail (their least values)
-FEW_TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 1}
+FEW_TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 0}
+# the shared memory a tail block asks for to take an SM alone (two blocks need 2 x (113 KB + 1 KB reserved) of the
+# SM's 228 KB): RowTail.tail_limits' spread
+SPREAD_SMEM = 116 * 1024
 # plan_rows options the tail's cluster plan keeps from the kernel's (how many values a thread holds)
 _KEPT = ("elems_per_thread", "max_row_threads")
 
 
 def pop_tail_options(plan_options: dict) -> tuple[dict, tuple]:
     """``(plan_options without the tail and few-rows options, (tail_cols, tail_blocks, tail_rounds, tail_regs,
-    few_rows, few_plan))``, ``few_rows`` a range ``(lo, hi)`` of row counts (an int ``n``: ``(1, n)``) or None."""
+    tail_spread, few_rows, few_plan))``, ``few_rows`` a range ``(lo, hi)`` of row counts (an int ``n``: ``(1, n)``) or
+    None."""
     plan_options = dict(plan_options)
-    cols, blocks, rounds, regs = (plan_options.pop(k, d) for k, d in TAIL_OPTIONS.items())
+    cols, blocks, rounds, regs, spread = (plan_options.pop(k, d) for k, d in TAIL_OPTIONS.items())
     few_rows, few_plan = (plan_options.pop(k, d) for k, d in FEW_OPTIONS.items())
     if (
         not all(type(v) is int for v in (cols, blocks, rounds, regs))
-        or min(cols, rounds, blocks - 1) < 0
+        or type(spread) is not bool
+        or min(cols, rounds, blocks) < 0
         or not (regs == 0 or 16 <= regs <= 255)
     ):
         raise ValueError(
-            f"tail_cols={cols!r}, tail_blocks={blocks!r}, tail_rounds={rounds!r}, tail_regs={regs!r}: give integers, "
-            "tail_cols >= 0 (0: no tail), tail_blocks >= 1, tail_rounds >= 0, tail_regs 0 (its blocks' all) or 16-255"
+            f"tail_cols={cols!r}, tail_blocks={blocks!r}, tail_rounds={rounds!r}, tail_regs={regs!r}, "
+            f"tail_spread={spread!r}: give integers, tail_cols >= 0 (0: no tail), tail_blocks >= 0 (0: as many as run "
+            "at once), tail_rounds >= 0, tail_regs 0 (two blocks per SM) or 16-255, and tail_spread True or False"
         )
-    return plan_options, (cols, blocks, rounds, regs, *_few_options(few_rows, few_plan))
+    return plan_options, (cols, blocks, rounds, regs, spread, *_few_options(few_rows, few_plan))
 
 
 def _few_options(few_rows, few_plan) -> tuple:
@@ -105,7 +112,7 @@ def _few_options(few_rows, few_plan) -> tuple:
     if not all(type(few_plan.get(k, lo)) is int and few_plan.get(k, lo) >= lo for k, lo in FEW_TAIL_OPTIONS.items()):
         raise ValueError(
             f"few_plan={few_plan!r}: its tail_cols is a column count >= 0 (0: no tail for these launches), its "
-            "tail_blocks a block count >= 1"
+            "tail_blocks a block count >= 0 (0: as many as run at once)"
         )
     return rows, few_plan
 
@@ -134,26 +141,33 @@ def _tail_begin(plan, rows, has_tail: bool) -> None:
 
 
 def _launch_split(m, plan: RowPlan, role: int, tail: tuple, limits: tuple, grid, launch) -> None:
-    """Launch ``m`` rows (run-time): ``launch(rows, blocks, plan, role)`` once with ``grid(plan, m)`` blocks of
+    """Launch ``m`` rows (run-time): ``launch(rows, blocks, plan, role, spread)`` once with ``grid(plan, m)`` blocks of
     ``plan``, or, with a ``tail`` plan, the main kernel over the first ``m - t`` rows and the tail over the last
     ``t = m % round`` (``round``: the rows one round of the SMs takes, one per SM or, paired rows, two) where the tail
-    options (``limits``: blocks, rounds) allow it (else every row is the main kernel's); each launch only where it
-    has rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222). ``tail``: ``(plan or
-    None, its role)``."""
+    options (``limits``: blocks, rounds, spread) allow it (else every row is the main kernel's); each launch only where
+    it has rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222). ``tail``: ``(plan or
+    None, its role)``; ``spread``: a tail launched after a main kernel takes an SM per block
+    (:meth:`RowTail.tail_limits`)."""
     tail, tail_role = tail
     if fx.const_expr(tail is None):
         if m != 0:
-            launch(m, grid(plan, m), plan, role)
+            launch(m, grid(plan, m), plan, role, False)
     else:
-        blocks, rounds = limits
+        blocks, rounds, spread = limits
         per_round = plan.sms * (2 if plan.paired else 1)
         t = m % per_round
         t = ((t > 0) & (t * tail.cluster <= blocks) & (m // per_round <= rounds)).select(t, fx.Int32(0))
         head = m - t
         if head != 0:
-            launch(head, grid(plan, head), plan, role)
+            launch(head, grid(plan, head), plan, role, False)
         if t > 0:
-            launch(m, t * tail.cluster, tail, tail_role)
+            if fx.const_expr(spread):
+                if head != 0:
+                    launch(m, t * tail.cluster, tail, tail_role, True)
+                else:
+                    launch(m, t * tail.cluster, tail, tail_role, False)
+            else:
+                launch(m, t * tail.cluster, tail, tail_role, False)
 
 
 def _launch_rows(m, plan: RowPlan, few: tuple, tail: tuple, limits: tuple, grid, launch) -> None:
@@ -195,7 +209,9 @@ class RowTail:
     def __init__(
         self, n: int, dtype, plan_options: dict, kernel: str, base: dict, own=(), pairs: bool = False, regs: int = 0
     ):
-        plan_options, (self.cols, blocks, rounds, self.regs, self.few_rows, few_plan) = pop_tail_options(plan_options)
+        plan_options, (self.cols, blocks, rounds, self.regs, self.spread, self.few_rows, few_plan) = pop_tail_options(
+            plan_options
+        )
         self.limits, self.main_regs = (blocks, rounds), regs  # (the main plan's register cap: the launcher's)
         self.n, self.elem_bytes = n, dtype.width // 8
         self.main = stream_options(plan_options, kernel, own)
@@ -248,21 +264,21 @@ class RowTail:
         tail's; ``grid(plan, rows)``: a main kernel's blocks (default ``plan.grid(rows)``; a stream plan's: its row
         plan's)."""
 
-        def go(rows, blocks, p, role):
+        def go(rows, blocks, p, role, spread):
             # the register caps: the main plan's is the launcher's (its max_registers, PTX .maxnreg of every kernel
             # that sets none); the few-rows plan's its own, else none as its options alone would give (under a
             # launcher's cap, which it would inherit, all that one of its blocks may take: 255 is more than 1024
-            # threads can launch with, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); a tail's its own or all that one of its
-            # blocks may take
+            # threads can launch with, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES); a tail's :meth:`tail_registers`
             whole = fx.nvvm.max_registers(p.block_threads)
             if role == FEW:
                 cap = self.few_regs or (whole if self.main_regs else 0)
             else:
-                cap = 0 if role == MAIN else self.regs or whole
+                cap = 0 if role == MAIN else self.tail_registers(p)
             attrs = {**p.func_attrs, "max_registers": cap} if cap else p.func_attrs
             kernel(*args, rows, vec, role).launch(
                 grid=(blocks, 1, 1),
                 block=(p.block_threads, 1, 1),
+                smem=SPREAD_SMEM if spread else None,
                 cluster=p.cluster_dims,
                 value_attrs=attrs,
                 stream=stream,
@@ -272,5 +288,41 @@ class RowTail:
             plan = make_plan(vec, split)
             return getattr(plan, "row", plan)  # (a stream plan's rows)
 
-        few = None if self.few is None else (self.few_rows, rows_of(self.few), self.tail(vec, FEW), self.few_limits)
-        launch_rows(m, rows_of(self.main), few, self.tail(vec, MAIN), self.limits, grid, go)
+        few = None
+        if self.few is not None:
+            few_tail = self.tail(vec, FEW)
+            few_main = rows_of(self.few)
+            few_limits = self.tail_limits(few_tail[0], self.few_limits, few_main, self.few_regs)
+            few = (self.few_rows, few_main, few_tail, few_limits)
+        main, tail = rows_of(self.main), self.tail(vec, MAIN)
+        launch_rows(m, main, few, tail, self.tail_limits(tail[0], self.limits, main, self.main_regs), grid, go)
+
+    def tail_registers(self, plan) -> int:
+        """A tail kernel's register cap: its ``tail_regs`` (at most all that one of its blocks may take), else two
+        of its blocks per SM where they have 512 threads or fewer (64 registers at 512: the tail's blocks fit beside
+        a main kernel's 512-thread blocks, and twice as many run at once), else all that one block may take."""
+        threads = plan.block_threads
+        whole = fx.nvvm.max_registers(threads)
+        if self.regs:
+            return min(self.regs, whole)
+        return fx.nvvm.max_registers(2 * threads) if threads <= 512 else whole
+
+    def tail_limits(self, plan, limits: tuple, main=None, main_regs: int = 0) -> tuple:
+        """``(blocks, rounds, spread)`` of a tail's launches (:func:`launch_rows`): ``tail_blocks`` 0 is as many
+        blocks as the GPU runs at once in the tail's clusters at the blocks per SM its register cap allows
+        (:func:`kernels.norm.norm_common.blocks_at_once`): a larger tail would run in waves. ``spread``
+        (``tail_spread``, where two tail blocks fit an SM but the ``main`` plan's blocks, at its register cap
+        ``main_regs`` or all one may take, leave no room for one beside them): a tail launched after the main kernel
+        asks for :data:`SPREAD_SMEM` of shared memory, so its blocks take an SM each as the main kernel's blocks leave
+        them, not two on the first SMs freed (H200, session 23: the fused add bf16 65536 at 140-160 rows, 1.1 us)."""
+        blocks, rounds = limits
+        spread = False
+        if plan is not None:
+            regs = self.tail_registers(plan)
+            per_sm = fx.nvvm.blocks_per_sm(regs, plan.block_threads)
+            blocks = blocks or blocks_at_once(plan.cluster, per_sm)
+            if main is not None and self.spread and per_sm >= 2:
+                threads = main.block_threads
+                main_regs = main_regs or fx.nvvm.max_registers(threads)
+                spread = threads * main_regs + plan.block_threads * regs > 65536
+        return blocks, rounds, spread

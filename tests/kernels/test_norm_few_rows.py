@@ -141,7 +141,7 @@ BAD = [
     ({"few_rows": -3, "few_plan": FEW}, "give few_rows"),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_rounds": 3}}, "the tail options but tail_cols and tail_blocks .* are "),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_cols": -1}}, "its tail_cols is a column count >= 0"),
-    ({"few_rows": 8, "few_plan": {**FEW, "tail_blocks": 0}}, "its tail_blocks a block count >= 1"),
+    ({"few_rows": 8, "few_plan": {**FEW, "tail_blocks": -1}}, "its tail_blocks a block count >= 0"),
     ({"few_rows": 8, "few_plan": {**FEW, "max_registers": "64"}}, "its max_registers is an integer 16-255"),
     ({"few_rows": 8, "few_plan": {**FEW, "max_registers": 300}}, "its max_registers is an integer 16-255"),
     ({"few_rows": 8, "few_plan": {**FEW, "onchip_threads": 96}}, "onchip_threads=96: a row's threads are a power"),

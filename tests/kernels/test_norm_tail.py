@@ -86,7 +86,14 @@ def test_tail_of_odd_rows(interpreter):
         check_rows(kernel, inputs, y, ro, 1e-5)
 
 
-BAD = [{"tail_cols": -1}, {"tail_blocks": 0}, {"tail_rounds": -1}, {"tail_cols": "8k"}, {"tail_regs": 300}]
+BAD = [
+    {"tail_cols": -1},
+    {"tail_blocks": -1},
+    {"tail_rounds": -1},
+    {"tail_cols": "8k"},
+    {"tail_regs": 300},
+    {"tail_spread": 1},
+]
 
 
 @pytest.mark.parametrize("bad", BAD)
@@ -103,6 +110,81 @@ def test_tail_options_keep_a_stream_default():
     assert rule_defaults_off(tail, NOT_ROW_PLAN) == tail
 
 
+def test_the_default_tail_is_what_runs_at_once(interpreter, monkeypatch):
+    """``tail_blocks`` 0 (the default): a tail of at most as many blocks as the GPU runs at once in its clusters (an
+    H200's 62 clusters of 4 at two blocks per SM: 248 blocks, 62 rows; session 23 measured larger tails run in waves,
+    e.g. 64 rows of RMSNorm bf16 65536 in 11.3 us against 8.8 without a tail)."""
+    launches = []
+    launch = cpu_runtime.CpuLauncher._launch
+
+    def spy(self, mem, name, grid, *rest):
+        launches.append((str(name), int(grid[0])))
+        return launch(self, mem, name, grid, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+    f = KERNELS["rmsnorm"][0](N, "f32", {**ONCHIP, "sms": 132, "tail_cols": 640})
+    for M, grids in ((62, [62 * K]), (63, [63])):  # (63 rows: 252 blocks; the main kernel, a row per block)
+        launches.clear()
+        inputs, y, ro, args = kernel_args("rmsnorm", M, N, "f32")
+        f(*args)
+        check_rows("rmsnorm", inputs, y, ro, 1e-5)
+        assert [g for _, g in launches] == grids, launches
+
+
+def test_a_tail_after_full_main_blocks_takes_an_sm_per_block(interpreter, monkeypatch):
+    """After main blocks of 1024 threads (no room beside them) the tail launch asks for SPREAD_SMEM of shared memory:
+    its blocks take an SM each; alone (every row the tail's) it does not; rows right either way."""
+    from kernels.norm.row_tail import SPREAD_SMEM
+
+    launches = []
+    launch = cpu_runtime.CpuLauncher._launch
+
+    def spy(self, mem, name, grid, block, smem, *rest):
+        launches.append((int(grid[0]), int(block[0]), int(smem)))
+        return launch(self, mem, name, grid, block, smem, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+    options = {**ONCHIP, "onchip_threads": 1024, "elems_per_thread": 2, "sms": SMS, "tail_cols": 640}
+    f = KERNELS["rmsnorm"][0](N, "f32", options)
+    for M, smem in ((5, SPREAD_SMEM), (3, 0)):
+        launches.clear()
+        inputs, y, ro, args = kernel_args("rmsnorm", M, N, "f32")
+        f(*args)
+        check_rows("rmsnorm", inputs, y, ro, 1e-5)
+        assert launches[-1][0] == (M % SMS) * K and launches[-1][2] == smem, launches
+        assert len(launches) == 1 + (M > SMS) and (M < SMS or launches[0][1] == 1024), launches  # (the main's blocks)
+
+
+def test_the_tail_register_cap_and_its_blocks_at_once():
+    """A tail's register cap: two 512-thread blocks per SM (64) by default, or ``tail_regs`` up to what one block may
+    take; its default block limit follows (clusters of 4 at one block per SM: 30 of them, 120 blocks)."""
+    from types import SimpleNamespace
+
+    import flydsl.expr as fx
+    from kernels.norm.norm_common import ONE_PER_SM_TAIL, blocks_at_once
+    from kernels.norm.row_tail import RowTail
+
+    p512, p256 = SimpleNamespace(block_threads=512, cluster=4), SimpleNamespace(block_threads=256, cluster=8)
+    rt = RowTail(65536, fx.Float32, {"tail_cols": 16384}, "rmsnorm", {})
+    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits)) == (64, (248, 2, False))
+    assert (rt.tail_registers(p256), rt.tail_limits(p256, rt.limits)) == (128, (240, 2, False))
+    # spread: after 1024-thread main blocks (all of an SM's registers at 64) a tail block takes an SM alone; beside
+    # 512-thread blocks at 64 registers one fits (no spread), at all they may take (128) none
+    main1024, main512 = SimpleNamespace(block_threads=1024), SimpleNamespace(block_threads=512)
+    assert rt.tail_limits(p512, rt.limits, main1024) == (248, 2, True)
+    assert rt.tail_limits(p512, rt.limits, main512, 64) == (248, 2, False)
+    assert rt.tail_limits(p512, rt.limits, main512) == (248, 2, True)
+    assert RowTail(65536, fx.Float32, {"tail_cols": 16384, "tail_spread": False}, "rmsnorm", {}).tail_limits(
+        p512, rt.limits, main1024) == (248, 2, False)  # fmt: skip
+    rt = RowTail(65536, fx.Float32, {"tail_cols": 16384, "tail_regs": 255}, "rmsnorm", {})
+    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits, main1024)) == (128, (120, 2, False))
+    rt = RowTail(65536, fx.Float32, {"tail_cols": 16384, **ONE_PER_SM_TAIL}, "rmsnorm", {})
+    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits)) == (128, (264, 2, False))
+    assert rt.tail_limits(None, rt.limits) == (*rt.limits, False)  # (no tail)
+    assert [blocks_at_once(k, 1) for k in (2, 3, 4, 8, 16)] == [132, 90, 120, 120, 112]
+    assert [blocks_at_once(k, b) for k, b in ((4, 2), (8, 3), (4, 9))] == [248, 360, 496]
+
+
 def test_tail_defaults():
     """Rows of more than 48K elements take a tail; shorter ones, ``shape_defaults=False`` and ``before`` none."""
     assert layernorm_kernel.plan_defaults(61440, "f32")["tail_cols"] == 8192
@@ -112,6 +194,12 @@ def test_tail_defaults():
     assert layernorm_kernel.plan_defaults(40000, "f32")["tail_cols"] == 8192
     assert all("tail_cols" not in m.plan_defaults(40000, "bf16") for m in (layernorm_kernel, softmax_kernel))
     assert "tail_cols" not in rmsnorm_kernel.plan_defaults(32768, "f32")
+    # f32 RMSNorm and LayerNorm keep session 21's tails (a block per SM at all its registers, up to 264 blocks);
+    # the others two blocks per SM (session 23)
+    assert rmsnorm_kernel.plan_defaults(49160, "f32")["tail_regs"] == 255
+    assert layernorm_kernel.plan_defaults(65536, "f32")["tail_blocks"] == 264
+    assert "tail_regs" not in rmsnorm_kernel.plan_defaults(65536, "bf16")
+    assert "tail_regs" not in softmax_kernel.plan_defaults(65536, "f32")
 
 
 def test_a_launcher_with_a_tail_keeps_the_fast_launch_plan(interpreter):
