@@ -1,11 +1,12 @@
 """The norm kernels at long rows whose length is not a power of two (issue 12): softmax, RMSNorm, the fused add +
 RMSNorm and LayerNorm, bf16 and f32, 16K-64K elements, about 64 MB of rows per call.
 
-Each row's kernel time (CUDA-graph replay of one call, median) beside torch's copy of the same number of bytes (to
-64 KB) as one flat buffer in the same process (torch's copy of some of these byte counts, e.g. the rows of 20000,
-40000, 49160 and 50304 elements, runs at 2/3 speed, flat or not — not a fair reference). ``%`` = that copy's time
-over the kernel's. ``flydsl`` is the library's plan for the length; ``FLYDSL_NORM_VARIANTS=name,...`` adds named
-plans (:data:`VARIANTS`).
+Each row's kernel time (CUDA-graph replays of one call, median; the call's tensors rotated over
+:data:`ROTATE_BYTES`, so every call reads its rows from HBM, not L2: session 23; ``--l2-warm``: one set, as before)
+beside torch's copy of the same number of bytes (to 64 KB) as one flat buffer in the same process (torch's copy of
+some of these byte counts, e.g. the rows of 20000, 40000, 49160 and 50304 elements, runs at 2/3 speed, flat or not —
+not a fair reference). ``%`` = that copy's time over the kernel's. ``flydsl`` is the library's plan for the length;
+``FLYDSL_NORM_VARIANTS=name,...`` adds named plans (:data:`VARIANTS`).
 
 ``python -m benchmarks.norm_ragged`` (GPU; ``--lengths``, ``--kernels``, ``--dtypes``; ``--workers N`` compiles every
 configuration first in N processes sharing the disk cache). Results:
@@ -21,6 +22,10 @@ import subprocess
 import sys
 
 DEVICE = "cuda"  # "cpu": a dry run of the scripts on the interpreter (tests/kernels/test_norm_benchmarks.py)
+# a cell's calls (and the copy's) rotate over copies of their tensors of at least this many bytes in all, twice the
+# H200's 60 MB L2, so each call reads what the last few did not leave in L2 (0: one set; before session 23 a cell of
+# 4-17 MB replayed one set, read from L2 by the kernel and the copy alike)
+ROTATE_BYTES = 120 << 20
 LENGTHS = [16384, 20000, 20480, 24576, 28672, 32768, 40000, 40960, 49160, 50304, 53248, 57344, 61440, 65536]
 KERNEL_NAMES = ["softmax", "rmsnorm", "rmsnorm+add", "layernorm"]
 _O512 = {"shape_defaults": False, "cache_hint": "cs", "onchip_threads": 512, "max_registers": 64}
@@ -114,21 +119,43 @@ def compile_share(builds, index: int, workers: int) -> None:
         torch.cuda.synchronize()
 
 
-def _us(fn) -> float:
-    """Median µs of CUDA-graph replays of ``fn`` (a dry run: of three calls, wall clock)."""
+def set_rotation(l2_warm: bool) -> None:
+    """``--l2-warm``: one set of tensors per cell (the timing before session 23)."""
+    global ROTATE_BYTES
+    ROTATE_BYTES = 0 if l2_warm else 120 << 20
+
+
+def rotation(nbytes: int) -> int:
+    """How many sets of a call's tensors (``nbytes`` read and written per call) the timing rotates over."""
+    if not ROTATE_BYTES or DEVICE != "cuda":
+        return 1
+    return max(1, min(64, -(-ROTATE_BYTES // max(nbytes, 1))))
+
+
+def rotated(args, sets: int) -> list[tuple]:
+    """``args`` and ``sets - 1`` copies of it (each tensor cloned, other values kept)."""
+    import torch
+
+    return [args] + [tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args) for _ in range(sets - 1)]
+
+
+def _us(fn, sets: list | None = None) -> float:
+    """Median µs of CUDA-graph replays of ``fn()`` (or, with ``sets``, of ``fn(*s)`` rotating over the sets: one graph
+    each); a dry run: of three calls, wall clock."""
+    calls = [fn] if sets is None else [lambda s=s: fn(*s) for s in sets]
     if DEVICE != "cuda":
         import time
 
         times = []
         for _ in range(3):
             t0 = time.perf_counter()
-            fn()
+            calls[0]()
             times.append((time.perf_counter() - t0) * 1e6)
         return statistics.median(times)
     from .cases._graph import graphed
     from .harness import time_thunks
 
-    return statistics.median(time_thunks([graphed(fn)], warmup=20, reps=150))
+    return statistics.median(time_thunks([graphed(c) for c in calls], warmup=20, reps=150))
 
 
 def _case(k: str, n: int, dt: str, names: list[str]) -> str:
@@ -154,8 +181,7 @@ def copy_us(k: str, M: int, n: int, x) -> float:
     # the bytes rounded down to 64 KB (< 0.1% fewer): torch's copy of 16,770,000 floats (20000 bf16 x 1677 rows)
     # took 52.7 us, of 16,773,120 (20480 x 1638) 35.1 on the H200 (session 20)
     src = torch.empty(max(16384, nbytes // 2 // 65536 * 16384), device=DEVICE, dtype=torch.float32)
-    dst = torch.empty_like(src)
-    return _us(lambda: dst.copy_(src))
+    return _us(lambda s, d: d.copy_(s), rotated((src, torch.empty_like(src)), rotation(nbytes)))
 
 
 def checked_us(k: str, n: int, dt: str, plan: dict, args, y, want) -> float:
@@ -166,7 +192,12 @@ def checked_us(k: str, n: int, dt: str, plan: dict, args, y, want) -> float:
     launch(*args)
     err = (y.float() - want).abs().max().item()
     assert err < (5e-2 if dt == "bf16" else 2e-3), (k, n, dt, plan, err)
-    return _us(lambda: launch(*args))
+    return _us(launch, rotated(args, rotation(call_bytes(args))))
+
+
+def call_bytes(args) -> int:
+    """The bytes of a call's tensors (a norm reads its inputs and writes its outputs once)."""
+    return sum(a.numel() * a.element_size() for a in args if hasattr(a, "element_size"))
 
 
 def compile_in_workers(module: str, argv, workers: int) -> None:
@@ -197,7 +228,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
     ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--l2-warm", action="store_true", help="time one set of tensors (read from L2 where they fit)")
     args = ap.parse_args(argv)
+    set_rotation(args.l2_warm)
     variants = [v for v in os.environ.get("FLYDSL_NORM_VARIANTS", "").split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:

@@ -22,18 +22,25 @@ from .norm_ragged import (
     KERNEL_NAMES,
     _tensors,
     _us,
+    call_bytes,
     checked_us,
     compile_in_workers,
     compile_share,
     copy_us,
     reference,
+    rotated,
+    rotation,
     rows_for,
+    set_rotation,
 )
 
 LENGTHS = [40000, 49160, 57344, 61440, 65536]
 ROWS = ["8", "24", "140", "270", "64MB"]
-# the library's plan against itself without the tail (session 21) or without the few-rows plan (session 22)
-PLANS = {"flydsl": {}, "no tail": {"tail_cols": 0}, "no few": {"few_rows": 0}}
+# the library's plan against itself without the tail (session 21), without the few-rows plan (session 22), or with
+# the tails of sessions 21-22 (all of a block's registers, up to 264 blocks; session 23: two blocks per SM, as many as
+# run at once)
+PLANS = {"flydsl": {}, "no tail": {"tail_cols": 0}, "no few": {"few_rows": 0},
+         "s22 tail": {"tail_regs": 255, "tail_blocks": 264}}  # fmt: skip
 
 
 def _rows(spec: str, n: int, dtype: str) -> int:
@@ -54,7 +61,7 @@ def _case(k: str, n: int, dt: str, M: int, plans: list[str]) -> str:
         us = checked_us(k, n, dt, PLANS[name], args, y, want)
         cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
     eager = _torch_ref(k, torch, F)[0]  # torch.softmax, F.rms_norm (the fused add: x + r first), F.layer_norm
-    us = _us(lambda: eager(*inputs))
+    us = _us(eager, rotated(inputs, rotation(call_bytes(inputs) + call_bytes((y,)))))
     cells.append(f"{us:.1f} ({copy / us * 100:.0f}%)")
     return f"| {k} | {dt} | {M} x {n} | {M % 132} | {copy:.1f} | " + " | ".join(cells) + " |"
 
@@ -73,7 +80,9 @@ def main(argv=None) -> int:
     ap.add_argument("--plans", default="flydsl,no tail", help=f"columns, of {', '.join(PLANS)}")
     ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
     ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--l2-warm", action="store_true", help="time one set of tensors (read from L2 where they fit)")
     args = ap.parse_args(argv)
+    set_rotation(args.l2_warm)
     todo = _todo(args)
     plans = args.plans.split(",")
     if set(plans) - PLANS.keys():

@@ -53,3 +53,20 @@ def test_norm_tail_prints_its_table(dry, capsys):
 
 def test_the_compile_share_builds_every_plan_or_skips_a_refused_one(dry):
     norm_ragged.compile_share([("softmax", 2500, "f32", {}), ("rmsnorm", 2500, "bf16", {"onchip_threads": 96})], 0, 1)
+
+
+def test_cells_rotate_their_tensors_past_l2(monkeypatch):
+    """Each cell's calls rotate over copies of their tensors of twice the L2 (METHOD: inputs that fit the cache
+    measure the cache); ``--l2-warm`` times one set, as before session 23."""
+    import torch
+
+    monkeypatch.setattr(norm_ragged, "DEVICE", "cuda")
+    assert [norm_ragged.rotation(b) for b in (8_800_000, 64 << 20, 1 << 30, 1000)] == [15, 2, 1, 64]
+    sets = norm_ragged.rotated((torch.ones(3), 5), 3)
+    assert len(sets) == 3 and all(s[1] == 5 and s[0].sum() == 3 for s in sets) and sets[1][0] is not sets[0][0]
+    norm_ragged.set_rotation(True)
+    try:
+        assert norm_ragged.rotation(8_800_000) == 1
+    finally:
+        norm_ragged.set_rotation(False)
+    assert norm_ragged.call_bytes((torch.ones(4, 2), torch.ones(3, dtype=torch.bfloat16), 7)) == 38
