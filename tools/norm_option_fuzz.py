@@ -22,7 +22,8 @@ from tools.fuzz_pool import REPO, error_text, raised_in
 
 _BAD = {"elems_per_thread": [0, -4], "block_threads": [0, 2048], "register_limit": [-5], "max_row_threads": [0, 48],
         "chunk_threads": [96], "long_rows": ["bogus"], "onchip_threads": [2048], "kept_values": [-1],
-        "load_values": [0], "row_iters": [0], "cluster_cols": [0], "persist": [-1], "sms": [-1]}  # fmt: skip
+        "load_values": [0], "row_iters": [0], "cluster_cols": [0], "persist": [-1], "sms": [-1], "tail_blocks": [-1],
+        "tail_spread": [1]}  # fmt: skip
 _GOOD = {
     "elems_per_thread": [1, 2, 3, 4, 8, 12, 16, 32, 64], "block_threads": [32, 64, 96, 128, 256, 512, 1024],
     "register_limit": [0, 256, 1000, 4096, 16384], "max_row_threads": [32, 64, 128, 256, 512, 1024],
@@ -30,8 +31,8 @@ _GOOD = {
     "onchip_threads": [32, 64, 128, 256], "kept_values": [0, 1, 4, 8, 16, 24, 48], "load_values": [1, 8, 16, 40, 64],
     "row_iters": [1, 2, 3], "cluster_cols": [256, 512, 700, 1024, 2048], "persist": [0, 1, 2, 3],
     "sms": [0, 1, 2, 3, 4, 5], "prefetch_early": [True, False], "weights_smem": [True, False], "cache_hint": ["", "cs"],
-    "balance_chunks": [True, False], "tail_cols": [0, 256, 640, 1024], "tail_blocks": [4, 16, 264],
-    "tail_rounds": [0, 1, 2],
+    "balance_chunks": [True, False], "tail_cols": [0, 256, 640, 1024], "tail_blocks": [0, 4, 16, 264],
+    "tail_rounds": [0, 1, 2], "tail_spread": [True, False],
 }  # fmt: skip
 
 
@@ -47,8 +48,8 @@ def options(r: random.Random, kernel: str, few: bool = True) -> dict:
         o.update(stream=True, stream_values=r.choice([4, 8, 16]), stream_threads=r.choice([32, 64, 128]),
                  stream_kept=r.choice([0, 8, 16, 32]))  # fmt: skip
     if few and r.random() < 0.25:
-        plan = {k: v for k, v in options(r, kernel, False).items() if k not in ("shape_defaults", "tail_blocks",
-                                                                                "tail_rounds")}  # fmt: skip
+        plan = {k: v for k, v in options(r, kernel, False).items()
+                if k not in ("shape_defaults", "tail_blocks", "tail_rounds", "tail_spread")}  # fmt: skip
         o.update(few_rows=r.choice([3, (2, 4), (5, 9)]), few_plan=plan)
     return o
 
