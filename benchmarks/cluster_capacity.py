@@ -2,7 +2,7 @@
 
 For clusters of 1-16 blocks at 1-4 blocks per SM (forced by each block's shared memory), the driver's
 ``cuOccupancyMaxActiveClusters`` for an empty kernel. Clusters are placed within one GPC, so fewer fit than
-``SMs x b / k``: the source of :data:`kernels.norm.norm_common.CLUSTERS_AT_ONCE` (H200, session 23), which the norm
+``SMs x b / k``: the source of :data:`kernels.norm.row_tail.CLUSTERS_AT_ONCE` (H200, session 23), which the norm
 tails' default block limit uses (a tail of more blocks than run at once runs in waves).
 """
 
@@ -44,7 +44,7 @@ def capacities(threads: int = 512) -> dict:
 def main() -> int:
     import torch
 
-    from kernels.norm.norm_common import CLUSTERS_AT_ONCE
+    from kernels.norm.row_tail import CLUSTERS_AT_ONCE
 
     print(f"{torch.cuda.get_device_name()}: {torch.cuda.get_device_properties(0).multi_processor_count} SMs")
     got = capacities()

@@ -25,7 +25,8 @@ DEVICE = "cuda"  # "cpu": a dry run of the scripts on the interpreter (tests/ker
 # a cell's calls (and the copy's) rotate over copies of their tensors of at least this many bytes in all, twice the
 # H200's 60 MB L2, so each call reads what the last few did not leave in L2 (0: one set; before session 23 a cell of
 # 4-17 MB replayed one set, read from L2 by the kernel and the copy alike)
-ROTATE_BYTES = 120 << 20
+_ROTATE_DEFAULT = 120 << 20
+ROTATE_BYTES = _ROTATE_DEFAULT
 LENGTHS = [16384, 20000, 20480, 24576, 28672, 32768, 40000, 40960, 49160, 50304, 53248, 57344, 61440, 65536]
 KERNEL_NAMES = ["softmax", "rmsnorm", "rmsnorm+add", "layernorm"]
 _O512 = {"shape_defaults": False, "cache_hint": "cs", "onchip_threads": 512, "max_registers": 64}
@@ -122,7 +123,7 @@ def compile_share(builds, index: int, workers: int) -> None:
 def set_rotation(l2_warm: bool) -> None:
     """``--l2-warm``: one set of tensors per cell (the timing before session 23)."""
     global ROTATE_BYTES
-    ROTATE_BYTES = 0 if l2_warm else 120 << 20
+    ROTATE_BYTES = 0 if l2_warm else _ROTATE_DEFAULT
 
 
 def rotation(nbytes: int) -> int:

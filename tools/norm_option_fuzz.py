@@ -32,7 +32,7 @@ _GOOD = {
     "row_iters": [1, 2, 3], "cluster_cols": [256, 512, 700, 1024, 2048], "persist": [0, 1, 2, 3],
     "sms": [0, 1, 2, 3, 4, 5], "prefetch_early": [True, False], "weights_smem": [True, False], "cache_hint": ["", "cs"],
     "balance_chunks": [True, False], "tail_cols": [0, 256, 640, 1024], "tail_blocks": [0, 4, 16, 264],
-    "tail_rounds": [0, 1, 2], "tail_spread": [True, False],
+    "tail_rounds": [0, 1, 2], "tail_spread": [True, False], "tail_regs": [0, 64, 255],
 }  # fmt: skip
 
 
@@ -49,7 +49,7 @@ def options(r: random.Random, kernel: str, few: bool = True) -> dict:
                  stream_kept=r.choice([0, 8, 16, 32]))  # fmt: skip
     if few and r.random() < 0.25:
         plan = {k: v for k, v in options(r, kernel, False).items()
-                if k not in ("shape_defaults", "tail_blocks", "tail_rounds", "tail_spread")}  # fmt: skip
+                if k not in ("shape_defaults", "tail_blocks", "tail_rounds", "tail_spread", "tail_regs")}  # fmt: skip
         o.update(few_rows=r.choice([3, (2, 4), (5, 9)]), few_plan=plan)
     return o
 

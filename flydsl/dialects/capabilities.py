@@ -175,9 +175,13 @@ _SM_THREADS, _SM_BLOCKS = 2048, 32  # an sm_80 / sm_90 SM's resident threads and
 
 def blocks_per_sm(regs: int, threads: int) -> int:
     """How many blocks of ``threads`` threads at ``regs`` registers per thread one SM holds at once by its registers
-    (:func:`registers_fit`'s rule, per sub-partition), threads (2048) and blocks (32); 0 where one does not fit.
-    Shared memory is the caller's to count."""
+    (:func:`registers_fit`'s rule, per sub-partition), threads (2048) and blocks (32); 0 where one does not fit (or
+    ``regs`` is not 1-255, ``threads`` not 1-1024). Shared memory is the caller's to count. Exact for blocks of a
+    multiple of 128 threads; for others it can count one block fewer than CUDA's calculator (which places a block's
+    warps over the sub-partitions more finely)."""
+    if not (1 <= regs <= 255 and 1 <= threads <= 1024):
+        return 0
     warps = -(-threads // 32)
     per_warp = -(-regs * 32 // _REG_UNIT) * _REG_UNIT
     by_regs = _SUB_PARTITION_REGS // (-(-warps // 4) * per_warp)
-    return min(by_regs, _SM_THREADS // threads, _SM_BLOCKS) if threads else 0
+    return min(by_regs, _SM_THREADS // threads, _SM_BLOCKS)

@@ -32,7 +32,6 @@ import flydsl.expr as fx
 from flydsl.expr.typing import Constexpr, Stream
 from kernels.norm.norm_common import (
     DTYPES,
-    ONE_PER_SM_TAIL,
     WIDE_ONLY,
     combine_mean_m2,
     defaults_for,
@@ -55,7 +54,7 @@ from kernels.norm.row_stream import (
     rule_defaults_off,
     stream_rows,
 )
-from kernels.norm.row_tail import RowTail
+from kernels.norm.row_tail import ONE_PER_SM_TAIL, RowTail
 
 __all__ = ["build_layernorm_module"]
 

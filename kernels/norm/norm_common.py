@@ -60,9 +60,6 @@ __all__ = [
     "PAIR_SMEM_BUDGET",
     "NUM_SMS",
     "TAIL_OPTIONS",
-    "ONE_PER_SM_TAIL",
-    "CLUSTERS_AT_ONCE",
-    "blocks_at_once",
     "FEW_OPTIONS",
     "vector_width",
     "RowFragments",
@@ -233,7 +230,7 @@ THREADS_PER_SM = 1024
 NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one fills the GPU)
 
 # a builder's launch options (kernels/norm/row_tail.py) and their defaults: the tail launch's (0 columns: no tail) at
-# most ``tail_blocks`` blocks in the tail (0: as many as the GPU runs at once, :func:`blocks_at_once`), and a tail only
+# most ``tail_blocks`` blocks in the tail (0: as many as the GPU runs at once, row_tail.blocks_at_once), and a tail only
 # while the main kernel has at most ``tail_rounds`` rounds of rows (a row per SM, paired rows two; 0: only fewer rows
 # than one round, every one of them the tail's) — with more, the last round is a small part of the time and splitting
 # it off measured slower (H200, session 21); ``tail_regs``: the tail kernel's register cap (0: two of its blocks per SM
@@ -241,30 +238,6 @@ NUM_SMS = 132  # H200: a persistent grid's size (any size is correct; this one f
 # that); ``tail_spread``: a tail after a main kernel whose blocks fill their SMs takes an SM per block
 # (row_tail.RowTail.tail_limits); a launcher's ``max_registers`` is the main kernel's.
 TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 0, "tail_rounds": 2, "tail_regs": 0, "tail_spread": True}
-# session 21's tails, a block per SM at all the registers it takes, up to two blocks per SM's worth (more than run at
-# once, in clusters of 4: 120 blocks): RMSNorm and LayerNorm f32 rows measured slower with two blocks per SM beside
-# their main kernel (140-273 rows, 1-3 us; LayerNorm f32 49160's tail spills at 64 registers; session 23)
-ONE_PER_SM_TAIL = {"tail_regs": 255, "tail_blocks": 2 * NUM_SMS}
-# thread block clusters of k blocks an H200 runs at once with b blocks per SM: {b: {k: clusters}}
-# (cuOccupancyMaxActiveClusters, ``python -m benchmarks.cluster_capacity``, session 23): clusters are placed within
-# a GPC, so fewer fit than 132 b / k (clusters of 4 at one block per SM: 30, 120 blocks)
-CLUSTERS_AT_ONCE = {
-    1: {1: 132, 2: 66, 4: 30, 8: 15, 16: 7},
-    2: {1: 264, 2: 132, 4: 62, 8: 30, 16: 14},
-    3: {1: 396, 2: 198, 4: 92, 8: 45, 16: 21},
-    4: {1: 528, 2: 264, 4: 124, 8: 62, 16: 28},
-}
-
-
-def blocks_at_once(cluster: int, per_sm: int) -> int:
-    """The blocks of a grid in clusters of ``cluster`` blocks that the GPU runs at once with ``per_sm`` blocks per SM
-    (:data:`CLUSTERS_AT_ONCE`; a cluster size between its columns as many clusters as the next larger one, more than
-    4 per SM as 4): the most blocks a tail launch may have to run in one wave."""
-    per_sm = max(1, min(per_sm, 4))
-    size = next((k for k in sorted(CLUSTERS_AT_ONCE[per_sm]) if k >= cluster), 16)
-    return CLUSTERS_AT_ONCE[per_sm][size] * cluster
-
-
 # the few-rows plan's: launches of at most ``few_rows`` rows (or of a range ``(lo, hi)`` of row counts; 0: none, and
 # ``few_plan`` unused: ``few_rows=0`` switches a per-shape rule's off) take
 # the plan ``few_plan`` describes (a builder's options over its base defaults, as with ``shape_defaults=False``) for

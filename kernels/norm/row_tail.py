@@ -32,9 +32,9 @@ import flydsl.expr as fx
 from flydsl.compiler.ast_rewriter import ASTRewriter
 from kernels.norm.norm_common import (
     FEW_OPTIONS,
+    NUM_SMS,
     TAIL_OPTIONS,
     RowPlan,
-    blocks_at_once,
     check_row_options,
     plan_rows,
     split_options,
@@ -44,6 +44,9 @@ from kernels.norm.row_stream import stream_options
 __all__ = [
     "TAIL_OPTIONS",
     "FEW_OPTIONS",
+    "ONE_PER_SM_TAIL",
+    "CLUSTERS_AT_ONCE",
+    "blocks_at_once",
     "MAIN",
     "FEW",
     "TAIL",
@@ -59,8 +62,34 @@ __all__ = [
 MAIN, FEW, TAIL, FEW_TAIL = 0, 1, 2, 3
 # the tail options a few-rows plan may give for its own launches' tail (their least values)
 FEW_TAIL_OPTIONS = {"tail_cols": 0, "tail_blocks": 0}
+# session 21's tails, a block per SM at all the registers it takes, up to two blocks per SM's worth (more than run at
+# once, in clusters of 4: 120 blocks): RMSNorm and LayerNorm f32 rows measured slower with two blocks per SM beside
+# their main kernel (140-273 rows, 1-3 us; LayerNorm f32 49160's tail spills at 64 registers; session 23)
+ONE_PER_SM_TAIL = {"tail_regs": 255, "tail_blocks": 2 * NUM_SMS}
+# thread block clusters of k blocks an H200 runs at once with b blocks per SM: {b: {k: clusters}}
+# (cuOccupancyMaxActiveClusters, ``python -m benchmarks.cluster_capacity``, session 23): clusters are placed within
+# a GPC, so fewer fit than 132 b / k (clusters of 4 at one block per SM: 30, 120 blocks)
+CLUSTERS_AT_ONCE = {
+    1: {1: 132, 2: 66, 4: 30, 8: 15, 16: 7},
+    2: {1: 264, 2: 132, 4: 62, 8: 30, 16: 14},
+    3: {1: 396, 2: 198, 4: 92, 8: 45, 16: 21},
+    4: {1: 528, 2: 264, 4: 124, 8: 62, 16: 28},
+}
+
+
+def blocks_at_once(cluster: int, per_sm: int) -> int:
+    """The blocks of a grid in clusters of ``cluster`` blocks that the GPU runs at once with ``per_sm`` blocks per SM
+    (:data:`CLUSTERS_AT_ONCE`; a cluster size between its columns as many clusters as the next larger one, more than
+    4 per SM as 4): the most blocks a tail launch may have to run in one wave."""
+    per_sm = max(1, min(per_sm, 4))
+    size = next((k for k in sorted(CLUSTERS_AT_ONCE[per_sm]) if k >= cluster), 16)
+    return CLUSTERS_AT_ONCE[per_sm][size] * cluster
+
+
 # the shared memory a tail block asks for to take an SM alone (two blocks need 2 x (113 KB + 1 KB reserved) of the
-# SM's 228 KB): RowTail.tail_limits' spread
+# SM's 228 KB): RowTail.tail_limits' spread. The tails' cluster plans hold their slices in registers (static shared
+# memory only: their reductions' partials); a tail plan that needed more dynamic shared memory than this would be
+# refused when traced (FLY217: less shared memory than the kernel allocates), never launched short
 SPREAD_SMEM = 116 * 1024
 # plan_rows options the tail's cluster plan keeps from the kernel's (how many values a thread holds)
 _KEPT = ("elems_per_thread", "max_row_threads")
@@ -146,8 +175,8 @@ def _launch_split(m, plan: RowPlan, role: int, tail: tuple, limits: tuple, grid,
     ``t = m % round`` (``round``: the rows one round of the SMs takes, one per SM or, paired rows, two) where the tail
     options (``limits``: blocks, rounds, spread) allow it (else every row is the main kernel's); each launch only where
     it has rows: no rows, no launch (a negative ``m`` reaches the launch's own check, FLY222). ``tail``: ``(plan or
-    None, its role)``; ``spread``: a tail launched after a main kernel takes an SM per block
-    (:meth:`RowTail.tail_limits`)."""
+    None, its role)``; ``spread`` (0: never, else a block count): a tail of at most that many blocks launched after a
+    main kernel takes an SM per block (:meth:`RowTail.tail_limits`)."""
     tail, tail_role = tail
     if fx.const_expr(tail is None):
         if m != 0:
@@ -162,7 +191,7 @@ def _launch_split(m, plan: RowPlan, role: int, tail: tuple, limits: tuple, grid,
             launch(head, grid(plan, head), plan, role, False)
         if t > 0:
             if fx.const_expr(spread):
-                if head != 0:
+                if (head != 0) & (t * tail.cluster <= spread):
                     launch(m, t * tail.cluster, tail, tail_role, True)
                 else:
                     launch(m, t * tail.cluster, tail, tail_role, False)
@@ -310,13 +339,15 @@ class RowTail:
     def tail_limits(self, plan, limits: tuple, main=None, main_regs: int = 0) -> tuple:
         """``(blocks, rounds, spread)`` of a tail's launches (:func:`launch_rows`): ``tail_blocks`` 0 is as many
         blocks as the GPU runs at once in the tail's clusters at the blocks per SM its register cap allows
-        (:func:`kernels.norm.norm_common.blocks_at_once`): a larger tail would run in waves. ``spread``
-        (``tail_spread``, where two tail blocks fit an SM but the ``main`` plan's blocks, at its register cap
-        ``main_regs`` or all one may take, leave no room for one beside them): a tail launched after the main kernel
-        asks for :data:`SPREAD_SMEM` of shared memory, so its blocks take an SM each as the main kernel's blocks leave
-        them, not two on the first SMs freed (H200, session 23: the fused add bf16 65536 at 140-160 rows, 1.1 us)."""
+        (:func:`blocks_at_once`): a larger tail would run in waves. ``spread`` (``tail_spread``, where two tail blocks
+        fit an SM but the ``main`` plan's blocks, one per SM at its register cap ``main_regs`` or all one may take,
+        leave no room for one beside them; 0: never): a tail of at most ``spread`` blocks (as many as run at once with
+        one per SM) launched after the main kernel asks for :data:`SPREAD_SMEM` of shared memory, so its blocks take
+        an SM each as the main kernel's blocks leave them, not two on the first SMs freed (H200, session 23: the fused
+        add bf16 65536 at 140-160 rows, 1.1 us). (Two 512-thread main blocks at 64 registers per SM leave no room
+        either; they are not counted: such plans' tails were measured with two blocks per SM.)"""
         blocks, rounds = limits
-        spread = False
+        spread = 0
         if plan is not None:
             regs = self.tail_registers(plan)
             per_sm = fx.nvvm.blocks_per_sm(regs, plan.block_threads)
@@ -324,5 +355,6 @@ class RowTail:
             if main is not None and self.spread and per_sm >= 2:
                 threads = main.block_threads
                 main_regs = main_regs or fx.nvvm.max_registers(threads)
-                spread = threads * main_regs + plan.block_threads * regs > 65536
+                if threads * main_regs + plan.block_threads * regs > 65536:
+                    spread = blocks_at_once(plan.cluster, 1)
         return blocks, rounds, spread

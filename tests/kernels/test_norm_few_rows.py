@@ -140,6 +140,10 @@ BAD = [
     ({"few_rows": [5, 8], "few_plan": FEW}, r"a range \(lo, hi\)"),
     ({"few_rows": -3, "few_plan": FEW}, "give few_rows"),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_rounds": 3}}, "the tail options but tail_cols and tail_blocks .* are "),
+    (
+        {"few_rows": 8, "few_plan": {**FEW, "tail_spread": False}},
+        "the tail options but tail_cols and tail_blocks .* are ",
+    ),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_cols": -1}}, "its tail_cols is a column count >= 0"),
     ({"few_rows": 8, "few_plan": {**FEW, "tail_blocks": -1}}, "its tail_blocks a block count >= 0"),
     ({"few_rows": 8, "few_plan": {**FEW, "max_registers": "64"}}, "its max_registers is an integer 16-255"),

@@ -34,6 +34,20 @@ ROWS = {(3, 16, 2): (3, 3), (6, 16, 2): (2, 0), (7, 8, 2): (0, 0), (13, 16, 2): 
         (9, 16, 2): (1, 1), (17, 16, 2): (0, 1), (4, 16, 0): (0, 4)}  # fmt: skip
 
 
+@pytest.fixture
+def launches(monkeypatch):
+    """Every interpreter launch as ``(kernel name, blocks, threads, dynamic shared memory)``."""
+    seen = []
+    launch = cpu_runtime.CpuLauncher._launch
+
+    def spy(self, mem, name, grid, block, smem, *rest):
+        seen.append((str(name), int(grid[0]), int(block[0]), int(smem)))
+        return launch(self, mem, name, grid, block, smem, *rest)
+
+    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+    return seen
+
+
 def _cases():
     for kernel in KERNELS:
         for name in PLANS:
@@ -49,20 +63,12 @@ CASES = list(_cases())
 @pytest.mark.parametrize(
     "kernel,plan,M,blocks,rounds,t", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}x{c[3]}r{c[4]}" for c in CASES]
 )
-def test_tail_rows_are_right_and_launched_as_asked(kernel, plan, M, blocks, rounds, t, interpreter, monkeypatch):
-    launches = []
-    launch = cpu_runtime.CpuLauncher._launch
-
-    def spy(self, mem, name, grid, *rest):
-        launches.append((str(name), int(grid[0])))
-        return launch(self, mem, name, grid, *rest)
-
-    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+def test_tail_rows_are_right_and_launched_as_asked(kernel, plan, M, blocks, rounds, t, interpreter, launches):
     inputs, y, ro, args = kernel_args(kernel, M, N, "f32")
     options = {**PLANS[plan], "tail_cols": 640, "tail_blocks": blocks, "tail_rounds": rounds}
     KERNELS[kernel][0](N, "f32", options)(*args)
     check_rows(kernel, inputs, y, ro, 1e-5)
-    tails = [g for name, g in launches if name != launches[0][0] or M == t]
+    tails = [g for name, g, *_ in launches if name != launches[0][0] or M == t]
     assert tails == ([t * K] if t else []), launches
     assert len(launches) == (M > t) + (t > 0), launches  # the main kernel only where it has rows
 
@@ -110,49 +116,34 @@ def test_tail_options_keep_a_stream_default():
     assert rule_defaults_off(tail, NOT_ROW_PLAN) == tail
 
 
-def test_the_default_tail_is_what_runs_at_once(interpreter, monkeypatch):
+def test_the_default_tail_is_what_runs_at_once(interpreter, launches):
     """``tail_blocks`` 0 (the default): a tail of at most as many blocks as the GPU runs at once in its clusters (an
     H200's 62 clusters of 4 at two blocks per SM: 248 blocks, 62 rows; session 23 measured larger tails run in waves,
-    e.g. 64 rows of RMSNorm bf16 65536 in 11.3 us against 8.8 without a tail)."""
-    launches = []
-    launch = cpu_runtime.CpuLauncher._launch
-
-    def spy(self, mem, name, grid, *rest):
-        launches.append((str(name), int(grid[0])))
-        return launch(self, mem, name, grid, *rest)
-
-    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
+    e.g. 64 rows of RMSNorm bf16 65536 in 11.5 us against 8.8 without a tail)."""
     f = KERNELS["rmsnorm"][0](N, "f32", {**ONCHIP, "sms": 132, "tail_cols": 640})
     for M, grids in ((62, [62 * K]), (63, [63])):  # (63 rows: 252 blocks; the main kernel, a row per block)
         launches.clear()
         inputs, y, ro, args = kernel_args("rmsnorm", M, N, "f32")
         f(*args)
         check_rows("rmsnorm", inputs, y, ro, 1e-5)
-        assert [g for _, g in launches] == grids, launches
+        assert [g for _, g, *_ in launches] == grids, launches
 
 
-def test_a_tail_after_full_main_blocks_takes_an_sm_per_block(interpreter, monkeypatch):
-    """After main blocks of 1024 threads (no room beside them) the tail launch asks for SPREAD_SMEM of shared memory:
-    its blocks take an SM each; alone (every row the tail's) it does not; rows right either way."""
+def test_a_tail_after_full_main_blocks_takes_an_sm_per_block(interpreter, launches):
+    """After main blocks of 1024 threads (no room beside them) a tail of at most as many blocks as run at once one
+    per SM (120 in clusters of 4) asks for SPREAD_SMEM of shared memory: its blocks take an SM each; a larger one, or
+    a tail alone (every row the tail's), does not; rows right either way."""
     from kernels.norm.row_tail import SPREAD_SMEM
 
-    launches = []
-    launch = cpu_runtime.CpuLauncher._launch
-
-    def spy(self, mem, name, grid, block, smem, *rest):
-        launches.append((int(grid[0]), int(block[0]), int(smem)))
-        return launch(self, mem, name, grid, block, smem, *rest)
-
-    monkeypatch.setattr(cpu_runtime.CpuLauncher, "_launch", spy)
-    options = {**ONCHIP, "onchip_threads": 1024, "elems_per_thread": 2, "sms": SMS, "tail_cols": 640}
-    f = KERNELS["rmsnorm"][0](N, "f32", options)
-    for M, smem in ((5, SPREAD_SMEM), (3, 0)):
+    options = {**ONCHIP, "onchip_threads": 1024, "elems_per_thread": 2, "tail_cols": 640}
+    for sms, M, smem in ((SMS, 5, SPREAD_SMEM), (SMS, 3, 0), (40, 70, SPREAD_SMEM), (40, 71, 0)):
+        f = KERNELS["rmsnorm"][0](N, "f32", {**options, "sms": sms})
         launches.clear()
         inputs, y, ro, args = kernel_args("rmsnorm", M, N, "f32")
         f(*args)
         check_rows("rmsnorm", inputs, y, ro, 1e-5)
-        assert launches[-1][0] == (M % SMS) * K and launches[-1][2] == smem, launches
-        assert len(launches) == 1 + (M > SMS) and (M < SMS or launches[0][1] == 1024), launches  # (the main's blocks)
+        assert launches[-1][1] == (M % sms) * K and launches[-1][3] == smem, launches
+        assert len(launches) == 1 + (M > sms) and (M < sms or launches[0][2] == 1024), launches  # (the main's blocks)
 
 
 def test_the_tail_register_cap_and_its_blocks_at_once():
@@ -161,26 +152,26 @@ def test_the_tail_register_cap_and_its_blocks_at_once():
     from types import SimpleNamespace
 
     import flydsl.expr as fx
-    from kernels.norm.norm_common import ONE_PER_SM_TAIL, blocks_at_once
-    from kernels.norm.row_tail import RowTail
+    from kernels.norm.row_tail import ONE_PER_SM_TAIL, RowTail, blocks_at_once
 
     p512, p256 = SimpleNamespace(block_threads=512, cluster=4), SimpleNamespace(block_threads=256, cluster=8)
     rt = RowTail(65536, fx.Float32, {"tail_cols": 16384}, "rmsnorm", {})
-    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits)) == (64, (248, 2, False))
-    assert (rt.tail_registers(p256), rt.tail_limits(p256, rt.limits)) == (128, (240, 2, False))
-    # spread: after 1024-thread main blocks (all of an SM's registers at 64) a tail block takes an SM alone; beside
-    # 512-thread blocks at 64 registers one fits (no spread), at all they may take (128) none
+    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits)) == (64, (248, 2, 0))
+    assert (rt.tail_registers(p256), rt.tail_limits(p256, rt.limits)) == (128, (240, 2, 0))
+    # spread: after 1024-thread main blocks (all of an SM's registers at 64) a tail of at most 120 blocks (as many as
+    # run at once one per SM) takes an SM per block; beside 512-thread blocks at 64 registers one fits (no spread),
+    # at all they may take (128) none
     main1024, main512 = SimpleNamespace(block_threads=1024), SimpleNamespace(block_threads=512)
-    assert rt.tail_limits(p512, rt.limits, main1024) == (248, 2, True)
-    assert rt.tail_limits(p512, rt.limits, main512, 64) == (248, 2, False)
-    assert rt.tail_limits(p512, rt.limits, main512) == (248, 2, True)
+    assert rt.tail_limits(p512, rt.limits, main1024) == (248, 2, 120)
+    assert rt.tail_limits(p512, rt.limits, main512, 64) == (248, 2, 0)
+    assert rt.tail_limits(p512, rt.limits, main512) == (248, 2, 120)
     assert RowTail(65536, fx.Float32, {"tail_cols": 16384, "tail_spread": False}, "rmsnorm", {}).tail_limits(
-        p512, rt.limits, main1024) == (248, 2, False)  # fmt: skip
+        p512, rt.limits, main1024) == (248, 2, 0)  # fmt: skip
     rt = RowTail(65536, fx.Float32, {"tail_cols": 16384, "tail_regs": 255}, "rmsnorm", {})
-    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits, main1024)) == (128, (120, 2, False))
+    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits, main1024)) == (128, (120, 2, 0))
     rt = RowTail(65536, fx.Float32, {"tail_cols": 16384, **ONE_PER_SM_TAIL}, "rmsnorm", {})
-    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits)) == (128, (264, 2, False))
-    assert rt.tail_limits(None, rt.limits) == (*rt.limits, False)  # (no tail)
+    assert (rt.tail_registers(p512), rt.tail_limits(p512, rt.limits)) == (128, (264, 2, 0))
+    assert rt.tail_limits(None, rt.limits) == (*rt.limits, 0)  # (no tail)
     assert [blocks_at_once(k, 1) for k in (2, 3, 4, 8, 16)] == [132, 90, 120, 120, 112]
     assert [blocks_at_once(k, b) for k, b in ((4, 2), (8, 3), (4, 9))] == [248, 360, 496]
 

@@ -197,14 +197,9 @@ def test_the_blocks_an_sm_holds():
     """How many blocks of a size one SM holds by registers, threads and blocks (the norm tails' limit uses it)."""
     from flydsl.dialects.capabilities import blocks_per_sm, max_registers, registers_fit
 
-    assert [blocks_per_sm(64, 512), blocks_per_sm(72, 512), blocks_per_sm(128, 512), blocks_per_sm(129, 512)] == [
-        2, 1, 1, 0]  # fmt: skip
-    assert [blocks_per_sm(94, 256), blocks_per_sm(40, 512), blocks_per_sm(32, 1024), blocks_per_sm(16, 32)] == [
-        2,
-        3,
-        2,
-        32,
-    ]  # fmt: skip (threads: 2048 per SM; blocks: 32)
+    assert [blocks_per_sm(r, 512) for r in (64, 72, 128, 129)] == [2, 1, 1, 0]
+    # (threads: 2048 per SM; blocks: 32)
+    assert [blocks_per_sm(r, t) for r, t in ((94, 256), (40, 512), (32, 1024), (16, 32))] == [2, 3, 2, 32]
     assert blocks_per_sm(255, 64) == 2 and blocks_per_sm(24, 128) == 16  # (registers; 2048 threads)
     assert all(
         (blocks_per_sm(r, t) >= 1) == registers_fit(r, t) for t in range(32, 1025, 32) for r in range(16, 256, 8)
@@ -212,3 +207,4 @@ def test_the_blocks_an_sm_holds():
     # (blocks of a multiple of 128 threads: a warp per sub-partition's share; the norm tails' blocks are such)
     assert all(blocks_per_sm(max_registers(2 * t), t) >= 2 for t in range(128, 1025, 128))
     assert fx.nvvm.blocks_per_sm(64, 512) == 2
+    assert [blocks_per_sm(64, 0), blocks_per_sm(0, 512), blocks_per_sm(256, 32), blocks_per_sm(32, 2048)] == [0] * 4

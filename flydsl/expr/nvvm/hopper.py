@@ -279,7 +279,8 @@ def max_registers(threads: int) -> int:
 def blocks_per_sm(registers: int, threads: int) -> int:
     """How many blocks of ``threads`` threads at ``registers`` registers per thread one SM of sm_80 / sm_90 holds at
     once (registers, 2048 threads, 32 blocks; shared memory not counted), 0 where one does not fit: 512 threads at
-    64 registers 2, at 72 one — CUDA's occupancy rule, e.g. to size a grid that must all run at once."""
+    64 registers 2, at 72 one — CUDA's occupancy rule for blocks of a multiple of 128 threads (others may fit one
+    more than this says), e.g. to size a grid that must all run at once."""
     return _blocks_per_sm(registers, threads)
 
 
