@@ -48,10 +48,12 @@ EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers 
 MAX_STAGES = 8
 STREAM_TOKENS = (8, 16, 32, 64, 128, 256)  # the stream path's token tiles (wgmma N) chosen by the heuristic
 STREAM_MAX_M = 64  # the heuristic's stream path up to this M; wgmma above (docs/gemm.md, round 2)
-# ... but 8-bit weights with rows of at least this many bytes take the wgmma path above STREAM_DEEP_K_MAX_M rows (its
-# 64-row tiles beat the stream path's 64-token tiles there; H200, session 23, M = 40-64: 4096x4096 8.3-8.5 vs 8.9-9.6
-# us, 10240x8192 24.4-25.1 vs 28.4-29.6; 7168x2048 stays: 6.6-7.3 vs 6.9-7.9); not under PDL (wgmma has none)
-STREAM_DEEP_K_BYTES = 4096
+# ... but weights with rows of at least this many bytes (by element size) take the wgmma path above
+# STREAM_DEEP_K_MAX_M rows: its 64-row tiles beat the stream path's 64-token tiles there (H200, session 23, M = 33-64:
+# fp8/int8 4096x4096 8.3-9.3 vs 8.9-10.1 us, 10240x8192 24.3-26.9 vs 28.4-29.6, 7168x2048 (2 KB) stays: 6.6-7.6 vs
+# 6.9-7.9; bf16 10240x8192 (16 KB) at 48-64 rows 43.9-45.0 vs 49.0-49.2, 33 even, 4096x4096 (8 KB) even at 48-64 and
+# 0.5 us slower at 33); not under PDL (the wgmma path has none)
+STREAM_DEEP_K_BYTES = {1: 4096, 2: 16384}
 STREAM_DEEP_K_MAX_M = 32
 # decode problems whose B is read in about 4 us (the launch and ramp dominate): the mma path starts streaming
 # sooner (no mbarriers, tensor maps, register reallocation); measured on fp8 4096x4096 at M <= 16 (round 2)
@@ -194,7 +196,7 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
     decode rows (<= :data:`MMA_DECODE_MAX_M`) of a small weight (<= :data:`MMA_DECODE_MAX_BYTES`, rows of
     >= :data:`MMA_DECODE_MIN_KB`) — but above 8 rows the stream path where its tiles split over clusters of two
     (:func:`stream_cluster`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows (up to :data:`STREAM_DEEP_K_MAX_M`
-    for 8-bit rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL), ``"wgmma"`` above (docs/gemm.md has the
+    for rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL), ``"wgmma"`` above (docs/gemm.md has the
     measurements behind each bound)."""
     m = 16 if M is None else M
     if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
@@ -202,7 +204,8 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
         if kb >= MMA_DECODE_MIN_KB and N * kb <= MMA_DECODE_MAX_BYTES:
             tn = next(t for t in STREAM_TOKENS if t >= m)
             return "stream" if m > 8 and stream_cluster(N, K, tn, m, in_dtype, pdl) else "mma"
-    deep = K is not None and ELEM_BYTES[in_dtype] == 1 and K >= STREAM_DEEP_K_BYTES and not pdl
+    e = ELEM_BYTES[in_dtype]
+    deep = K is not None and not pdl and K * e >= STREAM_DEEP_K_BYTES[e]
     return "stream" if m <= (STREAM_DEEP_K_MAX_M if deep else STREAM_MAX_M) else "wgmma"
 
 
