@@ -67,3 +67,24 @@ def test_llvm_options_hint_compiles_and_runs_on_the_gpu():
     hinted(x, y, 1000)
     torch.cuda.synchronize()
     assert torch.equal(y, 2 * x + 1)
+
+
+def test_a_launch_out_of_registers_explains_itself_on_the_gpu():
+    """A 1024-thread kernel compiled under ``.maxnreg 255`` (LayerNorm f32 65536's one-row plan: ptxas gives it 128
+    registers) cannot launch — CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES — and the error says why and which cap fits
+    (flydsl/runtime/cuda.launch_detail; session 22's few-rows kernels failed so before the cap rule)."""
+    from benchmarks.cases.norm_sweep import KERNELS
+
+    build, args, _ = KERNELS["layernorm"]
+    f = build(65536, "f32", {"shape_defaults": False, "cache_hint": "cs", "max_registers": 255, "tail_cols": 0})
+    x, w = torch.randn(3, 65536, device="cuda"), torch.rand(65536, device="cuda")
+    with pytest.raises(Exception) as e:
+        f(*args(x, w), 3)
+        torch.cuda.synchronize()
+    text = str(e.value)
+    assert "LAUNCH_OUT_OF_RESOURCES" in text or "out of resources" in text.lower(), text
+    assert "registers per thread: a block of 1024 threads does not fit" in text and "cap its registers at 64" in text
+    y = torch.zeros(16, device="cuda")
+    launch(torch.ones(16, device="cuda"), y, 16)  # the context is still good
+    torch.cuda.synchronize()
+    assert torch.equal(y, torch.full((16,), 2.0, device="cuda"))
