@@ -12,6 +12,25 @@ SMEM_KB = {1: 150, 2: 100, 3: 70, 4: 50}  # a block's shared memory that lets b 
 SIZES = (1, 2, 4, 8, 16)
 
 
+def active_clusters(func, grid, block, smem: int, cluster: int = 0):
+    """``cuOccupancyMaxActiveClusters`` of kernel ``func`` launched with ``grid`` / ``block`` (dim3 tuples) and
+    ``smem`` bytes of dynamic shared memory, in clusters of ``cluster`` blocks (0: the kernel's own, compiled in),
+    or None where the driver refuses."""
+    from cuda.bindings import driver as d
+
+    cfg = d.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes, cfg.numAttrs = smem, 0
+    if cluster:
+        a = d.CUlaunchAttribute()
+        a.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster, 1, 1
+        cfg.attrs, cfg.numAttrs = [a], 1
+    err, n = d.cuOccupancyMaxActiveClusters(func, cfg)
+    return int(n) if int(err) == 0 else None
+
+
 def capacities(threads: int = 512) -> dict:
     """``{b: {k: clusters}}`` on device 0."""
     import torch
@@ -26,18 +45,7 @@ def capacities(threads: int = 512) -> dict:
     d.cuFuncSetAttribute(f, attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 200 * 1024)
     out = {}
     for b, kb in SMEM_KB.items():
-        out[b] = {}
-        for k in SIZES:
-            cfg = d.CUlaunchConfig()
-            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = k * 64, 1, 1
-            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
-            cfg.sharedMemBytes = kb * 1024
-            a = d.CUlaunchAttribute()
-            a.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = k, 1, 1
-            cfg.attrs, cfg.numAttrs = [a], 1
-            e, n = d.cuOccupancyMaxActiveClusters(f, cfg)
-            out[b][k] = int(n) if int(e) == 0 else None
+        out[b] = {k: active_clusters(f, (k * 64, 1, 1), (threads, 1, 1), kb * 1024, k) for k in SIZES}
     return out
 
 

@@ -13,6 +13,7 @@ import argparse
 import json
 
 from . import norm_ragged as nr
+from .cluster_capacity import active_clusters
 
 RECORDS: list = []
 
@@ -36,23 +37,12 @@ def _record_launches() -> None:
     rc.CudaKernel.__init__ = recording_init
 
 
-def _clusters_at_once(kernel, grid, block, smem) -> str:
-    from cuda.bindings import driver as d
-
-    cfg = d.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-    cfg.sharedMemBytes, cfg.numAttrs = smem, 0
-    err, n = d.cuOccupancyMaxActiveClusters(kernel.func, cfg)
-    return str(n) if int(err) == 0 else f"err{int(err)}"
-
-
 def _describe(rec) -> str:
     kernel, grid, block, smem = rec
     text = f"{grid[0]}x{block[0]}s{smem // 1024}k"
     cluster = kernel.attribute("REQUIRED_CLUSTER_WIDTH")
     if cluster > 1:
-        text += f"c{cluster}/max{_clusters_at_once(kernel, grid, block, smem)}"
+        text += f"c{cluster}/max{active_clusters(kernel.func, grid, block, smem)}"
     return text + f"/r{kernel.attribute('NUM_REGS')}"
 
 

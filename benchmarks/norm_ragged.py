@@ -120,6 +120,17 @@ def compile_share(builds, index: int, workers: int) -> None:
         torch.cuda.synchronize()
 
 
+def parse_args(ap, argv):
+    """``ap``'s arguments with the options every norm benchmark script shares (``--workers``, the hidden
+    ``--compile-share``, ``--l2-warm``), the timing's rotation set from them."""
+    ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
+    ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--l2-warm", action="store_true", help="time one set of tensors (read from L2 where they fit)")
+    args = ap.parse_args(argv)
+    set_rotation(args.l2_warm)
+    return args
+
+
 def set_rotation(l2_warm: bool) -> None:
     """``--l2-warm``: one set of tensors per cell (the timing before session 23)."""
     global ROTATE_BYTES
@@ -227,11 +238,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
     ap.add_argument("--kernels", default=",".join(KERNEL_NAMES))
     ap.add_argument("--dtypes", default="bf16,f32")
-    ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
-    ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--l2-warm", action="store_true", help="time one set of tensors (read from L2 where they fit)")
-    args = ap.parse_args(argv)
-    set_rotation(args.l2_warm)
+    args = parse_args(ap, argv)
     variants = [v for v in os.environ.get("FLYDSL_NORM_VARIANTS", "").split(",") if v]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:

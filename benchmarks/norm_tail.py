@@ -27,11 +27,11 @@ from .norm_ragged import (
     compile_in_workers,
     compile_share,
     copy_us,
+    parse_args,
     reference,
     rotated,
     rotation,
     rows_for,
-    set_rotation,
 )
 
 LENGTHS = [40000, 49160, 57344, 61440, 65536]
@@ -78,11 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("--dtypes", default="bf16,f32")
     ap.add_argument("--rows", default=",".join(ROWS), help="row counts; 64MB: about 64 MB of rows")
     ap.add_argument("--plans", default="flydsl,no tail", help=f"columns, of {', '.join(PLANS)}")
-    ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
-    ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--l2-warm", action="store_true", help="time one set of tensors (read from L2 where they fit)")
-    args = ap.parse_args(argv)
-    set_rotation(args.l2_warm)
+    args = parse_args(ap, argv)
     todo = _todo(args)
     plans = args.plans.split(",")
     if set(plans) - PLANS.keys():

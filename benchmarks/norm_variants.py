@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from .norm_ragged import _tensors, checked_us, compile_in_workers, compile_share, copy_us, reference, set_rotation
+from .norm_ragged import _tensors, checked_us, compile_in_workers, compile_share, copy_us, parse_args, reference
 
 _O512 = {"onchip_threads": 512, "max_registers": 64, "cache_hint": "cs"}
 _NS512 = {"shape_defaults": False, **_O512}
@@ -113,11 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cells", help="JSON [[kernel, dtype, n, M], ...] (instead of the set's)")
     ap.add_argument("--variants", help='JSON {"name": {options}, ...} (instead of the set\'s; the first is the base)')
     ap.add_argument("--kernels", help="only these kernels (comma-separated)")
-    ap.add_argument("--workers", type=int, default=0, help="compile first in this many processes")
-    ap.add_argument("--compile-share", nargs=2, type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--l2-warm", action="store_true", help="time one set of tensors (read from L2 where they fit)")
-    args = ap.parse_args(argv)
-    set_rotation(args.l2_warm)
+    args = parse_args(ap, argv)
     cells, variants = SETS[args.set] if args.set else ([], {"default": {}})
     cells = [tuple(c) for c in _json(args.cells)] if args.cells else cells
     variants = _json(args.variants) if args.variants else variants

@@ -198,13 +198,12 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
     (:func:`stream_cluster`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows (up to :data:`STREAM_DEEP_K_MAX_M`
     for rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL), ``"wgmma"`` above (docs/gemm.md has the
     measurements behind each bound)."""
-    m = 16 if M is None else M
+    m, e = 16 if M is None else M, ELEM_BYTES[in_dtype]
     if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
-        kb = K * ELEM_BYTES[in_dtype]
+        kb = K * e
         if kb >= MMA_DECODE_MIN_KB and N * kb <= MMA_DECODE_MAX_BYTES:
             tn = next(t for t in STREAM_TOKENS if t >= m)
             return "stream" if m > 8 and stream_cluster(N, K, tn, m, in_dtype, pdl) else "mma"
-    e = ELEM_BYTES[in_dtype]
     deep = K is not None and not pdl and K * e >= STREAM_DEEP_K_BYTES[e]
     return "stream" if m <= (STREAM_DEEP_K_MAX_M if deep else STREAM_MAX_M) else "wgmma"
 
