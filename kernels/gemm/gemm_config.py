@@ -46,13 +46,15 @@ PATHS = ("mma", "wgmma", "stream")
 SMEM_LIMIT = 227 * 1024  # per block on sm_90
 EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers of the TMA-store epilogue
 MAX_STAGES = 8
-STREAM_TOKENS = (8, 16, 32, 64, 128, 256)  # the stream path's token tiles (wgmma N) chosen by the heuristic
+STREAM_FINE_TOKENS = 64  # the heuristic's token tile is the smallest valid wgmma N >= M up to this many tokens ...
+STREAM_TOKENS = (128, 256)  # ... and the smallest of these above (session 24: fine tiles at M = 33-64, docs/gemm.md)
+STREAM_MIN_ROWS = 32  # whole stream tiles of at least min(tile_m, this) rows of B (narrower: most of the m64 dropped)
 STREAM_MAX_M = 64  # the heuristic's stream path up to this M; wgmma above (docs/gemm.md, round 2)
-# ... but weights with rows of at least this many bytes (by element size) take the wgmma path above
-# STREAM_DEEP_K_MAX_M rows: its 64-row tiles beat the stream path's 64-token tiles there (H200, session 23, M = 33-64:
-# fp8/int8 4096x4096 8.3-9.3 vs 8.9-10.1 us, 10240x8192 24.3-26.9 vs 28.4-29.6, 7168x2048 (2 KB) stays: 6.6-7.6 vs
-# 6.9-7.9; bf16 10240x8192 (16 KB) at 48-64 rows 43.9-45.0 vs 49.0-49.2, 33 even, 4096x4096 (8 KB) even at 48-64 and
-# 0.5 us slower at 33); not under PDL (the wgmma path has none)
+# ... but where its tiles do not fill the SMs whole (stream-K), weights with rows of at least this many bytes (by
+# element size) take the wgmma path above STREAM_DEEP_K_MAX_M rows: its 64-row tiles beat the stream path there
+# (H200, sessions 23-24, M = 33-64: fp8 10240x8192 24.5-26.8 us against 27.1-29.5, bf16 10240x8192 at 48-64 rows
+# 43.9-45.3 against 47.8-49.2; 4096x4096 and 7168x2048 stay: their fine-token tiles fill the SMs whole and win, fp8
+# 4096x4096 7.7-8.1 us against 8.3-9.4); not under PDL (the wgmma path has none)
 STREAM_DEEP_K_BYTES = {1: 4096, 2: 16384}
 STREAM_DEEP_K_MAX_M = 32
 # decode problems whose B is read in about 4 us (the launch and ramp dominate): the mma path starts streaming
@@ -202,20 +204,34 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
     if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
         kb = K * e
         if kb >= MMA_DECODE_MIN_KB and N * kb <= MMA_DECODE_MAX_BYTES:
-            tn = next(t for t in STREAM_TOKENS if t >= m)
+            tn = stream_tokens(m, in_dtype)
             return "stream" if m > 8 and stream_cluster(N, K, tn, m, in_dtype, pdl) else "mma"
+    if m > STREAM_MAX_M:
+        return "wgmma"
     deep = K is not None and not pdl and K * e >= STREAM_DEEP_K_BYTES[e]
-    return "stream" if m <= (STREAM_DEEP_K_MAX_M if deep else STREAM_MAX_M) else "wgmma"
+    if deep and m > STREAM_DEEP_K_MAX_M and N is not None and not _stream_whole(N, stream_tokens(m, in_dtype), m):
+        return "wgmma"
+    return "stream"
+
+
+def stream_tokens(m: int, in_dtype: str) -> int:
+    """The heuristic's token tile (the stream path's wgmma N) for ``m`` rows: the smallest valid one
+    (:func:`stream_tokens_ok`) holding them up to :data:`STREAM_FINE_TOKENS`, above it the smallest of
+    :data:`STREAM_TOKENS` (256 for more). Measured (session 24, H200): M = 33 on 4096x4096 bf16 40 tokens 11.4 us
+    against 64 tokens 14.6, fp8 7168x2048 6.4-6.5 against 7.6-7.7."""
+    if m <= STREAM_FINE_TOKENS:
+        return next(t for t in stream_tokens_ok(in_dtype) if t >= m)
+    return next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
 
 
 def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: str | None = None, pdl=False):
     """``(tile_m, tile_n, tile_k)`` for an expected row count ``M`` (None: decode-sized) on ``path``
     (default: :func:`heuristic_path`).
 
-    * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) the smallest of 8, 16, …, 256 that
-      holds M; the rows of B per tile from :func:`_stream_rows` (whole tiles filling the SMs when a width
-      gives them, else stream-K); two 128-byte K atoms per stage while five such stages fit (up to 64
-      tokens), else one.
+    * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) from :func:`stream_tokens` (the smallest
+      valid wgmma N that holds M up to 64, then 128 or 256); the rows of B per tile from :func:`_stream_rows`
+      (whole tiles filling the SMs when a width gives them, else stream-K); two 128-byte K atoms per stage
+      while five such stages fit (up to 64 tokens), else one.
     * ``"mma"``: ``tile_m`` the smallest of 16/32/64 that covers M; ``tile_n`` the largest of 64/32/16/8
       that still gives about two blocks per SM (``N / tile_n >= 1.9 * 132``); ``tile_k`` one 128-byte K
       atom per warp and iteration for 8 warps (1024 bytes when one warp covers tile_n, 512 when two do).
@@ -227,7 +243,7 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     m = 16 if M is None else M
     path = path or heuristic_path(M, N, K, in_dtype, pdl)
     if path == "stream":
-        tn = next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])
+        tn = stream_tokens(m, in_dtype)
         rows = _stream_rows(N, tn, m, K, in_dtype, pdl)
         # two K atoms a stage (half the barrier round trips) while that leaves a ring of STREAM_TWO_ATOM_STAGES
         ring = SMEM_LIMIT // ((tn + max(rows, PANEL_N)) * 2 * ATOM_BYTES)
@@ -261,8 +277,10 @@ def _fills(tiles: int) -> bool:
 
 def _stream_widths(N: int, tile_m: int) -> list[int]:
     """The stream tile's candidate rows of B, widest first: 128, 64, 32, 16 dividing N, at least ``tile_m`` up
-    to 128."""
-    return [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, 128)]
+    to :data:`STREAM_MIN_ROWS`. (Up to session 23 at least ``tile_m`` up to 128, to keep the activations re-read
+    per tile under the bytes of B: 64 tokens on 32 rows measured faster than on 64, 4096x4096 bf16 11.9 against
+    12.9 us — their re-reads come from L2 — while a whole tile per SM saves the reduction.)"""
+    return [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, STREAM_MIN_ROWS)]
 
 
 def _stream_whole(N: int, tile_m: int, M: int) -> int:
@@ -271,8 +289,8 @@ def _stream_whole(N: int, tile_m: int, M: int) -> int:
 
 
 def _stream_rows(N: int, tile_m: int, M: int, K: int | None = None, in_dtype: str = "fp8", pdl=False) -> int:
-    """Rows of B per stream tile: the widest of 128, 64, 32, 16 (dividing N; at least ``tile_m`` up to 128, so
-    that the activations re-read from L2 per tile stay at most the bytes of B) whose tiles exactly fill
+    """Rows of B per stream tile: the widest of 128, 64, 32, 16 (dividing N; at least ``tile_m`` up to
+    :data:`STREAM_MIN_ROWS`: :func:`_stream_widths`) whose tiles exactly fill
     between 3/4 of the SMs and all of them — one whole tile per block, no split tile to reduce; else stream-K
     splits the tiles' K over all the SMs, on 128-row tiles (two consumer warpgroups) when they still make
     :data:`STREAM_WIDE_TILES` tiles (10240 x 8192: 80 tiles, 2-3% faster than 160 of 64 rows at M = 1-32 in
@@ -464,6 +482,8 @@ def make_config(
     if path is None:
         path = heuristic_path(M, N, K, in_dtype, pdl) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
     hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path, pdl)
+    if tile_m is None and path == "stream" and (cluster_k or 1) > 1:  # value pairs a cluster's blocks can share
+        hm = next(t for t in stream_tokens_ok(in_dtype) if t >= hm and (t // 4) % cluster_k == 0)
     tile_m = hm if tile_m is None else tile_m
     tile_n = hn if tile_n is None else tile_n
     tile_k = hk if tile_k is None else tile_k

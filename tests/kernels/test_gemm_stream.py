@@ -31,6 +31,7 @@ CASES = [
     (33, 128, 512, (32, 64, 128), 3),  # blocks spanning whole and split tiles
     (9, 128, 512, (16, 32, 128), 5),  # 32 rows of B per tile (half a panel): 4 tiles, split
     (17, 64, 256, (24, 16, 256), None),  # 16 rows of B, 24 tokens, two K atoms per stage: whole tiles
+    (45, 128, 512, (48, 32, 256), None),  # 48 tokens on 32 rows (the heuristic's M = 33-64 tiles): whole tiles
 ]
 IDS = [f"M{m}-N{n}-K{k}-t{'x'.join(map(str, t))}-b{b}" for m, n, k, t, b in CASES]
 
@@ -185,6 +186,7 @@ CLUSTER_CASES = [
     (21, 128, 1024, (16, 64, 256), 4),  # 2 token tiles x 2 panels x 4 blocks, two K atoms a stage
     (9, 128, 512, (16, 32, 128), 2),  # 32-row tiles (half an m64 tile stored)
     (40, 256, 1024, (32, 128, 256), 4),  # two consumer warpgroups
+    (20, 128, 1024, (24, 64, 256), 2),  # 24 tokens (the heuristic's at M = 17-24): three value pairs per block
 ]
 
 
@@ -274,7 +276,7 @@ def test_stream_probe_and_early_rejections():
 @pytest.mark.gpu
 @pytest.mark.parametrize("in_dtype", IN_DTYPES)
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 7168, 2048), (32, 10240, 8192), (64, 4096, 4096),
-                                   (200, 2048, 1024)])  # fmt: skip
+                                   (200, 2048, 1024), (20, 4096, 4096), (37, 4096, 4096), (41, 7168, 2048)])  # fmt: skip
 def test_stream_gpu(in_dtype, M, N, K):
     e = 1 if in_dtype in ("fp8", "int8") else 2
     res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream")
