@@ -281,10 +281,11 @@ class TmaBoxPlan:
 
 
 @lru_cache(maxsize=256)
-def tma_box_plan(layout, elem_bits: int, contiguous: int = 1, rest=()) -> TmaBoxPlan:
+def tma_box_plan(layout, elem_bits: int, contiguous: int = 1, rest=(), max_rows: int | None = None) -> TmaBoxPlan:
     """The TMA boxes that write a tile stored with ``layout`` (over ``(MN, K[, stages])``; mode
     ``contiguous`` (0 or 1) is the global tensor's unit-stride mode; ``rest`` fixes the modes after
-    the second, e.g. the stage): the largest box the layout stores densely row after row.
+    the second, e.g. the stage): the largest box the layout stores densely row after row, of at most
+    ``max_rows`` rows (along the other mode) when given.
 
     Raises:
         GmmaLayoutError: the layout is not what any TMA box sequence writes.
@@ -310,7 +311,7 @@ def tma_box_plan(layout, elem_bits: int, contiguous: int = 1, rest=()) -> TmaBox
             f"only {b0} element(s) ({b0 * e} bytes) contiguously"
         )
     b1 = 1
-    while b1 < min(256, n_o) and all(tab[b1][j] == tab[0][0] + b1 * b0 + j for j in range(b0)):
+    while b1 < min(256, n_o, max_rows or 256) and all(tab[b1][j] == tab[0][0] + b1 * b0 + j for j in range(b0)):
         b1 += 1
     while n_o % b1:
         b1 -= 1

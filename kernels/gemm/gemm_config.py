@@ -46,10 +46,11 @@ PATHS = ("mma", "wgmma", "stream")
 SMEM_LIMIT = 227 * 1024  # per block on sm_90
 EPI_BYTES = 2 * 64 * 64 * 2  # per consumer warpgroup: two 64x64 16-bit buffers of the TMA-store epilogue
 MAX_STAGES = 8
-STREAM_FINE_TOKENS = 64  # the heuristic's token tile is the smallest valid wgmma N >= M up to this many tokens ...
-STREAM_TOKENS = (128, 256)  # ... and the smallest of these above (session 24: fine tiles at M = 33-64, docs/gemm.md)
+STREAM_FINE_TOKENS = 96  # the heuristic's token tile is the smallest valid wgmma N >= M up to this many tokens ...
+STREAM_TOKENS = (128, 256)  # ... and the smallest of these above (session 24: fine tiles at M = 33-96, docs/gemm.md)
 STREAM_MIN_ROWS = 32  # whole stream tiles of at least min(tile_m, this) rows of B (narrower: most of the m64 dropped)
-STREAM_MAX_M = 64  # the heuristic's stream path up to this M; wgmma above (docs/gemm.md, round 2)
+STREAM_MAX_M = 64  # the heuristic's stream path up to this M; wgmma above (docs/gemm.md, round 2) ...
+STREAM_WHOLE_MAX_M = 96  # ... but up to this M where its fine-token tiles fill the SMs whole (session 24)
 # ... but where its tiles do not fill the SMs whole (stream-K), weights with rows of at least this many bytes (by
 # element size) take the wgmma path above STREAM_DEEP_K_MAX_M rows: its 64-row tiles beat the stream path there
 # (H200, sessions 23-24, M = 33-64: fp8 10240x8192 24.5-26.8 us against 27.1-29.5, bf16 10240x8192 at 48-64 rows
@@ -198,27 +199,28 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
     decode rows (<= :data:`MMA_DECODE_MAX_M`) of a small weight (<= :data:`MMA_DECODE_MAX_BYTES`, rows of
     >= :data:`MMA_DECODE_MIN_KB`) — but above 8 rows the stream path where its tiles split over clusters of two
     (:func:`stream_cluster`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows (up to :data:`STREAM_DEEP_K_MAX_M`
-    for rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL), ``"wgmma"`` above (docs/gemm.md has the
-    measurements behind each bound)."""
+    for rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL) and up to :data:`STREAM_WHOLE_MAX_M` where its tiles
+    fill the SMs whole with at most 7 tokens past M, ``"wgmma"`` otherwise (docs/gemm.md has the measurements behind
+    each bound)."""
     m, e = 16 if M is None else M, ELEM_BYTES[in_dtype]
+    tn = stream_tokens(m, in_dtype)
     if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
         kb = K * e
         if kb >= MMA_DECODE_MIN_KB and N * kb <= MMA_DECODE_MAX_BYTES:
-            tn = stream_tokens(m, in_dtype)
             return "stream" if m > 8 and stream_cluster(N, K, tn, m, in_dtype, pdl) else "mma"
-    if m > STREAM_MAX_M:
+    whole = N is not None and m <= STREAM_WHOLE_MAX_M and _stream_whole(N, tn, m)
+    if m > STREAM_MAX_M and not (whole and tn - m < 8):  # (int8's 80-token tile at M = 65: 15 rows zero-filled, slower)
         return "wgmma"
     deep = K is not None and not pdl and K * e >= STREAM_DEEP_K_BYTES[e]
-    if deep and m > STREAM_DEEP_K_MAX_M and N is not None and not _stream_whole(N, stream_tokens(m, in_dtype), m):
-        return "wgmma"
-    return "stream"
+    return "wgmma" if deep and m > STREAM_DEEP_K_MAX_M and not whole else "stream"
 
 
 def stream_tokens(m: int, in_dtype: str) -> int:
     """The heuristic's token tile (the stream path's wgmma N) for ``m`` rows: the smallest valid one
     (:func:`stream_tokens_ok`) holding them up to :data:`STREAM_FINE_TOKENS`, above it the smallest of
     :data:`STREAM_TOKENS` (256 for more). Measured (session 24, H200): M = 33 on 4096x4096 bf16 40 tokens 11.4 us
-    against 64 tokens 14.6, fp8 7168x2048 6.4-6.5 against 7.6-7.7."""
+    against 64 tokens 14.6, fp8 7168x2048 6.4-6.5 against 7.6-7.7; M = 65 on 7168x2048 fp8 72 tokens 6.8 against
+    the wgmma path's 7.8."""
     if m <= STREAM_FINE_TOKENS:
         return next(t for t in stream_tokens_ok(in_dtype) if t >= m)
     return next((t for t in STREAM_TOKENS if t >= m), STREAM_TOKENS[-1])

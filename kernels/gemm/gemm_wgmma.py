@@ -2,7 +2,8 @@
 cooperative design, fed by TMA for A and by 1-D bulk copies of the preshuffled B.
 
 * **A** (M×K, row-major) arrives by TMA into the canonical 128-byte-swizzled K-major shared layout
-  (``fx.nvvm.make_smem_layout_gmma``); rows past M are zero-filled by the copy engine.
+  (``fx.nvvm.make_smem_layout_gmma``); a tile holding the last rows of A copies only their 8-row groups
+  (:func:`a_box_rows`: the copy engine's zero-fill of rows past M costs about a read), its other rows are stale.
 * **B** needs no tensor map: a stage of ``tile_n`` rows by ``tile_k`` is ``tile_n/64 × tile_k·e/128`` pieces
   of 8 KB, each one panel's 64 rows of one 128-byte K atom — contiguous in the preshuffled layout and
   exactly the bytes wgmma reads at that place of the shared tile (atoms along N, then K). One
@@ -30,7 +31,7 @@ from .gemm_config import NUM_SMS, GemmConfig
 from .gemm_mma_sync import check_operand
 from .preshuffle_layout import ATOM_BYTES, PANEL_N
 
-__all__ = ["build_wgmma_gemm", "WGMMA_TYPES", "PRODUCER_REGS", "CONSUMER_REGS", "GROUP_M"]
+__all__ = ["build_wgmma_gemm", "WGMMA_TYPES", "PRODUCER_REGS", "CONSUMER_REGS", "GROUP_M", "a_box_rows"]
 
 WGMMA_TYPES = {
     "fp8": (fx.Float8E4M3FN, fx.Float32),
@@ -43,6 +44,14 @@ GROUP_M = 8  # tile-rows per scheduler group (L2 reuse of B)
 BAR_TURN = 3  # ping-pong: named barriers 3 and 4 hand the tensor cores to warpgroup 1 and 2
 PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
 EPI = 64  # epilogue chunk: 64 x 64 outputs, one 128-byte swizzle row of 16-bit values
+
+
+def a_box_rows(rows: int) -> int | None:
+    """The row groups of the activations' TMA box for tiles of ``rows`` tokens (``fx.nvvm.make_tma_atom``'s
+    ``box_rows``): 8, so that a tile holding the last rows of A copies only the groups before M — the copy engine
+    fills rows past the tensor one by one (docs/gemm.md, "Rows past M") — where a tile has 24 rows or more (one
+    group past M measured free); else None (the whole box)."""
+    return 8 if rows >= 24 else None
 
 
 def tile_coords(tile, tiles_m, tiles_n):
@@ -111,6 +120,20 @@ def build_wgmma_gemm(cfg: GemmConfig):
         first, step = fx.block_idx.x, fx.grid_dim.x
         gB = B.iterator.recast(fx.Int8)
 
+        def stage(st, m, panel0, kt, rows):
+            """Stage ``st``: A's tile (its first ``rows`` rows' groups; None: all) and B's pieces."""
+            nvvm.mbarrier_wait(empty + st.index, st.phase)
+            nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.load_bytes(rows) + b_stage_bytes)
+            nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m * BM, kt * BK),
+                          rows=rows)  # fmt: skip
+            dst0 = sB_bytes + st.index * b_stage_bytes
+            for p in fx.range_constexpr(BN // PANEL_N):
+                for j in fx.range_constexpr(kblks):
+                    src = panel0 + (p * PANEL_N * row_bytes + (kt * kblks + j) * PIECE)
+                    dst = dst0 + (j * BN * ATOM_BYTES + p * PIECE)
+                    nvvm.bulk_copy_g2s(dst, src, PIECE, full + st.index)
+            return st.next()
+
         if wg == 0:
             # ------------------------------------------------------------ producer: TMA (A) + bulk copies (B)
             nvvm.warpgroup_reg_dealloc(PRODUCER_REGS)
@@ -120,17 +143,19 @@ def build_wgmma_gemm(cfg: GemmConfig):
                     for tile in range(first, num_tiles, step):
                         m, n = tile_coords(tile, tiles_m, tiles_n)
                         panel0 = gB + n * (BN * row_bytes)  # panels n*BN/64 ... are consecutive
-                        for kt in range(k_tiles):
-                            nvvm.mbarrier_wait(empty + st.index, st.phase)
-                            nvvm.mbarrier_arrive_expect_tx(full + st.index, tma_a.tile_bytes + b_stage_bytes)
-                            nvvm.tma_load(tma_a, sA[None, None, st.index], full + st.index, (m * BM, kt * BK))
-                            dst0 = sB_bytes + st.index * b_stage_bytes
-                            for p in fx.range_constexpr(BN // PANEL_N):
-                                for j in fx.range_constexpr(kblks):
-                                    src = panel0 + (p * PANEL_N * row_bytes + (kt * kblks + j) * PIECE)
-                                    dst = dst0 + (j * BN * ATOM_BYTES + p * PIECE)
-                                    nvvm.bulk_copy_g2s(dst, src, PIECE, full + st.index)
-                            st = st.next()
+
+                        # a tile holding the last rows of A loads only their 8-row groups (a_box_rows), decided once
+                        # per tile: the loop of whole tiles is the plain one
+                        rows_a = fx.min(M - m * BM, BM)
+                        if fx.const_expr(tma_a.rows_plan is None):
+                            for kt in range(k_tiles):
+                                st = stage(st, m, panel0, kt, None)
+                        elif tma_a.whole_tile(rows_a):
+                            for kt in range(k_tiles):
+                                st = stage(st, m, panel0, kt, None)
+                        else:
+                            for kt in range(k_tiles):
+                                st = stage(st, m, panel0, kt, rows_a)
         else:
             # ------------------------------------------------------------ consumers: wgmma, then the epilogue
             nvvm.warpgroup_reg_alloc(CONSUMER_REGS)
@@ -255,7 +280,7 @@ def build_wgmma_gemm(cfg: GemmConfig):
         # NOTE: A keeps its own element type (fp8 may come as an int8 view): TMA moves bytes, and a pointer
         # cast here would keep the launcher off the straight-line launch plan
         a2 = fx.make_view(arg_a.iterator, fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
-        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (BM, BK)))
+        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (BM, BK)), box_rows=a_box_rows(BM))
         tma_c = tma_a  # an unused stand-in when C is stored directly
         if fx.const_expr(tma_store):
             out = arg_c.dtype

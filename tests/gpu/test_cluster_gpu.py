@@ -20,6 +20,9 @@ from test_multicast import _want as _mcast_want  # noqa: E402
 from test_st_async import _exchange, _want  # noqa: E402
 from test_tma_multicast import mcast_tile  # noqa: E402
 from test_tma_multicast import want as _tma_want  # noqa: E402
+from test_tma_rows import CASES as _ROWS_CASES  # noqa: E402
+from test_tma_rows import SENTINEL, rows_tile  # noqa: E402
+from test_tma_rows import _want as _rows_want  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -96,3 +99,22 @@ def test_multicast_tma_load_gpu(cluster, mask, monkeypatch, tmp_path):
     mcast_tile(cluster, mask)(torch.from_numpy(src).cuda(), out)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(out.cpu().numpy(), _tma_want(src, cluster, mask))
+
+
+@pytest.mark.parametrize("tile_rows, cols, box_rows, n", _ROWS_CASES)
+def test_row_grouped_tma_load_gpu(tile_rows, cols, box_rows, n, monkeypatch, tmp_path):
+    """``tma_load(..., rows=n)`` of a row-grouped atom (tests/unit/test_tma_rows.py) on the H200: the groups holding
+    the first n rows land (rows past the tensor zero), the others keep the sentinel, the bytes complete the barrier."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("FLYDSL_RUNTIME_ENABLE_CACHE", "0")
+    monkeypatch.setenv("FLYDSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("FLYDSL_RUNTIME_KIND", "cuda")
+    src = np.arange(1, (n + 3) * cols + 1, dtype=np.float32).reshape(n + 3, cols)
+    fill = torch.full((tile_rows, cols), SENTINEL, dtype=torch.float32, device="cuda")
+    out = torch.zeros((tile_rows, cols), dtype=torch.float32, device="cuda")
+    nb = torch.zeros(1, dtype=torch.int32, device="cuda")
+    rows_tile(tile_rows, cols, box_rows)(fill, torch.from_numpy(src).cuda(), out, nb, 3, n)
+    torch.cuda.synchronize()
+    want, nbytes = _rows_want(src, tile_rows, cols, box_rows, 3, n)
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
+    assert int(nb.item()) == nbytes

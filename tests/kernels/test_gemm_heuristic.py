@@ -51,6 +51,11 @@ def test_heuristic_and_defaults(interpreter):
     assert cfg(4096, 4096, "bf16", 33) == ("stream", 40, 32, 128, 128)
     assert cfg(4096, 4096, "fp8", 20) == ("stream", 24, 64, 256, 132, 2)  # 17-24 rows: 24 tokens, K over two blocks
     assert cfg(7168, 2048, "int8", 33)[1:3] == (48, 64)  # s8: 8, 16, 24 or multiples of 16 tokens
+    # ... and up to 96 rows where such tiles fill the SMs whole (s. 24: 7168 x 2048 fp8 at M = 65 6.8 us against 7.8)
+    assert cfg(7168, 2048, "fp8", 65) == ("stream", 72, 64, 256, 112)
+    assert cfg(4096, 4096, "bf16", 96)[:4] == ("stream", 96, 32, 128)
+    assert cfg(10240, 8192, "bf16", 80)[0] == cfg(4096, 4096, "fp8", 97)[0] == "wgmma"
+    assert cfg(4096, 4096, "int8", 65)[0] == "wgmma" and cfg(4096, 4096, "int8", 80)[:2] == ("stream", 80)  # s8: 80
     assert cfg(10240, 8192, "int8", 40) == ("wgmma", 64, 128, 128, 8, "cooperative")  # 16-bit: 16 KB; PDL: stream
     cases = ((7168, 2048, "fp8", 64, False), (4096, 4096, "fp8", 64, True), (4096, 4096, "bf16", 64, False),
              (10240, 8192, "fp16", 32, False), (4096, 4096, "fp8", 33, False), (10240, 8192, "bf16", 48, False),

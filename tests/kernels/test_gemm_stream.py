@@ -32,6 +32,7 @@ CASES = [
     (9, 128, 512, (16, 32, 128), 5),  # 32 rows of B per tile (half a panel): 4 tiles, split
     (17, 64, 256, (24, 16, 256), None),  # 16 rows of B, 24 tokens, two K atoms per stage: whole tiles
     (45, 128, 512, (48, 32, 256), None),  # 48 tokens on 32 rows (the heuristic's M = 33-64 tiles): whole tiles
+    (70, 128, 512, (72, 32, 256), None),  # 72 tokens (the heuristic's M = 65-72 where whole tiles fill the SMs)
 ]
 IDS = [f"M{m}-N{n}-K{k}-t{'x'.join(map(str, t))}-b{b}" for m, n, k, t, b in CASES]
 
@@ -276,7 +277,8 @@ def test_stream_probe_and_early_rejections():
 @pytest.mark.gpu
 @pytest.mark.parametrize("in_dtype", IN_DTYPES)
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 7168, 2048), (32, 10240, 8192), (64, 4096, 4096),
-                                   (200, 2048, 1024), (20, 4096, 4096), (37, 4096, 4096), (41, 7168, 2048)])  # fmt: skip
+                                   (200, 2048, 1024), (20, 4096, 4096), (37, 4096, 4096), (41, 7168, 2048),
+                                   (65, 7168, 2048), (96, 4096, 4096)])  # fmt: skip
 def test_stream_gpu(in_dtype, M, N, K):
     e = 1 if in_dtype in ("fp8", "int8") else 2
     res = run_gemm(in_dtype, M, N, K // e, cuda=True, graph_check=True, path="stream")

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 from ... import layout as L
 from ...dialects import nvvm_sm90 as _d
-from ...ir import AddressSpace, Value
+from ...dialects import scf
+from ...ir import AddressSpace, InsertionPoint, Value
 from ...layout import ComposedLayout, Layout
 from ...layout.gmma import GmmaLayoutError, split_swizzle, tma_box_plan
 from .._sem import iterators as _it
@@ -64,18 +65,58 @@ class TmaAtom:
     1), ``plan`` (:class:`~flydsl.layout.gmma.TmaBoxPlan`: box, swizzle, copies per tile), ``contiguous``
     (the tensor's unit-stride mode), ``rank``, ``kind`` ("load"/"store"), ``tile_bytes``. Run-time:
     the descriptor and ``shape`` (the tensor's extents). A DSL value: pass it to a kernel as an argument.
+    An atom made with ``box_rows`` also has ``rows_plan`` and a second descriptor, ``rows_desc``, whose boxes
+    span ``box_rows`` rows of the tile: :func:`tma_load`'s ``rows=`` loads only the row groups that hold data.
     """
 
-    __slots__ = ("desc", "shape", "dtype", "smem_layout", "plan", "contiguous", "rank", "kind")
+    __slots__ = ("desc", "shape", "dtype", "smem_layout", "plan", "contiguous", "rank", "kind", "rows_desc",
+                 "rows_plan")  # fmt: skip
 
-    def __init__(self, desc, shape, dtype, smem_layout, plan, contiguous, rank, kind):
+    def __init__(self, desc, shape, dtype, smem_layout, plan, contiguous, rank, kind, rows_desc=None,
+                 rows_plan=None):  # fmt: skip
         self.desc, self.shape, self.dtype, self.smem_layout = desc, tuple(shape), dtype, smem_layout
         self.plan, self.contiguous, self.rank, self.kind = plan, contiguous, rank, kind
+        self.rows_desc, self.rows_plan = rows_desc, rows_plan
 
     @property
     def tile_bytes(self) -> int:
         """Bytes one tile moves (what a load adds to its mbarrier's transaction count)."""
         return self.plan.tile_bytes
+
+    @property
+    def tile_rows(self) -> int:
+        """The tile's extent along the tensor's mode that is not unit-stride (its rows)."""
+        return self.tile_shape[1 - self.contiguous]
+
+    def whole_tile(self, rows):
+        """Whether ``tma_load(self, ..., rows=rows)`` copies the whole tile: when the groups of ``box_rows`` rows that
+        hold ``rows`` leave at most one group out (a group of rows past the tensor measured free on the H200, more
+        cost about a read each). A Boolean: static for an int ``rows``; a kernel may branch on it once per tile and
+        load without ``rows`` on the whole side (no per-copy test)."""
+        br = self._rows_plan("whole_tile").box[1]
+        r = as_numeric(rows)
+        return (r if r.dtype is Int32 else r.to(Int32)) > self.tile_rows - 2 * br
+
+    def load_bytes(self, rows=None):
+        """The bytes ``tma_load(self, ..., rows=rows)`` completes on its mbarrier: :attr:`tile_bytes` for the whole
+        tile (``rows`` None, or :meth:`whole_tile`), else the groups of ``box_rows`` rows that cover ``rows`` (an int,
+        or an Int32 at run time)."""
+        if rows is None:
+            return self.tile_bytes
+        rp = self._rows_plan("load_bytes")
+        br = rp.box[1]
+        group = rp.tile_bytes // (self.tile_rows // br)
+        r = as_numeric(rows)
+        r = r if r.dtype is Int32 else r.to(Int32)
+        whole = self.whole_tile(r)
+        if r.is_static():
+            return self.tile_bytes if whole.value else max(0, -(-r.value // br)) * group
+        return whole.select(Int32(self.tile_bytes), (r + (br - 1)) // br * group)
+
+    def _rows_plan(self, what: str):
+        if self.rows_plan is None:
+            raise ValueError(f"{what}(rows=...) needs a TMA atom made with box_rows= (make_tma_atom)")
+        return self.rows_plan
 
     @property
     def tile_shape(self) -> tuple:
@@ -97,18 +138,22 @@ class TmaAtom:
 
     # -- value protocol ------------------------------------------------------------------------------------
     def __fly_values__(self):
-        return [self.desc] + [as_numeric(s).ir_value() for s in self.shape if _static_int(s) is None]
+        descs = [self.desc] + ([self.rows_desc] if self.rows_plan is not None else [])
+        return descs + [as_numeric(s).ir_value() for s in self.shape if _static_int(s) is None]
 
     def __fly_rebuild__(self, values) -> TmaAtom:
         it = iter(values)
         desc = next(it)
+        rows_desc = next(it) if self.rows_plan is not None else None
         shape = [s if _static_int(s) is not None else Int32._make(next(it)) for s in self.shape]
-        return TmaAtom(desc, shape, self.dtype, self.smem_layout, self.plan, self.contiguous, self.rank, self.kind)
+        return TmaAtom(desc, shape, self.dtype, self.smem_layout, self.plan, self.contiguous, self.rank, self.kind,
+                       rows_desc, self.rows_plan)  # fmt: skip
 
     def __fly_signature__(self):
         stat = tuple(_static_int(s) for s in self.shape)
+        rows = None if self.rows_plan is None else (self.rows_plan.box, self.rows_plan.boxes)
         return ("TmaAtom", self.dtype, str(self.smem_layout), self.plan.box, self.plan.swizzle, self.plan.boxes,
-                self.contiguous, self.rank, self.kind, stat)  # fmt: skip
+                self.contiguous, self.rank, self.kind, stat, rows)  # fmt: skip
 
     def __fly_describe__(self) -> str:
         return f"TmaAtom({self.kind}, {self.dtype.__name__}, tile {self.tile_shape}, box {self.plan.box})"
@@ -142,7 +187,8 @@ def _coords_of(t) -> tuple:
     return c if type(c) is tuple else (c,)
 
 
-def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "zero", l2_promotion: int = 128):
+def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "zero", l2_promotion: int = 128,
+                  box_rows: int | None = None):  # fmt: skip
     """A TMA atom for tiles of ``tensor`` stored in shared memory with ``smem_layout`` (host side, in the
     ``@flyc.jit`` launcher; CuTe DSL: ``cpasync.make_tiled_tma_atom``).
 
@@ -154,6 +200,11 @@ def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "
         store: a TMA store atom (shared → global) instead of a load.
         oob_fill: ``"zero"`` or ``"nan"`` for elements outside the tensor (loads).
         l2_promotion: 0, 64, 128 or 256 bytes of L2 promotion.
+        box_rows: (loads) also encode boxes of this many of the tile's rows (along the mode that is not unit-stride;
+            a divisor of the tile's rows), so that ``tma_load(..., rows=n)`` copies only the row groups holding the
+            first ``n`` rows. The copy engine zero-fills rows past the tensor one by one in the queue of the SM's
+            other copies: a 64-row tile with 33 rows in the tensor measured as slow as reading all 64 (H200,
+            docs/hopper.md).
 
     Raises:
         GmmaLayoutError: the layout is not one a TMA box writes. ValueError: no unit-stride mode among the
@@ -195,7 +246,19 @@ def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "
     desc = _d.tma_make_desc(
         *ops, box=box, swizzle=plan.swizzle, oob_nan=oob_fill == "nan", l2_promotion=_L2[l2_promotion]
     )
-    return TmaAtom(desc, shape, tensor.dtype, _two_modes(smem_layout), plan, contig, rank, "store" if store else "load")
+    rows_desc = rows_plan = None
+    if box_rows is not None:
+        rows = plan.box[1] * len({co for _, _, co in plan.boxes})
+        if store or type(box_rows) is not int or box_rows < 1 or rows % box_rows:
+            raise ValueError(f"make_tma_atom: box_rows is for loads, a divisor of the tile's {rows} rows, got "
+                             f"{box_rows!r}{' (a store atom)' if store else ''}")  # fmt: skip
+        rows_plan = tma_box_plan(_two_modes(smem_layout), bits, contig, max_rows=box_rows)
+        rbox = [rows_plan.box[0], rows_plan.box[1]] + [1] * (rank - 2)
+        rows_desc = _d.tma_make_desc(
+            *ops, box=rbox, swizzle=plan.swizzle, oob_nan=oob_fill == "nan", l2_promotion=_L2[l2_promotion]
+        )
+    return TmaAtom(desc, shape, tensor.dtype, _two_modes(smem_layout), plan, contig, rank, "store" if store else "load",
+                   rows_desc, rows_plan)  # fmt: skip
 
 
 def _as_i32(x) -> Value:
@@ -285,22 +348,96 @@ def _check_store_not_negative(atom: TmaAtom, c) -> None:
             )
 
 
-def _issue(atom: TmaAtom, base: Pointer, coord, bar, mask=None) -> None:
+def _issue(atom: TmaAtom, base: Pointer, coord, bar, mask=None, rows=None) -> None:
     c = _coords(atom, coord)
     _check_inner_alignment(atom, c)
     if bar is None:
         _check_store_not_negative(atom, c)
+    if rows is None:
+        _issue_boxes(atom, atom.desc, atom.plan.boxes, base, c, bar, mask)
+        return
+    rp = atom._rows_plan("tma_load")
+    r = as_numeric(rows)
+    r = r if r.dtype is Int32 else r.to(Int32)
+    whole = atom.whole_tile(r)  # at most one group's rows missing: the tile's own boxes
+    groups = sorted({co for _, _, co in rp.boxes if co < atom.tile_rows - 2 * rp.box[1]})  # (the others: whole)
+    step = _group_step(rp)
+
+    def some_groups():
+        if step is not None and not r.is_static():  # one loop over the groups below r (small code)
+            _issue_group_loop(atom, rp, step, base, c, bar, mask, (r + (rp.box[1] - 1)) // rp.box[1])
+            return
+        for g in groups:  # the groups that hold rows below r
+            _when(r > g, lambda g=g: _issue_boxes(atom, atom.rows_desc, [b for b in rp.boxes if b[2] == g], base, c,
+                                                  bar, mask))  # fmt: skip
+
+    if whole.is_static():
+        _issue_boxes(atom, atom.desc, atom.plan.boxes, base, c, bar, mask) if whole.value else some_groups()
+        return
+    op = scf.build_if(whole.ir_value(), with_else=True)
+    with InsertionPoint(op.regions[0].blocks[0]):
+        _issue_boxes(atom, atom.desc, atom.plan.boxes, base, c, bar, mask)
+        scf.yield_()
+    with InsertionPoint(op.regions[1].blocks[0]):
+        some_groups()
+        scf.yield_()
+
+
+def _group_step(rp):
+    """The shared-memory element offset from one row group's boxes to the next's when it is the same for every group
+    (the boxes of group ``g`` are group 0's moved by ``g`` times it: a loop can issue them), else None."""
+    br = rp.box[1]
+    first = [(s0, cc) for s0, cc, co in rp.boxes if co == 0]
+    at = {(cc, co): s0 for s0, cc, co in rp.boxes}
+    if len(at) == len(first):
+        return 0
+    step = at.get((first[0][1], br), 0) - first[0][0]
+    ok = all(at.get((cc, co)) == s0 + co // br * step for s0, cc in first for co in {b[2] for b in rp.boxes})
+    return step if ok else None
+
+
+def _issue_group_loop(atom: TmaAtom, rp, step: int, base: Pointer, c, bar, mask, n) -> None:
+    """Group 0's boxes moved by ``g`` groups, for ``g`` in ``range(n)`` (an ``scf.for``)."""
+    op = scf.build_for(Int32(0).ir_value(), n.ir_value(), Int32(1).ir_value())
+    body = op.regions[0].blocks[0]
+    with InsertionPoint(body):
+        g = Int32._make(body.args[0])
+        contig, other = atom.contiguous, 1 - atom.contiguous
+        rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
+        for s0, cc, _ in (b for b in rp.boxes if b[2] == 0):
+            p = Pointer.__add__(base, g * step + s0)
+            crd = [_as_i32(c[contig] + cc), _as_i32(c[other] + g * rp.box[1])] + rest
+            if mask is not None:
+                _d.tma_load_multicast(atom.rows_desc, p.ir_value(), bar.ir_value(), mask, *crd)
+            else:
+                _d.tma_load(atom.rows_desc, p.ir_value(), bar.ir_value(), *crd)
+        scf.yield_()
+
+
+def _when(cond, emit) -> None:
+    """``emit()`` under ``cond`` (a Boolean numeric): at trace time when static, else in an ``scf.if``."""
+    if cond.is_static():
+        if cond.value:
+            emit()
+        return
+    op = scf.build_if(cond.ir_value(), with_else=False)
+    with InsertionPoint(op.regions[0].blocks[0]):
+        emit()
+        scf.yield_()
+
+
+def _issue_boxes(atom: TmaAtom, desc, boxes, base: Pointer, c, bar, mask) -> None:
     contig, other = atom.contiguous, 1 - atom.contiguous
     rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
-    for s_off, cc, co in atom.plan.boxes:
+    for s_off, cc, co in boxes:
         p = base if s_off == 0 else Pointer.__add__(base, s_off)
         crd = [_as_i32(c[contig] + cc), _as_i32(c[other] + co)] + rest
         if bar is None:
-            _d.tma_store(atom.desc, p.ir_value(), *crd)
+            _d.tma_store(desc, p.ir_value(), *crd)
         elif mask is not None:
-            _d.tma_load_multicast(atom.desc, p.ir_value(), bar.ir_value(), mask, *crd)
+            _d.tma_load_multicast(desc, p.ir_value(), bar.ir_value(), mask, *crd)
         else:
-            _d.tma_load(atom.desc, p.ir_value(), bar.ir_value(), *crd)
+            _d.tma_load(desc, p.ir_value(), bar.ir_value(), *crd)
 
 
 def _multicast_mask(multicast_mask):
@@ -313,7 +450,7 @@ def _multicast_mask(multicast_mask):
     return _i32(multicast_mask, "the multicast mask")
 
 
-def tma_load(atom: TmaAtom, dst, mbar, coord, *, multicast_mask=None) -> None:
+def tma_load(atom: TmaAtom, dst, mbar, coord, *, rows=None, multicast_mask=None) -> None:
     """Load the tile whose first element is at ``coord`` (element coordinates in the tensor's modes) into
     the shared tensor ``dst`` (laid out as the atom's ``smem_layout``), completing ``atom.tile_bytes``
     on ``mbar``. Issue it from one thread (e.g. under ``fx.nvvm.elect_one()``).
@@ -321,10 +458,16 @@ def tma_load(atom: TmaAtom, dst, mbar, coord, *, multicast_mask=None) -> None:
     ``multicast_mask`` (sm_90, a cluster launch): the tile is read once and lands at ``dst``'s offset in the shared
     memory of every block of the cluster whose rank (:func:`cluster_ctarank`) has its bit set (bits 0-15), each
     completing its bytes on its own mbarrier at ``mbar``'s offset — every receiver arms its own barrier for them
-    (``.multicast::cluster``; one L2 read for the cluster, as CUTLASS's multicast TMA of a GEMM's shared operand)."""
+    (``.multicast::cluster``; one L2 read for the cluster, as CUTLASS's multicast TMA of a GEMM's shared operand).
+
+    ``rows`` (an atom made with ``box_rows``; an int or a run-time Int32): only the tile's first ``rows`` rows
+    are wanted — e.g. the rows before the end of the tensor. The load copies the whole tile when at most one
+    group of ``box_rows`` rows would be left out (:meth:`TmaAtom.whole_tile`), else only the groups holding those
+    rows (rows past the tensor within them zero-filled); the shared rows of the groups left out keep what they held.
+    It completes ``atom.load_bytes(rows)`` on ``mbar``."""
     if not isinstance(atom, TmaAtom) or atom.kind != "load":
         raise TypeError(f"tma_load needs a load TmaAtom (make_tma_atom(...)), got {atom!r}")
-    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar), _multicast_mask(multicast_mask))
+    _issue(atom, _smem_base(dst, atom, "tma_load"), coord, _bar(mbar), _multicast_mask(multicast_mask), rows)
 
 
 def tma_store(atom: TmaAtom, src, coord) -> None:
@@ -338,8 +481,10 @@ def tma_store(atom: TmaAtom, src, coord) -> None:
 
 
 def tma_prefetch_descriptor(atom: TmaAtom) -> None:
-    """Prefetch the atom's descriptor (``prefetch.tensormap``), e.g. once at kernel start."""
+    """Prefetch the atom's descriptor(s) (``prefetch.tensormap``), e.g. once at kernel start."""
     _d.tma_prefetch_desc(atom.desc)
+    if atom.rows_plan is not None:
+        _d.tma_prefetch_desc(atom.rows_desc)
 
 
 def _ptr(x, space: int, what: str) -> Pointer:
