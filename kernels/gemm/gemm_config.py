@@ -199,9 +199,9 @@ def heuristic_path(M: int | None, N: int | None = None, K: int | None = None, in
     decode rows (<= :data:`MMA_DECODE_MAX_M`) of a small weight (<= :data:`MMA_DECODE_MAX_BYTES`, rows of
     >= :data:`MMA_DECODE_MIN_KB`) — but above 8 rows the stream path where its tiles split over clusters of two
     (:func:`stream_cluster`), else ``"stream"`` up to :data:`STREAM_MAX_M` rows (up to :data:`STREAM_DEEP_K_MAX_M`
-    for rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL) and up to :data:`STREAM_WHOLE_MAX_M` where its tiles
-    fill the SMs whole with at most 7 tokens past M, ``"wgmma"`` otherwise (docs/gemm.md has the measurements behind
-    each bound)."""
+    for rows of :data:`STREAM_DEEP_K_BYTES` or more without PDL, where its tiles do not fill the SMs whole) and up to
+    :data:`STREAM_WHOLE_MAX_M` where they fill the SMs whole with at most 7 tokens past M, ``"wgmma"`` otherwise
+    (docs/gemm.md has the measurements behind each bound)."""
     m, e = 16 if M is None else M, ELEM_BYTES[in_dtype]
     tn = stream_tokens(m, in_dtype)
     if m <= MMA_DECODE_MAX_M and N is not None and K is not None:
@@ -231,9 +231,9 @@ def heuristic_tiles(N: int, K: int, in_dtype: str, M: int | None = None, path: s
     (default: :func:`heuristic_path`).
 
     * ``"stream"``: ``tile_m`` (the tokens of a tile, the wgmma's N) from :func:`stream_tokens` (the smallest
-      valid wgmma N that holds M up to 64, then 128 or 256); the rows of B per tile from :func:`_stream_rows`
+      valid wgmma N that holds M up to 96, then 128 or 256); the rows of B per tile from :func:`_stream_rows`
       (whole tiles filling the SMs when a width gives them, else stream-K); two 128-byte K atoms per stage
-      while five such stages fit (up to 64 tokens), else one.
+      while five such stages fit (up to 112 tokens on tiles of <= 64 rows), else one.
     * ``"mma"``: ``tile_m`` the smallest of 16/32/64 that covers M; ``tile_n`` the largest of 64/32/16/8
       that still gives about two blocks per SM (``N / tile_n >= 1.9 * 132``); ``tile_k`` one 128-byte K
       atom per warp and iteration for 8 warps (1024 bytes when one warp covers tile_n, 512 when two do).
@@ -279,10 +279,12 @@ def _fills(tiles: int) -> bool:
 
 def _stream_widths(N: int, tile_m: int) -> list[int]:
     """The stream tile's candidate rows of B, widest first: 128, 64, 32, 16 dividing N, at least ``tile_m`` up
-    to :data:`STREAM_MIN_ROWS`. (Up to session 23 at least ``tile_m`` up to 128, to keep the activations re-read
-    per tile under the bytes of B: 64 tokens on 32 rows measured faster than on 64, 4096x4096 bf16 11.9 against
-    12.9 us — their re-reads come from L2 — while a whole tile per SM saves the reduction.)"""
-    return [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, STREAM_MIN_ROWS)]
+    to :data:`STREAM_MIN_ROWS` (up to 128 for token tiles wider than :data:`STREAM_FINE_TOKENS`). (Up to session 23
+    at least ``tile_m`` up to 128, to keep the activations re-read per tile under the bytes of B: 64 tokens on 32 rows
+    measured faster than on 64, 4096x4096 bf16 11.9 against 12.9 us — their re-reads come from L2 — while a whole
+    tile per SM saves the reduction.)"""
+    floor = STREAM_MIN_ROWS if tile_m <= STREAM_FINE_TOKENS else 128  # (wider token tiles: measured on >= 128 rows)
+    return [r for r in (128, 64, 32, 16) if N % r == 0 and r >= min(tile_m, floor)]
 
 
 def _stream_whole(N: int, tile_m: int, M: int) -> int:
@@ -484,6 +486,8 @@ def make_config(
     if path is None:
         path = heuristic_path(M, N, K, in_dtype, pdl) if tile_m is None else ("wgmma" if tile_m >= 64 else "mma")
     hm, hn, hk = heuristic_tiles(N, K, in_dtype, M, path, pdl)
+    if cluster_k not in (None, 1, 2, 4):
+        raise ValueError(f"cluster_k must be 1, 2 or 4, got {cluster_k!r}")
     if tile_m is None and path == "stream" and (cluster_k or 1) > 1:  # value pairs a cluster's blocks can share
         hm = next(t for t in stream_tokens_ok(in_dtype) if t >= hm and (t // 4) % cluster_k == 0)
     tile_m = hm if tile_m is None else tile_m
@@ -493,8 +497,6 @@ def make_config(
         raise ValueError(f"schedule must be 'cooperative' or 'pingpong', got {schedule!r}")
     if schedule == "pingpong" and path != "wgmma":
         raise ValueError("schedule='pingpong' applies to the wgmma path")
-    if cluster_k not in (None, 1, 2, 4):
-        raise ValueError(f"cluster_k must be 1, 2 or 4, got {cluster_k!r}")
     if (cluster_k or 1) > 1 and path != "stream":
         raise ValueError(f"cluster_k={cluster_k} applies to the stream path")
     if streamk is not None and path != "stream":

@@ -2,8 +2,8 @@
 cooperative design, fed by TMA for A and by 1-D bulk copies of the preshuffled B.
 
 * **A** (M×K, row-major) arrives by TMA into the canonical 128-byte-swizzled K-major shared layout
-  (``fx.nvvm.make_smem_layout_gmma``); a tile holding the last rows of A copies only their 8-row groups
-  (:func:`a_box_rows`: the copy engine's zero-fill of rows past M costs about a read), its other rows are stale.
+  (``fx.nvvm.make_smem_layout_gmma``); a tile whose rows past M fill two or more 8-row groups copies only the groups
+  before M (:func:`a_box_rows`: the copy engine's zero-fill of rows past M costs about a read), its other rows stale.
 * **B** needs no tensor map: a stage of ``tile_n`` rows by ``tile_k`` is ``tile_n/64 × tile_k·e/128`` pieces
   of 8 KB, each one panel's 64 rows of one 128-byte K atom — contiguous in the preshuffled layout and
   exactly the bytes wgmma reads at that place of the shared tile (atoms along N, then K). One

@@ -85,3 +85,17 @@ def test_default_tokens_fit_the_cluster_asked_for():
     (40) is raised to the next that divides (48) instead of refusing the request."""
     fn = compile_preshuffle_gemm(N=4096, K=4096, in_dtype="bf16", M=33, path="stream", tile_n=128, cluster_k=4)
     assert (fn.gemm_config.tile_m, fn.gemm_config.cluster_k) == (48, 4)
+
+
+def test_a_bad_cluster_k_is_refused_before_the_default_tile_is_fitted():
+    import pytest
+
+    for bad in (100, "2"):
+        with pytest.raises(ValueError, match="cluster_k must be 1, 2 or 4"):
+            compile_preshuffle_gemm(N=4096, K=4096, in_dtype="bf16", M=33, path="stream", cluster_k=bad)
+
+
+def test_wide_token_tiles_keep_wide_b_tiles():
+    """The 32-row floor of fine-token tiles (<= 96 tokens) does not reach wider token tiles asked for with
+    ``path="stream"`` (128 tokens re-reading A from L2 on 32-row tiles was never measured)."""
+    assert compile_preshuffle_gemm(N=4096, K=4096, in_dtype="fp8", M=128, path="stream").gemm_config.tile_n == 128

@@ -94,10 +94,31 @@ def test_a_static_row_count_needs_no_branch(n):
     assert nb == nbytes
 
 
+@pytest.mark.parametrize("n", [0, -9, -40])
+def test_no_rows_load_nothing_and_expect_no_bytes(n):
+    """A run-time count of 0 or less copies no group and completes no bytes (the barrier still completes: no hang)."""
+    src, out, nb = _run(32, 32, 8, 40, 0, n)
+    np.testing.assert_array_equal(out, np.full((32, 32), SENTINEL, np.float32))
+    assert nb == 0
+
+
 @pytest.mark.parametrize("box_rows, error", [(5, "a divisor of the tile's 32 rows"), (0, "a divisor")])
 def test_box_rows_must_divide_the_tile(box_rows, error):
     with pytest.raises(Exception, match=error):
         _run(32, 32, box_rows, 40, 0, 9)
+
+
+def test_box_rows_the_layout_cannot_store_name_the_option():
+    """Boxes of one row of a 32-byte-swizzled bf16 tile would start 32 bytes apart (TMA boxes start on 128 bytes)."""
+
+    @flyc.jit
+    def launch(src: fx.Tensor):
+        nvvm.make_tma_atom(src, nvvm.make_smem_layout_gmma(src.dtype, (32, 16), swizzle=32), box_rows=1)
+
+    import ml_dtypes
+
+    with pytest.raises(Exception, match=r"box_rows=1: .*not 128-byte aligned"):
+        launch(np.zeros((32, 16), ml_dtypes.bfloat16))
 
 
 def test_rows_needs_a_row_grouped_atom():
