@@ -3,7 +3,7 @@ cooperative design, fed by TMA for A and by 1-D bulk copies of the preshuffled B
 
 * **A** (M×K, row-major) arrives by TMA into the canonical 128-byte-swizzled K-major shared layout
   (``fx.nvvm.make_smem_layout_gmma``); a tile whose rows past M fill two or more 8-row groups copies only the groups
-  before M (:func:`a_box_rows`: the copy engine's zero-fill of rows past M costs about a read), its other rows stale.
+  before M (:data:`A_BOX_ROWS`: the copy engine's zero-fill of rows past M costs about a read), its other rows stale.
 * **B** needs no tensor map: a stage of ``tile_n`` rows by ``tile_k`` is ``tile_n/64 × tile_k·e/128`` pieces
   of 8 KB, each one panel's 64 rows of one 128-byte K atom — contiguous in the preshuffled layout and
   exactly the bytes wgmma reads at that place of the shared tile (atoms along N, then K). One
@@ -31,7 +31,7 @@ from .gemm_config import NUM_SMS, GemmConfig
 from .gemm_mma_sync import check_operand
 from .preshuffle_layout import ATOM_BYTES, PANEL_N
 
-__all__ = ["build_wgmma_gemm", "WGMMA_TYPES", "PRODUCER_REGS", "CONSUMER_REGS", "GROUP_M", "a_box_rows"]
+__all__ = ["build_wgmma_gemm", "WGMMA_TYPES", "PRODUCER_REGS", "CONSUMER_REGS", "GROUP_M", "A_BOX_ROWS"]
 
 WGMMA_TYPES = {
     "fp8": (fx.Float8E4M3FN, fx.Float32),
@@ -44,14 +44,9 @@ GROUP_M = 8  # tile-rows per scheduler group (L2 reuse of B)
 BAR_TURN = 3  # ping-pong: named barriers 3 and 4 hand the tensor cores to warpgroup 1 and 2
 PIECE = PANEL_N * ATOM_BYTES  # 8 KB: one panel's rows of one K atom
 EPI = 64  # epilogue chunk: 64 x 64 outputs, one 128-byte swizzle row of 16-bit values
-
-
-def a_box_rows(rows: int) -> int | None:
-    """The row groups of the activations' TMA box for tiles of ``rows`` tokens (``fx.nvvm.make_tma_atom``'s
-    ``box_rows``): 8, so that a tile holding the last rows of A copies only the groups before M — the copy engine
-    fills rows past the tensor one by one (docs/gemm.md, "Rows past M") — where a tile has 24 rows or more (one
-    group past M measured free); else None (the whole box)."""
-    return 8 if rows >= 24 else None
+# the row groups of the activations' TMA box (fx.nvvm.make_tma_atom's box_rows): a tile holding the last rows of A
+# copies only the groups before M — the copy engine fills rows past the tensor one by one (docs/gemm.md, "Rows past M")
+A_BOX_ROWS = 8
 
 
 def tile_coords(tile, tiles_m, tiles_n):
@@ -144,13 +139,10 @@ def build_wgmma_gemm(cfg: GemmConfig):
                         m, n = tile_coords(tile, tiles_m, tiles_n)
                         panel0 = gB + n * (BN * row_bytes)  # panels n*BN/64 ... are consecutive
 
-                        # a tile holding the last rows of A loads only their 8-row groups (a_box_rows), decided once
+                        # a tile holding the last rows of A loads only their 8-row groups (A_BOX_ROWS), decided once
                         # per tile: the loop of whole tiles is the plain one
                         rows_a = fx.min(M - m * BM, BM)
-                        if fx.const_expr(tma_a.rows_plan is None):
-                            for kt in range(k_tiles):
-                                st = stage(st, m, panel0, kt, None)
-                        elif tma_a.whole_tile(rows_a):
+                        if tma_a.whole_tile(rows_a):
                             for kt in range(k_tiles):
                                 st = stage(st, m, panel0, kt, None)
                         else:
@@ -280,7 +272,7 @@ def build_wgmma_gemm(cfg: GemmConfig):
         # NOTE: A keeps its own element type (fp8 may come as an int8 view): TMA moves bytes, and a pointer
         # cast here would keep the launcher off the straight-line launch plan
         a2 = fx.make_view(arg_a.iterator, fx.make_layout((i32_m, cfg.K), (cfg.K, 1)))
-        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (BM, BK)), box_rows=a_box_rows(BM))
+        tma_a = nvvm.make_tma_atom(a2, nvvm.make_smem_layout_gmma(arg_a.dtype, (BM, BK)), box_rows=A_BOX_ROWS)
         tma_c = tma_a  # an unused stand-in when C is stored directly
         if fx.const_expr(tma_store):
             out = arg_c.dtype

@@ -244,22 +244,21 @@ def make_tma_atom(tensor, smem_layout, *, store: bool = False, oob_fill: str = "
     desc = _d.tma_make_desc(
         *ops, box=box, swizzle=plan.swizzle, oob_nan=oob_fill == "nan", l2_promotion=_L2[l2_promotion]
     )
-    rows_desc = rows_plan = None
+    atom = TmaAtom(desc, shape, tensor.dtype, _two_modes(smem_layout), plan, contig, rank, "store" if store else "load")
     if box_rows is not None:
-        rows = plan.box[1] * len({co for _, _, co in plan.boxes})
+        rows = atom.tile_rows
         if store or type(box_rows) is not int or box_rows < 1 or rows % box_rows:
             raise ValueError(f"make_tma_atom: box_rows is for loads, a divisor of the tile's {rows} rows, got "
                              f"{box_rows!r}{' (a store atom)' if store else ''}")  # fmt: skip
         try:
-            rows_plan = tma_box_plan(_two_modes(smem_layout), bits, contig, max_rows=box_rows)
+            atom.rows_plan = tma_box_plan(atom.smem_layout, bits, contig, max_rows=box_rows)
         except GmmaLayoutError as ex:
             raise GmmaLayoutError(f"make_tma_atom: box_rows={box_rows}: {ex}") from None
-        rbox = [rows_plan.box[0], rows_plan.box[1]] + [1] * (rank - 2)
-        rows_desc = _d.tma_make_desc(
+        rbox = [atom.rows_plan.box[0], atom.rows_plan.box[1]] + [1] * (rank - 2)
+        atom.rows_desc = _d.tma_make_desc(
             *ops, box=rbox, swizzle=plan.swizzle, oob_nan=oob_fill == "nan", l2_promotion=_L2[l2_promotion]
         )
-    return TmaAtom(desc, shape, tensor.dtype, _two_modes(smem_layout), plan, contig, rank, "store" if store else "load",
-                   rows_desc, rows_plan)  # fmt: skip
+    return atom
 
 
 def _as_i32(x) -> Value:
@@ -411,15 +410,8 @@ def _issue_group_loop(atom: TmaAtom, rp, step: int, base: Pointer, c, bar, mask,
     body = op.regions[0].blocks[0]
     with InsertionPoint(body):
         g = Int32._make(body.args[0])
-        contig, other = atom.contiguous, 1 - atom.contiguous
-        rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
-        for s0, cc, _ in (b for b in rp.boxes if b[2] == 0):
-            p = Pointer.__add__(base, g * step + s0)
-            crd = [_as_i32(c[contig] + cc), _as_i32(c[other] + g * rp.box[1])] + rest
-            if mask is not None:
-                _d.tma_load_multicast(atom.rows_desc, p.ir_value(), bar.ir_value(), mask, *crd)
-            else:
-                _d.tma_load(atom.rows_desc, p.ir_value(), bar.ir_value(), *crd)
+        first = [b for b in rp.boxes if b[2] == 0]
+        _issue_boxes(atom, atom.rows_desc, first, base, c, bar, mask, shift=(g * step, g * rp.box[1]))
         scf.yield_()
 
 
@@ -435,11 +427,14 @@ def _when(cond, emit) -> None:
         scf.yield_()
 
 
-def _issue_boxes(atom: TmaAtom, desc, boxes, base: Pointer, c, bar, mask) -> None:
+def _issue_boxes(atom: TmaAtom, desc, boxes, base: Pointer, c, bar, mask, shift=(0, 0)) -> None:
+    """One copy per box ``(smem element offset, coordinate offsets)`` of ``boxes``, every box moved by ``shift``
+    (shared elements, rows: run-time values in a loop over row groups)."""
     contig, other = atom.contiguous, 1 - atom.contiguous
     rest = [x.ir_value() if x.dtype is Int32 else x.to(Int32).ir_value() for x in c[2:]]
     for s_off, cc, co in boxes:
-        p = base if s_off == 0 else Pointer.__add__(base, s_off)
+        s_off, co = shift[0] + s_off, shift[1] + co
+        p = base if type(s_off) is int and s_off == 0 else Pointer.__add__(base, s_off)
         crd = [_as_i32(c[contig] + cc), _as_i32(c[other] + co)] + rest
         if bar is None:
             _d.tma_store(desc, p.ir_value(), *crd)
