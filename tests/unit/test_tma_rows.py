@@ -108,6 +108,15 @@ def test_box_rows_must_divide_the_tile(box_rows, error):
         _run(32, 32, box_rows, 40, 0, 9)
 
 
+def test_box_rows_is_for_loads():
+    @flyc.jit
+    def launch(out: fx.Tensor):
+        nvvm.make_tma_atom(out, nvvm.make_smem_layout_gmma(out.dtype, (32, 32)), store=True, box_rows=8)
+
+    with pytest.raises(Exception, match=r"box_rows is for loads.*\(a store atom\)"):
+        launch(np.zeros((32, 32), np.float32))
+
+
 def test_box_rows_the_layout_cannot_store_name_the_option():
     """Boxes of one row of a 32-byte-swizzled bf16 tile would start 32 bytes apart (TMA boxes start on 128 bytes)."""
 
